@@ -1,0 +1,138 @@
+# orgw - GNU make.  One object directory per build flavour so flags never mix.
+#   make            build cgi-bin/orgw.fcgi and scheduler/orgw-score
+#   make test       install missing Debian packages, build, run every test
+#   make check      unit tests under AddressSanitizer + UBSan
+#   make run        start lighttpd + spawn-fcgi workers on 127.0.0.1:8080
+#   make bench      side-by-side benchmarks (bench/)
+
+CC      ?= cc
+PKGS    := fcgi libcurl libcjson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -lcurl -lcjson)
+
+WERROR  ?= -Werror
+WARN    := -std=c11 -Wall -Wextra $(WERROR) -Wpedantic -Wshadow -Wformat=2 \
+	   -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wvla \
+	   -Wundef -Wpointer-arith
+OPT     ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	   -fno-sanitize-recover=all
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP
+LDLIBS  := $(PKG_LIBS) -lgdbm -lm
+
+FLAVOUR ?= release
+B       := build/$(FLAVOUR)
+ifeq ($(FLAVOUR),asan)
+CFLAGS  := $(WARN) $(SAN)
+LDFLAGS := $(SAN)
+else
+CFLAGS  := $(WARN) $(OPT)
+LDFLAGS := -pie -Wl,-z,relro,-z,now
+endif
+
+SRC     := $(wildcard src/*.c)
+OBJ     := $(patsubst src/%.c,$(B)/src/%.o,$(SRC))
+LIB     := $(B)/liborgw.a
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(B)/tests/replay_%,$(FUZZ_SRC))
+
+GATEWAY := cgi-bin/orgw.fcgi
+SCORER  := scheduler/orgw-score
+
+# Core modules must stay free of I/O libraries (STYLE.md 1).
+CORE    := src/route.c src/score.c src/breaker.c src/sse.c src/reqval.c \
+	   src/conf.c src/record.c src/buf.c
+
+.PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz
+
+all: $(GATEWAY) $(SCORER)
+
+$(B)/src/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/cgi-bin/orgw.o: cgi-bin/orgw.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/scheduler/orgw-score.o: scheduler/orgw-score.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/orgw.fcgi: $(B)/cgi-bin/orgw.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(GATEWAY): $(B)/orgw.fcgi
+	cp $< $@
+
+$(SCORER): $(B)/orgw-score
+	cp $< $@
+
+$(B)/tests/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/test_%: $(B)/tests/test_%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Fuzz targets replayed over their corpora under gcc (tests/fuzz/fuzz_main.c).
+$(B)/tests/replay_%: tests/fuzz/%.c tests/fuzz/fuzz_main.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+
+deps:
+	@sh deploy/install-deps.sh
+
+test: deps
+	$(MAKE) all unit
+	$(MAKE) FLAVOUR=asan unit
+	@sh tests/run.sh
+
+check: deps
+	$(MAKE) FLAVOUR=asan unit
+	@ORGW_UNIT_ONLY=1 ORGW_BUILD=build/asan sh tests/run.sh
+
+run: deps all
+	@sh deploy/run-local.sh
+
+bench: deps all
+	@sh bench/run.sh
+
+soak: deps all
+	@sh tests/soak.sh
+
+check-layers:
+	@bad=$$(grep -lE '#include[[:space:]]*<(fcgiapp|fcgi_stdio|curl/curl|gdbm)\.h>' $(CORE) 2>/dev/null); \
+	if [ -n "$$bad" ]; then echo "I/O header in pure core: $$bad"; exit 1; fi; \
+	bad=$$(grep -nE '\b(getenv|time|sleep|usleep|nanosleep|clock_gettime)[[:space:]]*\(' $(CORE)); \
+	if [ -n "$$bad" ]; then echo "clock/env call in pure core:"; echo "$$bad"; exit 1; fi; \
+	echo "check-layers: ok"
+
+lint: check-layers
+	@bad=$$(grep -nE '\b(sprintf|strcpy|strcat|strtok|gets|atoi|atol|system)[[:space:]]*\(' src/*.c cgi-bin/*.c scheduler/*.c); \
+	if [ -n "$$bad" ]; then echo "banned function:"; echo "$$bad"; exit 1; fi; \
+	echo "lint: ok"
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+CGIDIR ?= $(PREFIX)/lib/cgi-bin
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(CGIDIR)
+	install -m 0755 $(GATEWAY) $(DESTDIR)$(CGIDIR)/orgw.fcgi
+	install -m 0755 $(SCORER) $(DESTDIR)$(BINDIR)/orgw-score
+
+clean:
+	rm -rf build run $(GATEWAY) $(SCORER)
+
+-include $(OBJ:.o=.d) $(UNIT_BIN:=.d)

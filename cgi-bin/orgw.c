@@ -1,0 +1,135 @@
+/*
+ * orgw.c - main() of orgw.fcgi: the gateway as a FastCGI worker (when
+ * spawn-fcgi or the web server hands it a listening socket on fd 0) or
+ * as a plain CGI program (one request from the environment and stdin).
+ *
+ * Signals: SIGPIPE is ignored (a gone client shows as a failed write).
+ * SIGTERM between requests exits at once; during a request it lets the
+ * request finish, then exits (fcgiwrap).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "fcgi_io.h"
+#include "gateway.h"
+#include "log.h"
+#include "upstream.h"
+
+static volatile sig_atomic_t in_request;
+static volatile sig_atomic_t stop_after;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	if (!in_request)
+		_exit(0);
+	stop_after = 1;
+	FCGX_ShutdownPending();
+}
+
+static int
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	if (sigaction(SIGPIPE, &sa, NULL) == -1)
+		return -1;
+	sa.sa_handler = on_term;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) == -1 ||
+	    sigaction(SIGINT, &sa, NULL) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+serve_cgi(const struct orgw_conf *c, const char *conf_err)
+{
+	struct orgw_io io;
+	struct orgw_env env;
+
+	cgi_io_init(&io);
+	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
+		return 1;
+	orgw_handle(&io, &env, c, conf_err);
+	http_env_free(&env);
+	return 0;
+}
+
+static int
+serve_fcgi(const struct orgw_conf *c, const char *conf_err)
+{
+	FCGX_Request req;
+	struct orgw_io io;
+	struct orgw_env env;
+
+	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, 0, 0) != 0) {
+		log_err("FastCGI initialisation failed");
+		return 1;
+	}
+	while (!stop_after && FCGX_Accept_r(&req) >= 0) {
+		in_request = 1;
+		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
+			fcgi_io_init(&io, &req);
+			orgw_handle(&io, &env, c, conf_err);
+			http_env_free(&env);
+		}
+		FCGX_Finish_r(&req);
+		in_request = 0;
+	}
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct orgw_conf conf;
+	char err[512];
+	const char *conf_err = NULL;
+	int rc;
+
+	if (setup_signals() == -1) {
+		perror("orgw: sigaction");
+		return 1;
+	}
+	clock_init();
+	if (conf_init(&conf) != ORGW_OK) {
+		fputs("orgw: out of memory\n", stderr);
+		return 1;
+	}
+	if (conf_load(&conf, NULL, err, sizeof(err)) != ORGW_OK) {
+		conf_err = err;
+		log_err("configuration refused: %s", err);
+	}
+	if (argc > 1 && strcmp(argv[1], "--check-config") == 0) {
+		if (conf_err == NULL)
+			puts("orgw: configuration ok");
+		conf_free(&conf);
+		return conf_err ? 2 : 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "usage: %s [--check-config]\n", argv[0]);
+		conf_free(&conf);
+		return 2;
+	}
+	if (upstream_global_init() != ORGW_OK) {
+		log_err("libcurl initialisation failed");
+		conf_free(&conf);
+		return 1;
+	}
+	rc = FCGX_IsCGI() ? serve_cgi(&conf, conf_err) :
+			    serve_fcgi(&conf, conf_err);
+	upstream_global_cleanup();
+	conf_free(&conf);
+	return rc;
+}

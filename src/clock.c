@@ -1,0 +1,63 @@
+/* clock.c - wall and monotonic clocks; see clock.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "clock.h"
+
+static int64_t clock_offset_s;	/* ORGW_TEST_NOW - real now, or 0 */
+
+void
+clock_init(void)
+{
+	const char *s = getenv("ORGW_TEST_NOW");
+	char *end;
+	long long v;
+
+	if (s == NULL || *s == '\0')
+		return;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end != '\0' || v <= 0)
+		return;
+	clock_offset_s = (int64_t)v - (int64_t)time(NULL);
+}
+
+int64_t
+clock_now_s(void)
+{
+	return (int64_t)time(NULL) + clock_offset_s;
+}
+
+int64_t
+clock_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+clock_utc_hhmm(void)
+{
+	time_t t = (time_t)clock_now_s();
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL)
+		return 0;
+	return tm.tm_hour * 100 + tm.tm_min;
+}
+
+void
+clock_sleep_ms(int64_t ms)
+{
+	struct timespec ts, rem;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &rem) == -1 && errno == EINTR)
+		ts = rem;
+}

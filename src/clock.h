@@ -1,0 +1,29 @@
+/*
+ * clock.h - the only place orgw reads the clock (STYLE.md 1), so the
+ * pure core can take time as an argument.
+ *
+ * ORGW_TEST_NOW (unix seconds, read once per process by clock_init) moves
+ * wall-clock time to a fixed offset for tests of time-of-day prices; it
+ * never affects the monotonic clock.
+ */
+#ifndef ORGW_CLOCK_H
+#define ORGW_CLOCK_H
+
+#include <stdint.h>
+
+/* Reads ORGW_TEST_NOW once; call from main() before anything else. */
+void clock_init(void);
+
+/* Unix time in seconds (shifted by ORGW_TEST_NOW when set). */
+int64_t clock_now_s(void);
+
+/* Monotonic milliseconds, for durations and deadlines. */
+int64_t clock_mono_ms(void);
+
+/* UTC wall clock as HHMM (hour*100 + minute), for price windows. */
+int clock_utc_hhmm(void);
+
+/* Sleeps ms milliseconds (restarting after signals). */
+void clock_sleep_ms(int64_t ms);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * conf.h - orgw configuration (SPEC section 8).
+ *
+ * conf.c is pure: it validates NAME=VALUE pairs into a struct orgw_conf
+ * and parses config-file text.  confload.c is the edge that reads the
+ * environment, the ORGW_CONFIG file and NAME_FILE secrets.
+ */
+#ifndef ORGW_CONF_H
+#define ORGW_CONF_H
+
+#include "orgw.h"
+
+#define CONF_MAX_DELAYS 16
+#define CONF_MAX_TARGETS 64
+
+struct orgw_conf {
+	char *openrouter_api_key;	/* NULL when not set */
+	char *custom_access_key;	/* NULL when not set */
+	char *upstream_url;		/* no trailing slash */
+	char *state_path;
+	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
+	size_t n_target_models;
+	double hit_rate;		/* 0..1 */
+	double cache_bonus;		/* > 0 */
+	double min_uptime;		/* percent 0..100 */
+	int64_t slow_threshold_ms;
+	int64_t upstream_timeout_ms;
+	int fail_limit;
+	int64_t cooldown_seconds;
+	int64_t lock_idle_seconds;
+	int retry_429_delays[CONF_MAX_DELAYS];	/* seconds */
+	size_t n_retry_429_delays;
+	int max_attempts;
+	size_t max_body_bytes;
+};
+
+/* Fills c with the defaults of SPEC section 8; returns ORGW_ENOMEM on
+ * failure.  Pair with conf_free(). */
+enum orgw_err conf_init(struct orgw_conf *c);
+
+/* Frees every string c owns; c itself is the caller's.  NULL is a no-op. */
+void conf_free(struct orgw_conf *c);
+
+/*
+ * Sets one setting from its textual value.  Unknown names are ORGW_OK
+ * and ignored (the environment holds many unrelated names); use
+ * conf_known() to tell.  A bad value returns ORGW_EINVAL and writes a
+ * message naming the setting into err (size errlen).
+ */
+enum orgw_err conf_set(struct orgw_conf *c, const char *name,
+		       const char *value, char *err, size_t errlen);
+
+/* True when name is one of the settings of SPEC section 8. */
+bool conf_known(const char *name);
+
+/*
+ * Parses config-file text (KEY=VALUE lines, '#' comments, blank lines,
+ * optional surrounding whitespace and optional "double quotes" around a
+ * value) and calls fn for each pair.  fn returns 0 to go on, non-zero to
+ * stop (that value is returned).  A malformed line returns ORGW_EINVAL
+ * with "line N: ..." in err.
+ */
+enum orgw_err conf_parse_text(const char *text, size_t len,
+			      int (*fn)(void *arg, const char *name,
+					const char *value),
+			      void *arg, char *err, size_t errlen);
+
+/*
+ * Load the configuration: defaults, then the ORGW_CONFIG file (if set),
+ * then the environment (which wins), then NAME_FILE secrets for
+ * OPENROUTER_API_KEY and CUSTOM_ACCESS_KEY (first line of the file; a
+ * direct value wins over the file).  Lives in confload.c (edge).
+ * Returns ORGW_OK or ORGW_EINVAL with a message in err.
+ */
+enum orgw_err conf_load(struct orgw_conf *c, const char *config_path,
+			char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * fcgi_io.c - the two transports behind struct orgw_io.
+ *
+ * FastCGI: libfcgi streams; a failed put or flush means the web server
+ * closed the connection (the client left): reported as -1 so the caller
+ * stops and aborts upstream (STYLE.md 3: a client disconnect is not a
+ * provider failure).  CGI: plain read(2)/write(2) on fds 0 and 1.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "fcgi_io.h"
+
+static ssize_t
+f_read(void *ctx, char *buf, size_t n)
+{
+	FCGX_Request *r = ctx;
+	int got;
+
+	if (n > 1u << 30)
+		n = 1u << 30;
+	got = FCGX_GetStr(buf, (int)n, r->in);
+	if (got < 0 || (got == 0 && FCGX_GetError(r->in) != 0))
+		return -1;
+	return got;
+}
+
+static int
+f_write(void *ctx, const char *p, size_t n)
+{
+	FCGX_Request *r = ctx;
+
+	while (n > 0) {
+		int chunk = n > 1u << 30 ? 1 << 30 : (int)n;
+		if (FCGX_PutStr(p, chunk, r->out) != chunk)
+			return -1;
+		p += chunk;
+		n -= (size_t)chunk;
+	}
+	return 0;
+}
+
+static int
+f_flush(void *ctx)
+{
+	FCGX_Request *r = ctx;
+
+	return FCGX_FFlush(r->out) == 0 ? 0 : -1;
+}
+
+static void
+f_drain(void *ctx)
+{
+	FCGX_Request *r = ctx;
+	char sink[4096];
+
+	while (FCGX_GetStr(sink, sizeof(sink), r->in) > 0)
+		;
+}
+
+void
+fcgi_io_init(struct orgw_io *io, void *req)
+{
+	FCGX_Request *r = req;
+
+	io->ctx = r;
+	io->read = f_read;
+	io->write = f_write;
+	io->flush = f_flush;
+	io->drain = f_drain;
+	io->client_fd = r->ipcFd;
+}
+
+const char *
+fcgi_io_param(void *req, const char *name)
+{
+	FCGX_Request *r = req;
+
+	return FCGX_GetParam(name, r->envp);
+}
+
+static ssize_t
+c_read(void *ctx, char *buf, size_t n)
+{
+	ssize_t got;
+
+	(void)ctx;
+	do
+		got = read(STDIN_FILENO, buf, n);
+	while (got == -1 && errno == EINTR);
+	return got;
+}
+
+static int
+c_write(void *ctx, const char *p, size_t n)
+{
+	ssize_t w;
+
+	(void)ctx;
+	while (n > 0) {
+		w = write(STDOUT_FILENO, p, n);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+c_flush(void *ctx)
+{
+	(void)ctx;
+	return 0;	/* c_write is unbuffered */
+}
+
+void
+cgi_io_init(struct orgw_io *io)
+{
+	io->ctx = NULL;
+	io->read = c_read;
+	io->write = c_write;
+	io->flush = c_flush;
+	io->drain = NULL;
+	io->client_fd = -1;
+}
+
+const char *
+cgi_io_param(void *unused, const char *name)
+{
+	(void)unused;
+	return getenv(name);
+}

@@ -1,0 +1,23 @@
+/*
+ * fcgi_io.h - struct orgw_io over libfcgi (FastCGI mode) and over
+ * stdin/stdout (plain CGI mode).  The only file with fcgiapp.h besides
+ * main().
+ */
+#ifndef ORGW_FCGI_IO_H
+#define ORGW_FCGI_IO_H
+
+#include "http.h"
+
+/* Fills io for the FastCGI request req (an FCGX_Request *). */
+void fcgi_io_init(struct orgw_io *io, void *req);
+
+/* FCGX_GetParam over req's environment, for http_env_load(). */
+const char *fcgi_io_param(void *req, const char *name);
+
+/* Fills io for plain CGI: body on fd 0, response on fd 1. */
+void cgi_io_init(struct orgw_io *io);
+
+/* getenv, for http_env_load() in CGI mode. */
+const char *cgi_io_param(void *unused, const char *name);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * gateway.c - the route table and the small handlers.
+ *
+ * Order of checks for every request: path known (404), method allowed
+ * (405 + Allow), configuration usable (503), client key (401), body size
+ * (413, before reading a byte), body read in full (400), then the
+ * handler.  Every error is OpenAI-shaped JSON (http_error).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "buf.h"
+#include "chat.h"
+#include "clock.h"
+#include "gateway.h"
+#include "log.h"
+#include "record.h"
+#include "scorerun.h"
+#include "state.h"
+#include "upstream.h"
+
+#define MODELS_CACHE_MS 60000
+#define MODELS_MAX_BYTES (32u * 1024 * 1024)
+#define PATH_MAX_BYTES 2048
+
+enum route_id { R_CHAT, R_MODELS, R_STATS, R_CRON, R_HEALTH, R_NONE };
+
+static const struct {
+	const char *path;
+	const char *method;
+	enum route_id id;
+	bool auth;
+} routes[] = {
+	{"/v1/chat/completions", "POST", R_CHAT, true},
+	{"/v1/models", "GET", R_MODELS, true},
+	{"/stats", "GET", R_STATS, true},
+	{"/__cron", "POST", R_CRON, true},
+	{"/healthz", "GET", R_HEALTH, false},
+};
+
+/* Per-process cache of GET /v1/models (SPEC 2: "may be cached"). */
+static char *models_cache;
+static size_t models_cache_len;
+static int64_t models_cache_at;
+
+static int
+handle_health(const struct orgw_io *io, const struct orgw_conf *c,
+	      const char *conf_err)
+{
+	char why[512], body[1024];
+	cJSON *o;
+	char *s;
+	int rc;
+
+	why[0] = '\0';
+	if (conf_err != NULL)
+		snprintf(why, sizeof(why), "configuration: %s", conf_err);
+	else if (c->custom_access_key == NULL)
+		snprintf(why, sizeof(why),
+			 "CUSTOM_ACCESS_KEY is not set: the gateway fails "
+			 "closed");
+	else if (c->openrouter_api_key == NULL)
+		snprintf(why, sizeof(why), "OPENROUTER_API_KEY is not set");
+	else
+		state_health(c, why, sizeof(why));
+	o = cJSON_CreateObject();
+	if (o == NULL ||
+	    !cJSON_AddStringToObject(o, "status", why[0] ? "error" : "ok") ||
+	    (why[0] && !cJSON_AddStringToObject(o, "reason", why)) ||
+	    (s = cJSON_PrintUnformatted(o)) == NULL) {
+		cJSON_Delete(o);
+		snprintf(body, sizeof(body), "{\"status\":\"error\"}");
+		return http_json(io, 503, NULL, body, strlen(body));
+	}
+	cJSON_Delete(o);
+	rc = http_json(io, why[0] ? 503 : 200, "Cache-Control: no-cache\r\n",
+		       s, strlen(s));
+	cJSON_free(s);
+	return rc;
+}
+
+static int
+handle_models(const struct orgw_io *io, const struct orgw_conf *c)
+{
+	char url[4096], *body = NULL;
+	size_t len = 0;
+	long status = 0;
+	int64_t now = clock_mono_ms();
+	int rc;
+
+	if (models_cache != NULL && now - models_cache_at < MODELS_CACHE_MS)
+		return http_json(io, 200, "X-Orgw-Cache: hit\r\n",
+				 models_cache, models_cache_len);
+	snprintf(url, sizeof(url), "%s/models", c->upstream_url);
+	if (upstream_get(url, c->openrouter_api_key, c->upstream_timeout_ms,
+			 MODELS_MAX_BYTES, &body, &len, &status) != ORGW_OK)
+		return http_error(io, 502, "upstream_error",
+				  "upstream_unavailable", NULL,
+				  "could not fetch the model list", NULL);
+	if (status == 200) {
+		free(models_cache);
+		models_cache = body;
+		models_cache_len = len;
+		models_cache_at = now;
+		return http_json(io, 200, "X-Orgw-Cache: miss\r\n", body,
+				 len);
+	}
+	rc = http_json(io, (int)status, NULL, body, len);
+	free(body);
+	return rc;
+}
+
+static int
+handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
+{
+	char *s = state_stats_json(c, clock_now_s());
+	int rc;
+
+	if (s == NULL)
+		return http_error(io, 500, "server_error", NULL, NULL,
+				  "could not build stats", NULL);
+	rc = http_json(io, 200, "Cache-Control: no-cache\r\n", s, strlen(s));
+	record_free(s);
+	return rc;
+}
+
+static int
+handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
+{
+	char *s = scorerun_cron_json(c);
+	int rc;
+
+	if (s == NULL)
+		return http_error(io, 500, "server_error", NULL, NULL,
+				  "scoring run failed", NULL);
+	rc = http_json(io, 200, NULL, s, strlen(s));
+	record_free(s);
+	return rc;
+}
+
+/* Reads the body per RFC 3875 4.1.2 and hands it to the chat proxy. */
+static int
+handle_chat(const struct orgw_io *io, const struct orgw_env *env,
+	    const struct orgw_conf *c)
+{
+	struct buf body = {0};
+	unsigned long long cl;
+	char *end, chunk[16384];
+	ssize_t n;
+	size_t want;
+	int rc;
+
+	if (env->content_length == NULL || env->content_length[0] == '\0')
+		return http_error(io, 411, "invalid_request_error",
+				  "length_required", NULL,
+				  "a Content-Length is required", NULL);
+	errno = 0;
+	cl = strtoull(env->content_length, &end, 10);
+	if (errno != 0 || *end != '\0' || env->content_length[0] == '-')
+		return http_error(io, 400, "invalid_request_error",
+				  "invalid_request", NULL,
+				  "Content-Length is not a number", NULL);
+	if (cl > c->max_body_bytes) {
+		char msg[128];
+		snprintf(msg, sizeof(msg),
+			 "request body of %llu bytes is over the limit of %zu",
+			 cl, c->max_body_bytes);
+		return http_error(io, 413, "invalid_request_error",
+				  "request_too_large", NULL, msg, NULL);
+	}
+	body.max = (size_t)cl;
+	while (body.len < (size_t)cl) {
+		want = (size_t)cl - body.len;
+		if (want > sizeof(chunk))
+			want = sizeof(chunk);
+		n = io->read(io->ctx, chunk, want);
+		if (n <= 0)
+			break;
+		if (buf_add(&body, chunk, (size_t)n) != ORGW_OK) {
+			buf_free(&body);
+			return http_error(io, 500, "server_error", NULL, NULL,
+					  "out of memory", NULL);
+		}
+	}
+	if (body.len < (size_t)cl) {
+		buf_free(&body);
+		return http_error(io, 400, "invalid_request_error",
+				  "invalid_request", NULL,
+				  "request body shorter than Content-Length",
+				  NULL);
+	}
+	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK)
+		return -1;
+	/* Quiet the client socket so a hang-up is all it can signal. */
+	if (io->drain)
+		io->drain(io->ctx);
+	rc = chat_handle(c, io, body.p, body.len);
+	buf_free(&body);
+	return rc;
+}
+
+int
+orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
+	    const struct orgw_conf *c, const char *conf_err)
+{
+	char path[PATH_MAX_BYTES], allow[64];
+	const char *method = env->method ? env->method : "GET";
+	size_t i;
+	bool path_known = false;
+
+	http_route_path(env, path, sizeof(path));
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (strcmp(path, routes[i].path) != 0)
+			continue;
+		path_known = true;
+		if (strcmp(method, routes[i].method) == 0 ||
+		    (strcmp(method, "HEAD") == 0 &&
+		     strcmp(routes[i].method, "GET") == 0))
+			break;
+	}
+	if (!path_known)
+		return http_error(io, 404, "invalid_request_error",
+				  "not_found", NULL,
+				  "unknown path; try POST /v1/chat/completions",
+				  NULL);
+	if (i == sizeof(routes) / sizeof(routes[0])) {
+		for (i = 0; strcmp(path, routes[i].path) != 0; i++)
+			;
+		snprintf(allow, sizeof(allow), "Allow: %s\r\n",
+			 routes[i].method);
+		return http_error(io, 405, "invalid_request_error",
+				  "method_not_allowed", NULL,
+				  "method not allowed for this path", allow);
+	}
+	if (routes[i].id == R_HEALTH)
+		return handle_health(io, c, conf_err);
+	if (conf_err != NULL || c->custom_access_key == NULL ||
+	    c->openrouter_api_key == NULL)
+		return http_error(io, 503, "server_error", "not_configured",
+				  NULL,
+				  "the gateway is not configured; see /healthz",
+				  NULL);
+	if (!http_auth_ok(env->authorization, c->custom_access_key))
+		return http_error(io, 401, "invalid_request_error",
+				  "invalid_api_key", NULL,
+				  env->authorization ?
+					  "incorrect API key provided" :
+					  "missing API key: send "
+					  "Authorization: Bearer <key>",
+				  "WWW-Authenticate: Bearer\r\n");
+	switch (routes[i].id) {
+	case R_CHAT:
+		return handle_chat(io, env, c);
+	case R_MODELS:
+		return handle_models(io, c);
+	case R_STATS:
+		return handle_stats(io, c);
+	case R_CRON:
+		return handle_cron(io, c);
+	default:
+		break;
+	}
+	return http_error(io, 404, "invalid_request_error", "not_found", NULL,
+			  "unknown path", NULL);
+}

@@ -1,0 +1,20 @@
+/*
+ * gateway.h - one HTTP request, start to end (SPEC section 2): route
+ * table, auth, body limits, and the handlers.  Shared by FastCGI mode,
+ * CGI mode and the tests through struct orgw_io.
+ */
+#ifndef ORGW_GATEWAY_H
+#define ORGW_GATEWAY_H
+
+#include "conf.h"
+#include "http.h"
+
+/*
+ * Handles one request.  conf_err is NULL when the configuration loaded,
+ * else the message saying why not (then every API call is 503 and
+ * /healthz says why).  Returns 0, or -1 when the client went away.
+ */
+int orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
+		const struct orgw_conf *c, const char *conf_err);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * http.c - CGI/FastCGI request variables in, CGI response headers and
+ * OpenAI-shaped JSON errors out.  Escaping happens here, at the output
+ * edge, with cJSON (never string concatenation of untrusted text).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cJSON.h>
+
+#include "http.h"
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+enum orgw_err
+http_env_load(struct orgw_env *e,
+	      const char *(*getparam)(void *arg, const char *name), void *arg)
+{
+	static const char *const names[] = {
+		"REQUEST_METHOD", "PATH_INFO",	   "REQUEST_URI",
+		"SCRIPT_NAME",	  "HTTP_AUTHORIZATION", "CONTENT_LENGTH",
+		"CONTENT_TYPE",
+	};
+	char **slots[] = {&e->method,	    &e->path_info,
+			  &e->request_uri,  &e->script_name,
+			  &e->authorization, &e->content_length,
+			  &e->content_type};
+	size_t i;
+
+	memset(e, 0, sizeof(*e));
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getparam(arg, names[i]);
+		if (v != NULL && (*slots[i] = dup_or_null(v)) == NULL) {
+			http_env_free(e);
+			return ORGW_ENOMEM;
+		}
+	}
+	return ORGW_OK;
+}
+
+void
+http_env_free(struct orgw_env *e)
+{
+	if (e == NULL)
+		return;
+	free(e->method);
+	free(e->path_info);
+	free(e->request_uri);
+	free(e->script_name);
+	free(e->authorization);
+	free(e->content_length);
+	free(e->content_type);
+	memset(e, 0, sizeof(*e));
+}
+
+void
+http_route_path(const struct orgw_env *e, char *dst, size_t n)
+{
+	const char *p;
+	size_t len;
+
+	if (n == 0)
+		return;
+	dst[0] = '\0';
+	if (e->path_info != NULL && e->path_info[0] != '\0') {
+		p = e->path_info;
+		len = strlen(p);
+	} else if (e->request_uri != NULL) {
+		p = e->request_uri;
+		len = strcspn(p, "?#");
+	} else {
+		return;
+	}
+	if (len >= 7 && memcmp(p, "/api/v1", 7) == 0 &&
+	    (len == 7 || p[7] == '/')) {
+		p += 4;
+		len -= 4;
+	}
+	if (len >= n)
+		return;
+	memcpy(dst, p, len);
+	dst[len] = '\0';
+}
+
+const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 402:
+		return "Payment Required";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Payload Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 422:
+		return "Unprocessable Entity";
+	case 429:
+		return "Too Many Requests";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 524:
+		return "A Timeout Occurred";
+	case 529:
+		return "Site Overloaded";
+	}
+	return status < 300 ? "OK" : "Error";
+}
+
+int
+http_head(const struct orgw_io *io, int status, const char *ctype,
+	  const char *extra)
+{
+	char h[512];
+	int n;
+
+	n = snprintf(h, sizeof(h), "Status: %d %s\r\nContent-Type: %s\r\n",
+		     status, http_reason(status), ctype);
+	if (n < 0 || (size_t)n >= sizeof(h))
+		return -1;
+	if (io->write(io->ctx, h, (size_t)n) != 0)
+		return -1;
+	if (extra != NULL && io->write(io->ctx, extra, strlen(extra)) != 0)
+		return -1;
+	return io->write(io->ctx, "\r\n", 2);
+}
+
+int
+http_json(const struct orgw_io *io, int status, const char *extra,
+	  const char *body, size_t len)
+{
+	if (http_head(io, status, "application/json", extra) != 0 ||
+	    io->write(io->ctx, body, len) != 0)
+		return -1;
+	return io->flush(io->ctx);
+}
+
+int
+http_error(const struct orgw_io *io, int status, const char *type,
+	   const char *code, const char *param, const char *message,
+	   const char *extra)
+{
+	static const char oom[] = "{\"error\":{\"message\":\"out of memory\","
+				  "\"type\":\"server_error\",\"param\":null,"
+				  "\"code\":null}}";
+	cJSON *o = cJSON_CreateObject(), *e = NULL;
+	char *s = NULL;
+	int rc = -1;
+	bool ok;
+
+	ok = o != NULL && (e = cJSON_AddObjectToObject(o, "error")) != NULL;
+	ok = ok && cJSON_AddStringToObject(e, "message", message) != NULL;
+	ok = ok && cJSON_AddStringToObject(e, "type", type) != NULL;
+	ok = ok && (param ? cJSON_AddStringToObject(e, "param", param) :
+			    cJSON_AddNullToObject(e, "param")) != NULL;
+	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
+			   cJSON_AddNullToObject(e, "code")) != NULL;
+	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL)
+		rc = http_json(io, status, extra, s, strlen(s));
+	else
+		/* Out of memory: a fixed body still tells the client. */
+		rc = http_json(io, 500, NULL, oom, sizeof(oom) - 1);
+	cJSON_free(s);
+	cJSON_Delete(o);
+	return rc;
+}
+
+bool
+http_auth_ok(const char *header, const char *key)
+{
+	const char *tok;
+	size_t i, tlen, klen;
+	unsigned char diff = 0;
+
+	if (header == NULL || key == NULL || key[0] == '\0')
+		return false;
+	/* RFC 6750 2.1: the scheme is case-insensitive. */
+	if (strncasecmp(header, "Bearer ", 7) != 0)
+		return false;
+	tok = header + 7;
+	while (*tok == ' ')
+		tok++;
+	tlen = strlen(tok);
+	klen = strlen(key);
+	/* Compare every byte of the key whatever the token's length, so
+	 * the time taken does not depend on where they first differ. */
+	for (i = 0; i < klen; i++)
+		diff |= (unsigned char)key[i] ^
+			(unsigned char)(i < tlen ? tok[i] : 0);
+	return diff == 0 && tlen == klen;
+}

@@ -1,0 +1,87 @@
+/*
+ * http.h - the request as the web server hands it over (CGI/FastCGI
+ * variables, copied once: cgit prepare_context) and the response side
+ * (CGI-style "Status:" header block, OpenAI-shaped JSON errors).
+ *
+ * struct orgw_io lets CGI mode, FastCGI mode and the tests share one
+ * code path (kcgi runs its tests both ways).
+ */
+#ifndef ORGW_HTTP_H
+#define ORGW_HTTP_H
+
+#include <sys/types.h>
+
+#include "orgw.h"
+
+struct orgw_io {
+	void *ctx;
+	/* Reads up to n body bytes: >0 bytes, 0 at end, -1 on error. */
+	ssize_t (*read)(void *ctx, char *buf, size_t n);
+	/* Writes n bytes: 0, or -1 when the client is gone. */
+	int (*write)(void *ctx, const char *p, size_t n);
+	/* Pushes written bytes to the web server: 0, or -1 (gone). */
+	int (*flush)(void *ctx);
+	/* Reads and drops any rest of the request body (so the client
+	 * socket is quiet while we wait on upstream). */
+	void (*drain)(void *ctx);
+	int client_fd;		/* polled for hang-up; -1 when unknown */
+};
+
+/* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or
+ * NULL when unset. */
+struct orgw_env {
+	char *method;		/* REQUEST_METHOD */
+	char *path_info;	/* PATH_INFO */
+	char *request_uri;	/* REQUEST_URI */
+	char *script_name;	/* SCRIPT_NAME */
+	char *authorization;	/* HTTP_AUTHORIZATION */
+	char *content_length;	/* CONTENT_LENGTH */
+	char *content_type;	/* CONTENT_TYPE */
+};
+
+/* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns
+ * ORGW_ENOMEM on failure (e is then freed). */
+enum orgw_err http_env_load(struct orgw_env *e,
+			    const char *(*getparam)(void *arg,
+						    const char *name),
+			    void *arg);
+void http_env_free(struct orgw_env *e);
+
+/*
+ * The request path below the mount point: PATH_INFO when set and not
+ * empty, else REQUEST_URI without its query; a leading "/api" before
+ * "/v1/" is dropped so /api/v1/x and /v1/x are the same (SPEC section
+ * 2).  Writes into dst (size n); "" when nothing fits.
+ */
+void http_route_path(const struct orgw_env *e, char *dst, size_t n);
+
+/* The standard reason phrase for status ("OK", "Not Found", ...). */
+const char *http_reason(int status);
+
+/*
+ * Writes a header block: "Status: <status> <reason>", Content-Type,
+ * then extra (NULL or preformatted "Name: value\r\n" lines), then the
+ * blank line.  Returns 0 or -1 (client gone).
+ */
+int http_head(const struct orgw_io *io, int status, const char *ctype,
+	      const char *extra);
+
+/* Writes a complete JSON response (header block and body). */
+int http_json(const struct orgw_io *io, int status, const char *extra,
+	      const char *body, size_t len);
+
+/*
+ * Writes an OpenAI-shaped error: {"error":{"message","type","param",
+ * "code"}} with status.  code may be NULL (then null); param likewise.
+ */
+int http_error(const struct orgw_io *io, int status, const char *type,
+	       const char *code, const char *param, const char *message,
+	       const char *extra);
+
+/*
+ * Constant-time check of an "Authorization: Bearer <key>" header
+ * against key (SPEC section 3).  False when either is NULL or empty.
+ */
+bool http_auth_ok(const char *header, const char *key);
+
+#endif

@@ -1,0 +1,59 @@
+/* log.c - one-line stderr logging; see log.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+void
+log_msg(const char *level, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	int n, m;
+
+	n = snprintf(line, sizeof(line), "orgw[%ld]: %s: ", (long)getpid(),
+		     level);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if ((size_t)n >= sizeof(line) - 1)
+		n = (int)sizeof(line) - 2;	/* truncated: keep one line */
+	line[n++] = '\n';
+	/* One write(2) so concurrent workers never interleave a line. */
+	if (write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+
+char *
+log_safe(char *dst, size_t n, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (n == 0)
+		return dst;
+	for (; s != NULL && *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			if (o + 1 >= n)
+				break;
+			dst[o++] = (char)c;
+		} else {
+			if (o + 4 >= n)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[c >> 4];
+			dst[o++] = hex[c & 15];
+		}
+	}
+	dst[o] = '\0';
+	return dst;
+}

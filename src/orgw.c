@@ -1,0 +1,26 @@
+/* orgw.c - orgw_strerror(). */
+#include "orgw.h"
+
+const char *
+orgw_strerror(enum orgw_err err)
+{
+	switch (err) {
+	case ORGW_OK:
+		return "ok";
+	case ORGW_ENOMEM:
+		return "out of memory";
+	case ORGW_EINVAL:
+		return "invalid input";
+	case ORGW_EIO:
+		return "I/O error";
+	case ORGW_EBUSY:
+		return "busy";
+	case ORGW_EUPSTREAM:
+		return "upstream error";
+	case ORGW_EHUP:
+		return "client went away";
+	case ORGW_ETOOBIG:
+		return "too big";
+	}
+	return "unknown error";
+}

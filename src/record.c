@@ -1,0 +1,486 @@
+/*
+ * record.c - JSON codecs for the GDBM values of SPEC section 7.
+ *
+ * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
+ * text; decoders copy into fixed structs with bounded string copies, so
+ * a damaged or hostile value can at worst read as zeroes.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "record.h"
+#include "score.h"
+
+#define RECORD_VERSION 1
+
+void
+record_free(char *text)
+{
+	cJSON_free(text);
+}
+
+static cJSON *
+parse_obj(const char *text)
+{
+	cJSON *o;
+
+	if (text == NULL)
+		return NULL;
+	o = cJSON_Parse(text);
+	if (o != NULL && !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int64_t
+get_i64(const cJSON *o, const char *k)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return 0;
+	d = it->valuedouble;
+	if (!isfinite(d) || d > 9e18 || d < -9e18)
+		return 0;
+	return (int64_t)d;
+}
+
+static double
+get_dbl(const cJSON *o, const char *k)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+		return 0;
+	return it->valuedouble;
+}
+
+static void
+get_str(const cJSON *o, const char *k, char *dst, size_t n)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	snprintf(dst, n, "%s", cJSON_IsString(it) ? it->valuestring : "");
+}
+
+/* Adds a number; NaN/inf become 0 so no state ever holds them. */
+static bool
+add_num(cJSON *o, const char *k, double d)
+{
+	if (!isfinite(d))
+		d = 0;
+	return cJSON_AddNumberToObject(o, k, d) != NULL;
+}
+
+static char *
+finish(cJSON *o, bool ok)
+{
+	char *s = NULL;
+
+	if (ok)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+char *
+record_lock_encode(const struct rec_lock *l)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && cJSON_AddStringToObject(o, "tag", l->tag);
+	ok = ok && cJSON_AddStringToObject(o, "provider_name",
+					   l->provider_name);
+	ok = ok && add_num(o, "locked_at", (double)l->locked_at);
+	ok = ok && add_num(o, "last_used", (double)l->last_used);
+	ok = ok && add_num(o, "max_completion_tokens",
+			   (double)l->max_completion_tokens);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_lock_decode(const char *text, struct rec_lock *l)
+{
+	cJSON *o = parse_obj(text);
+
+	memset(l, 0, sizeof(*l));
+	if (o == NULL)
+		return ORGW_EINVAL;
+	get_str(o, "tag", l->tag, sizeof(l->tag));
+	get_str(o, "provider_name", l->provider_name,
+		sizeof(l->provider_name));
+	l->locked_at = get_i64(o, "locked_at");
+	l->last_used = get_i64(o, "last_used");
+	l->max_completion_tokens = get_i64(o, "max_completion_tokens");
+	cJSON_Delete(o);
+	return l->tag[0] ? ORGW_OK : ORGW_EINVAL;
+}
+
+static cJSON *
+cand_to_json(const struct rec_cand *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && cJSON_AddStringToObject(o, "tag", c->tag);
+	ok = ok && cJSON_AddStringToObject(o, "provider_name",
+					   c->provider_name);
+	ok = ok && add_num(o, "score", c->score);
+	ok = ok && add_num(o, "throughput", c->throughput);
+	ok = ok && cJSON_AddBoolToObject(o, "has_throughput",
+					 c->has_throughput);
+	ok = ok && add_num(o, "prompt", c->prompt);
+	ok = ok && add_num(o, "cache_read", c->cache_read);
+	ok = ok && add_num(o, "completion", c->completion);
+	ok = ok && add_num(o, "effective_input", c->effective_input);
+	ok = ok && add_num(o, "cost", c->cost);
+	ok = ok && add_num(o, "uptime", c->uptime);
+	ok = ok && add_num(o, "bonus", c->bonus);
+	ok = ok && cJSON_AddBoolToObject(o, "implicit_cache",
+					 c->implicit_cache);
+	ok = ok && cJSON_AddBoolToObject(o, "free", c->free);
+	ok = ok && add_num(o, "max_completion_tokens",
+			   (double)c->max_completion_tokens);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *
+record_cands_encode(const struct rec_cands *c)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *it;
+	bool ok = o != NULL;
+	size_t i;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "scored_at", (double)c->scored_at);
+	ok = ok && add_num(o, "attempted_at", (double)c->attempted_at);
+	ok = ok && cJSON_AddStringToObject(o, "error", c->error);
+	ok = ok && (arr = cJSON_AddArrayToObject(o, "candidates")) != NULL;
+	for (i = 0; ok && i < c->n; i++) {
+		it = cand_to_json(&c->v[i]);
+		ok = it != NULL && cJSON_AddItemToArray(arr, it);
+	}
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_cands_decode(const char *text, struct rec_cands *c)
+{
+	cJSON *o = parse_obj(text), *arr, *it;
+	struct rec_cand *v;
+	size_t n, i = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (o == NULL)
+		return ORGW_EINVAL;
+	c->scored_at = get_i64(o, "scored_at");
+	c->attempted_at = get_i64(o, "attempted_at");
+	get_str(o, "error", c->error, sizeof(c->error));
+	arr = cJSON_GetObjectItemCaseSensitive(o, "candidates");
+	n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
+	if (n > 0) {
+		if ((v = calloc(n, sizeof(*v))) == NULL) {
+			cJSON_Delete(o);
+			return ORGW_ENOMEM;
+		}
+		cJSON_ArrayForEach(it, arr)
+		{
+			struct rec_cand *d = &v[i];
+
+			if (!cJSON_IsObject(it))
+				continue;
+			get_str(it, "tag", d->tag, sizeof(d->tag));
+			if (d->tag[0] == '\0')
+				continue;
+			get_str(it, "provider_name", d->provider_name,
+				sizeof(d->provider_name));
+			d->score = get_dbl(it, "score");
+			d->throughput = get_dbl(it, "throughput");
+			d->has_throughput = cJSON_IsTrue(
+				cJSON_GetObjectItemCaseSensitive(
+					it, "has_throughput"));
+			d->prompt = get_dbl(it, "prompt");
+			d->cache_read = get_dbl(it, "cache_read");
+			d->completion = get_dbl(it, "completion");
+			d->effective_input = get_dbl(it, "effective_input");
+			d->cost = get_dbl(it, "cost");
+			d->uptime = get_dbl(it, "uptime");
+			d->bonus = get_dbl(it, "bonus");
+			d->implicit_cache = cJSON_IsTrue(
+				cJSON_GetObjectItemCaseSensitive(
+					it, "implicit_cache"));
+			d->free = cJSON_IsTrue(
+				cJSON_GetObjectItemCaseSensitive(it, "free"));
+			d->max_completion_tokens =
+				get_i64(it, "max_completion_tokens");
+			i++;
+		}
+		c->v = v;
+		c->n = i;
+	}
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+void
+record_cands_clear(struct rec_cands *c)
+{
+	if (c == NULL)
+		return;
+	free(c->v);
+	c->v = NULL;
+	c->n = 0;
+}
+
+enum orgw_err
+record_cands_from_score(const struct score_result *r, int64_t now,
+			struct rec_cands *c)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->scored_at = now;
+	c->attempted_at = now;
+	if (r->n_ranked == 0)
+		return ORGW_OK;
+	if ((c->v = calloc(r->n_ranked, sizeof(*c->v))) == NULL)
+		return ORGW_ENOMEM;
+	for (i = 0; i < r->n_ranked; i++) {
+		const struct score_endpoint *e = &r->v[i];
+		struct rec_cand *d = &c->v[i];
+
+		snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
+		snprintf(d->provider_name, sizeof(d->provider_name), "%s",
+			 e->provider_name);
+		d->score = e->score;
+		d->throughput = e->throughput;
+		d->has_throughput = e->has_throughput;
+		d->prompt = e->prompt;
+		d->cache_read = e->cache_read;
+		d->completion = e->completion;
+		d->effective_input = e->effective_input;
+		d->cost = e->cost;
+		d->uptime = e->uptime;
+		d->bonus = e->bonus;
+		d->implicit_cache = e->implicit_cache;
+		d->free = e->free;
+		d->max_completion_tokens = e->max_completion_tokens;
+	}
+	c->n = r->n_ranked;
+	return ORGW_OK;
+}
+
+char *
+record_failure_encode(const struct rec_failure *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "count", (double)f->count);
+	ok = ok && cJSON_AddStringToObject(o, "reason", f->reason);
+	ok = ok && add_num(o, "last", (double)f->last);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_failure_decode(const char *text, struct rec_failure *f)
+{
+	cJSON *o = parse_obj(text);
+
+	memset(f, 0, sizeof(*f));
+	if (o == NULL)
+		return ORGW_EINVAL;
+	f->count = get_i64(o, "count");
+	if (f->count < 0)
+		f->count = 0;
+	get_str(o, "reason", f->reason, sizeof(f->reason));
+	f->last = get_i64(o, "last");
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+char *
+record_cooldown_encode(const struct rec_cooldown *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "until", (double)c->until);
+	ok = ok && cJSON_AddStringToObject(o, "reason", c->reason);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_cooldown_decode(const char *text, struct rec_cooldown *c)
+{
+	cJSON *o = parse_obj(text);
+
+	memset(c, 0, sizeof(*c));
+	if (o == NULL)
+		return ORGW_EINVAL;
+	c->until = get_i64(o, "until");
+	get_str(o, "reason", c->reason, sizeof(c->reason));
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+char *
+record_seen_add(const char *text, const char *model, int64_t now,
+		bool *added)
+{
+	cJSON *o = parse_obj(text), *models;
+	bool ok;
+
+	*added = true;
+	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	models = cJSON_GetObjectItemCaseSensitive(o, "models");
+	if (!cJSON_IsObject(models)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "models");
+		if ((models = cJSON_AddObjectToObject(o, "models")) == NULL)
+			return finish(o, false);
+	}
+	if (cJSON_GetObjectItemCaseSensitive(models, model) != NULL) {
+		*added = false;
+		return finish(o, false);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "v");
+	ok = add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(models, model, (double)now);
+	return finish(o, ok);
+}
+
+size_t
+record_seen_each(const char *text,
+		 void (*fn)(void *arg, const char *model, int64_t first_seen),
+		 void *arg)
+{
+	cJSON *o = parse_obj(text), *models, *it;
+	size_t n = 0;
+
+	if (o == NULL)
+		return 0;
+	models = cJSON_GetObjectItemCaseSensitive(o, "models");
+	cJSON_ArrayForEach(it, models)
+	{
+		if (it->string == NULL || !cJSON_IsNumber(it))
+			continue;
+		fn(arg, it->string, (int64_t)it->valuedouble);
+		n++;
+	}
+	cJSON_Delete(o);
+	return n;
+}
+
+/* Returns o[k] as an object, creating it (or replacing a non-object). */
+static cJSON *
+child_obj(cJSON *o, const char *k)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (cJSON_IsObject(it))
+		return it;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+	return cJSON_AddObjectToObject(o, k);
+}
+
+/* o[k] += d, creating the number; false on allocation failure. */
+static bool
+bump(cJSON *o, const char *k, double d)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (o == NULL)
+		return false;
+	if (cJSON_IsNumber(it)) {
+		double v = it->valuedouble + d;
+		cJSON_SetNumberValue(it, isfinite(v) ? v : 0);
+		return true;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+	return add_num(o, k, d);
+}
+
+/* o[k] = max(o[k], d). */
+static bool
+bump_max(cJSON *o, const char *k, double d)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (cJSON_IsNumber(it)) {
+		if (d > it->valuedouble)
+			cJSON_SetNumberValue(it, d);
+		return true;
+	}
+	return bump(o, k, d);
+}
+
+static bool
+bump_tokens(cJSON *o, const struct stats_delta *d)
+{
+	cJSON *t = child_obj(o, "tokens");
+
+	return bump(t, "prompt", (double)d->prompt_tokens) &&
+	       bump(t, "cached", (double)d->cached_tokens) &&
+	       bump(t, "completion", (double)d->completion_tokens) &&
+	       bump(o, "cost_usd", d->cost_usd);
+}
+
+char *
+record_stats_apply(const char *text, const struct stats_delta *d)
+{
+	cJSON *o = parse_obj(text), *e, *lat, *bp, *p;
+	bool ok;
+
+	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	ok = bump(o, "v", 0) && bump(o, "requests", (double)d->requests) &&
+	     bump(o, "ok", (double)d->ok);
+	e = ok ? child_obj(o, "errors") : NULL;
+	ok = ok && bump(e, "429", (double)d->e429) &&
+	     bump(e, "5xx", (double)d->e5xx) &&
+	     bump(e, "timeout", (double)d->etimeout) &&
+	     bump(e, "slow", (double)d->eslow) &&
+	     bump(e, "mid_stream", (double)d->emid) &&
+	     bump(e, "client_abort", (double)d->eabort) &&
+	     bump(e, "other", (double)d->eother);
+	ok = ok && bump(o, "retries_429", (double)d->retries_429) &&
+	     bump(o, "failovers", (double)d->failovers) &&
+	     bump(o, "breaker_trips", (double)d->trips) &&
+	     bump(o, "off_pin", (double)d->off_pin) && bump_tokens(o, d);
+	lat = ok ? child_obj(o, "latency") : NULL;
+	if (ok && d->ttfb_ms >= 0)
+		ok = bump(lat, "ttfb_ms_sum", (double)d->ttfb_ms) &&
+		     bump(lat, "ttfb_count", 1) &&
+		     bump_max(lat, "ttfb_ms_max", (double)d->ttfb_ms);
+	if (ok && d->total_ms >= 0)
+		ok = bump(lat, "total_ms_sum", (double)d->total_ms) &&
+		     bump(lat, "total_count", 1) &&
+		     bump_max(lat, "total_ms_max", (double)d->total_ms);
+	if (ok && d->tag != NULL && d->tag[0] != '\0') {
+		bp = child_obj(o, "by_provider");
+		p = bp ? child_obj(bp, d->tag) : NULL;
+		ok = p != NULL && bump(p, "requests", (double)d->requests) &&
+		     bump(p, "ok", (double)d->ok) && bump_tokens(p, d);
+	}
+	if (ok) {
+		cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "v");
+		cJSON_SetNumberValue(v, RECORD_VERSION);
+	}
+	return finish(o, ok);
+}

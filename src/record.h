@@ -1,0 +1,110 @@
+/*
+ * record.h - the GDBM value codec (SPEC section 7), pure.
+ *
+ * Every value is JSON text with a "v" version field so gdbmtool shows
+ * it readably.  Decoders accept missing fields (zero) and reject values
+ * that are not JSON objects (ORGW_EINVAL: the caller treats the key as
+ * absent, since the state is soft).  Encoders return cJSON-allocated
+ * text; the caller frees it with record_free().
+ */
+#ifndef ORGW_RECORD_H
+#define ORGW_RECORD_H
+
+#include "orgw.h"
+
+struct score_result;
+
+#define REC_REASON_MAX 64
+
+struct rec_lock {		/* BEST_PROVIDER:<model> */
+	char tag[ORGW_TAG_MAX];
+	char provider_name[ORGW_TAG_MAX];
+	int64_t locked_at;	/* unix seconds */
+	int64_t last_used;	/* unix seconds */
+	int64_t max_completion_tokens;	/* 0 = unknown */
+};
+
+struct rec_cand {
+	char tag[ORGW_TAG_MAX];
+	char provider_name[ORGW_TAG_MAX];
+	double score, throughput, prompt, completion, cache_read;
+	double effective_input, cost, uptime, bonus;
+	bool has_throughput, implicit_cache, free;
+	int64_t max_completion_tokens;
+};
+
+struct rec_cands {		/* PROVIDER_CANDIDATE:<model> */
+	int64_t scored_at;	/* last successful scoring; 0 = never */
+	int64_t attempted_at;	/* last attempt, failed or not */
+	char error[128];	/* why the last attempt failed, or "" */
+	size_t n;
+	struct rec_cand *v;	/* malloc'd, best first */
+};
+
+struct rec_failure {		/* PROVIDER_FAILURE:<model>:<tag> */
+	int64_t count;		/* consecutive failures */
+	char reason[REC_REASON_MAX];
+	int64_t last;
+};
+
+struct rec_cooldown {		/* PROVIDER_COOLDOWN:<model>:<tag> */
+	int64_t until;
+	char reason[REC_REASON_MAX];
+};
+
+/* One request's contribution to STATS:<model>. */
+struct stats_delta {
+	const char *tag;	/* provider that served, or NULL (unpinned) */
+	int64_t requests, ok;
+	int64_t e429, e5xx, etimeout, eslow, emid, eabort, eother;
+	int64_t retries_429, failovers, trips, off_pin;
+	int64_t prompt_tokens, cached_tokens, completion_tokens;
+	double cost_usd;
+	int64_t ttfb_ms, total_ms;	/* -1 when not measured */
+};
+
+/* Frees text returned by an encoder.  NULL is a no-op. */
+void record_free(char *text);
+
+char *record_lock_encode(const struct rec_lock *l);
+enum orgw_err record_lock_decode(const char *text, struct rec_lock *l);
+
+/* cands_decode allocates c->v; release with record_cands_clear(). */
+char *record_cands_encode(const struct rec_cands *c);
+enum orgw_err record_cands_decode(const char *text, struct rec_cands *c);
+void record_cands_clear(struct rec_cands *c);
+
+/* Fills c from a scoring result (ranked endpoints only), scored now. */
+enum orgw_err record_cands_from_score(const struct score_result *r,
+				      int64_t now, struct rec_cands *c);
+
+char *record_failure_encode(const struct rec_failure *f);
+enum orgw_err record_failure_decode(const char *text, struct rec_failure *f);
+
+char *record_cooldown_encode(const struct rec_cooldown *c);
+enum orgw_err record_cooldown_decode(const char *text,
+				     struct rec_cooldown *c);
+
+/*
+ * MODELS_SEEN: adds model (first seen at now) to the document text
+ * (NULL or undecodable = empty).  Returns the new text, or NULL with
+ * *added false when the model was already there; NULL with *added true
+ * means out of memory.
+ */
+char *record_seen_add(const char *text, const char *model, int64_t now,
+		      bool *added);
+
+/*
+ * Lists the models of MODELS_SEEN text: calls fn(arg, model, first_seen)
+ * for each; returns how many.
+ */
+size_t record_seen_each(const char *text,
+			void (*fn)(void *arg, const char *model,
+				   int64_t first_seen),
+			void *arg);
+
+/* Applies d to STATS text (NULL or undecodable = zeroes); returns the
+ * new text or NULL (out of memory). */
+char *record_stats_apply(const char *text, const struct stats_delta *d);
+
+#endif

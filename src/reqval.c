@@ -1,0 +1,170 @@
+/*
+ * reqval.c - validate an OpenAI chat-completions body and build the body
+ * forwarded to OpenRouter.
+ *
+ * The client's document is kept whole: OpenRouter accepts many fields
+ * the gateway has no business checking (tools, reasoning, plugins, ...,
+ * OPENROUTER.md section 5), so only what orgw itself relies on is
+ * validated here.  cJSON's nesting limit (1000) bounds recursion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "reqval.h"
+
+bool
+reqval_model_ok(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n == 0 || n >= ORGW_MODEL_MAX || id[0] == '/' ||
+	    strstr(id, "..") != NULL)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = id[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("._:/@+~-", c) != NULL)
+			continue;
+		return false;
+	}
+	return true;
+}
+
+static enum orgw_err
+fail(char *err, size_t errlen, const char **param, const char *p,
+     const char *msg)
+{
+	snprintf(err, errlen, "%s", msg);
+	if (param)
+		*param = p;
+	return ORGW_EINVAL;
+}
+
+enum orgw_err
+reqval_parse(const char *body, size_t len, const char *default_model,
+	     struct chat_req *r, char *err, size_t errlen, const char **param)
+{
+	cJSON *root, *m, *msgs, *st, *mt;
+	const char *end = NULL;
+	const char *model;
+
+	memset(r, 0, sizeof(*r));
+	if (param)
+		*param = NULL;
+	if (len == 0)
+		return fail(err, errlen, param, NULL,
+			    "request body is empty; expected a JSON object");
+	/* len + 1: with require_null_terminated the length counts the
+	 * NUL (cJSON.c ParseWithLengthOpts). */
+	root = cJSON_ParseWithLengthOpts(body, len + 1, &end, 1);
+	if (root == NULL)
+		return fail(err, errlen, param, NULL,
+			    "request body is not valid JSON");
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return fail(err, errlen, param, NULL,
+			    "request body must be a JSON object");
+	}
+	r->root = root;
+	msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+	if (!cJSON_IsArray(msgs)) {
+		reqval_free(r);
+		return fail(err, errlen, param, "messages",
+			    msgs ? "'messages' must be an array" :
+				   "'messages' is required");
+	}
+	m = cJSON_GetObjectItemCaseSensitive(root, "model");
+	if (m != NULL && !cJSON_IsNull(m)) {
+		if (!cJSON_IsString(m)) {
+			reqval_free(r);
+			return fail(err, errlen, param, "model",
+				    "'model' must be a string");
+		}
+		model = m->valuestring;
+	} else if (default_model != NULL) {
+		model = default_model;
+	} else {
+		reqval_free(r);
+		return fail(err, errlen, param, "model",
+			    "'model' is required");
+	}
+	if (!reqval_model_ok(model)) {
+		reqval_free(r);
+		return fail(err, errlen, param, "model",
+			    "'model' is not a valid model id");
+	}
+	snprintf(r->model, sizeof(r->model), "%s", model);
+	st = cJSON_GetObjectItemCaseSensitive(root, "stream");
+	if (st != NULL && !cJSON_IsNull(st) && !cJSON_IsBool(st)) {
+		reqval_free(r);
+		return fail(err, errlen, param, "stream",
+			    "'stream' must be a boolean");
+	}
+	r->stream = cJSON_IsTrue(st);
+	mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+	if (mt == NULL)
+		mt = cJSON_GetObjectItemCaseSensitive(root,
+						      "max_completion_tokens");
+	if (mt != NULL && !cJSON_IsNull(mt) &&
+	    (!cJSON_IsNumber(mt) || mt->valuedouble < 1)) {
+		reqval_free(r);
+		return fail(err, errlen, param, "max_tokens",
+			    "'max_tokens' must be a positive integer");
+	}
+	r->has_provider =
+		cJSON_GetObjectItemCaseSensitive(root, "provider") != NULL;
+	return ORGW_OK;
+}
+
+/* Clamps the number at key to max_out when it is larger. */
+static void
+clamp(cJSON *root, const char *key, int64_t max_out)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (cJSON_IsNumber(it) && it->valuedouble > (double)max_out)
+		cJSON_SetNumberValue(it, (double)max_out);
+}
+
+char *
+reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
+{
+	cJSON *root = r->root, *prov = NULL, *order;
+
+	if (!r->has_provider) {
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "provider");
+		if (pin_tag != NULL) {
+			if ((prov = cJSON_CreateObject()) == NULL ||
+			    (order = cJSON_AddArrayToObject(prov, "order")) ==
+				    NULL ||
+			    !cJSON_AddItemToArray(order,
+						  cJSON_CreateString(pin_tag)) ||
+			    cJSON_AddFalseToObject(prov, "allow_fallbacks") ==
+				    NULL ||
+			    !cJSON_AddItemToObject(root, "provider", prov)) {
+				cJSON_Delete(prov);
+				return NULL;
+			}
+		}
+	}
+	if (max_out > 0) {
+		clamp(root, "max_tokens", max_out);
+		clamp(root, "max_completion_tokens", max_out);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "model");
+	if (cJSON_AddStringToObject(root, "model", r->model) == NULL)
+		return NULL;
+	return cJSON_PrintUnformatted(root);
+}
+
+void
+reqval_free(struct chat_req *r)
+{
+	if (r == NULL)
+		return;
+	cJSON_Delete(r->root);
+	r->root = NULL;
+}

@@ -1,0 +1,34 @@
+/*
+ * rescore.h - fetch a model's endpoints from OpenRouter and score them
+ * (the network half of scoring; score.c is the pure half).  Used inline
+ * by the gateway on a model's first request, by POST /__cron and by
+ * orgw-score.
+ */
+#ifndef ORGW_RESCORE_H
+#define ORGW_RESCORE_H
+
+#include "conf.h"
+#include "score.h"
+
+#define RESCORE_MAX_BYTES (64u * 1024 * 1024)	/* endpoints body cap */
+#define RESCORE_INLINE_TIMEOUT_MS 5000
+
+/* Writes "<UPSTREAM_URL>/models/<model>/endpoints" into dst (size n); the
+ * model's '/' stays a path separator, never %2F (OPENROUTER.md 12.1).
+ * Returns false when it does not fit. */
+bool rescore_url(const struct orgw_conf *c, const char *model, char *dst,
+		 size_t n);
+
+/* Fills p from the configuration. */
+void rescore_params(const struct orgw_conf *c, struct score_params *p);
+
+/*
+ * GETs and scores the endpoints of model at the current UTC time.  On
+ * ORGW_OK the caller owns *res (score_result_free).  Otherwise err holds
+ * a short reason ("endpoints HTTP 404", "timeout", ...).
+ */
+enum orgw_err rescore_fetch(const struct orgw_conf *c, const char *model,
+			    int64_t timeout_ms, struct score_result *res,
+			    char *err, size_t errlen);
+
+#endif

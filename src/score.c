@@ -1,0 +1,557 @@
+/*
+ * score.c - pure scoring of a model's endpoints (SPEC section 6).
+ *
+ * Input: the body of GET /models/{author}/{slug}/endpoints (OPENROUTER.md
+ * section 1), the current UTC clock as HHMM and the scoring parameters.
+ * Output: one struct score_endpoint per input endpoint, carrying every
+ * term of the formula, the candidates ranked best first and the excluded
+ * endpoints after them in input order, each with a static reason.
+ *
+ * Invariants:
+ *   - No I/O, no clock, no environment: the caller passes the time, so
+ *     the tests are deterministic.
+ *   - Every double stored in a result is finite and >= 0.  Upstream data
+ *     is untrusted: cJSON turns "1e999" into inf, prices may be garbage,
+ *     parameters may be anything, so each step guards instead of trusting.
+ *   - Any field may be absent or null; a value of the wrong type is
+ *     treated as missing; unknown fields are ignored (OPENROUTER.md
+ *     section 1, "a parser should accept any field being absent or null").
+ *
+ * Ownership: score_endpoints() fills a struct score_result whose v is
+ * malloc'd; score_result_free() releases it.  Nothing here keeps state
+ * between calls, and the cJSON tree never outlives score_endpoints().
+ *
+ * Ranking (SPEC section 6): has_throughput desc, free desc, score desc,
+ * cost asc, tag asc, input position asc.  Free endpoints (cost == 0)
+ * cannot be divided by, so their score is throughput * bonus and they
+ * rank above every paid endpoint with a throughput: "zero cost ranks by
+ * throughput alone", and a free endpoint is never worse for the user
+ * than a paid one.  Endpoints with no throughput (null without an API
+ * key) score 0 and rank below every endpoint that has one.
+ */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "score.h"
+
+/*
+ * A model has tens of endpoints.  The cap bounds what a hostile or broken
+ * upstream body ("[{},{},...]" is 3 bytes an endpoint) can make us
+ * allocate; a bigger list is not an endpoints response we accept.
+ */
+#define SCORE_MAX_ENDPOINTS 4096
+
+/* SPEC section 6: cost = effective_input * 0.4 + completion * 0.6. */
+#define SCORE_INPUT_WEIGHT 0.4
+#define SCORE_OUTPUT_WEIGHT 0.6
+
+/* Latest HHMM a window bound may name; 2400 is the end of the day. */
+#define SCORE_HHMM_MAX 2400
+
+/* One ranked endpoint and its input position, for a stable qsort. */
+struct score_slot {
+	const struct score_endpoint *e;
+	size_t idx;
+};
+
+/*
+ * Returns the member key of object o, or NULL when o is not an object,
+ * key is absent or its value is JSON null ("absent or null" are one case).
+ */
+static const cJSON *
+json_get(const cJSON *o, const char *key)
+{
+	const cJSON *j;
+
+	if (!cJSON_IsObject(o))
+		return NULL;
+	j = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (j == NULL || cJSON_IsNull(j))
+		return NULL;
+	return j;
+}
+
+/* True and *out set when j is a finite JSON number. */
+static bool
+json_number(const cJSON *j, double *out)
+{
+	if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble))
+		return false;
+	*out = j->valuedouble;
+	return true;
+}
+
+/*
+ * Copies src into dst (size dstsz > 0), truncating so that dst is always
+ * NUL-terminated and never ends in a partial UTF-8 sequence.
+ */
+static void
+copy_str(char *dst, size_t dstsz, const char *src)
+{
+	size_t n;
+
+	n = strlen(src);
+	if (n >= dstsz) {
+		n = dstsz - 1;
+		/* Back off to the lead byte of the character we cut. */
+		while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/*
+ * Marks e excluded with the static reason and a formatted detail.  The
+ * first reason wins: later checks still fill the terms for display.
+ * A truncated detail is acceptable (it is only shown), so the snprintf
+ * length is deliberately not checked.
+ */
+static void __attribute__((format(printf, 3, 4)))
+exclude(struct score_endpoint *e, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->excluded != NULL)
+		return;
+	e->excluded = reason;
+	va_start(ap, fmt);
+	(void)vsnprintf(e->why, sizeof(e->why), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Parses one price: a decimal string (OPENROUTER.md section 12 item 3)
+ * or, leniently, a JSON number.  The string must be all digits, '.',
+ * 'e', 'E', '+' and '-', so strtod's extras (leading blanks, hex floats,
+ * "inf", "nan") are refused before it runs, and the end pointer must
+ * reach the NUL.  Nothing in orgw calls setlocale, so strtod reads '.'
+ * as the decimal point.  Overflow gives inf and is refused; underflow
+ * gives a tiny or zero value, which is a valid price.
+ */
+static bool
+price_parse(const cJSON *j, double *out)
+{
+	const char *s;
+	char *end;
+	double d;
+
+	if (cJSON_IsNumber(j)) {
+		d = j->valuedouble;
+	} else if (cJSON_IsString(j) && j->valuestring != NULL) {
+		s = j->valuestring;
+		if (*s == '\0' || s[strspn(s, "0123456789.eE+-")] != '\0')
+			return false;
+		d = strtod(s, &end);
+		if (end == s || *end != '\0')
+			return false;
+	} else
+		return false;
+	if (!isfinite(d) || d < 0)
+		return false;
+	*out = d == 0 ? 0.0 : d; /* no -0 */
+	return true;
+}
+
+/* True and *out set when j is an HHMM bound: an integer 0..2400 whose
+ * minutes are below 60. */
+static bool
+hhmm_parse(const cJSON *j, int *out)
+{
+	double d;
+	int v;
+
+	if (!json_number(j, &d) || d < 0 || d > SCORE_HHMM_MAX || d != floor(d))
+		return false;
+	v = (int)d;
+	if (v % 100 >= 60)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * Does override entry ov apply at t?  OPENROUTER.md section 2: an entry
+ * applies when all its condition fields match.  For ranking:
+ *   - min_prompt_tokens present: ignored (SPEC section 6); the tier
+ *     depends on the request, which scoring does not know.
+ *   - utc_start and utc_end: both needed; one alone, or a bound that is
+ *     not a valid HHMM, is a condition we cannot evaluate, so the entry
+ *     does not apply (rather than applying always).
+ *   - no condition field at all: applies always.
+ * A condition field the schema gains later would go unnoticed here and
+ * the entry would apply always; re-check OPENROUTER.md when it changes.
+ */
+static bool
+override_applies(const cJSON *ov, int t)
+{
+	const cJSON *js, *je;
+	int start, end;
+
+	if (!cJSON_IsObject(ov))
+		return false;
+	if (json_get(ov, "min_prompt_tokens") != NULL)
+		return false;
+	js = json_get(ov, "utc_start");
+	je = json_get(ov, "utc_end");
+	if (js == NULL && je == NULL)
+		return true;
+	if (!hhmm_parse(js, &start) || !hhmm_parse(je, &end))
+		return false;
+	return score_window_match(start, end, t);
+}
+
+bool
+score_window_match(int start, int end, int t)
+{
+	if (start == end)
+		return false;
+	if (start < end)
+		return t >= start && t < end;
+	return t >= start || t < end; /* wraps midnight */
+}
+
+/*
+ * Base price, then every matching override in order: an entry carrying
+ * key replaces the value so far, valid or not (later entries win per
+ * key, OPENROUTER.md section 2), so a garbage base price is cured by a
+ * valid override that applies now and a garbage override poisons it.
+ * Then the endpoint-wide discount, a number in [0, 1]; anything else is
+ * no discount.
+ */
+bool
+score_price_now(const void *pricing, const char *key, int utc_hhmm, double *out)
+{
+	const cJSON *pr = pricing;
+	const cJSON *ovs, *ov, *j;
+	double v = 0, disc;
+	bool ok;
+
+	if (pr == NULL || key == NULL || out == NULL || !cJSON_IsObject(pr))
+		return false;
+	j = json_get(pr, key);
+	ok = j != NULL && price_parse(j, &v);
+	ovs = json_get(pr, "overrides");
+	if (cJSON_IsArray(ovs)) {
+		for (ov = ovs->child; ov != NULL; ov = ov->next) {
+			if (!override_applies(ov, utc_hhmm))
+				continue;
+			j = json_get(ov, key);
+			if (j != NULL)
+				ok = price_parse(j, &v);
+		}
+	}
+	if (!ok)
+		return false;
+	if (json_number(json_get(pr, "discount"), &disc) && disc >= 0 &&
+	    disc <= 1)
+		v *= 1 - disc;
+	*out = v;
+	return true;
+}
+
+/* Saturating conversion of a finite double to int. */
+static int
+clamp_int(double d)
+{
+	if (d >= (double)INT_MAX)
+		return INT_MAX;
+	if (d <= (double)INT_MIN)
+		return INT_MIN;
+	return (int)d;
+}
+
+/* Tags are routing slugs ("deepinfra/fp8"): printable ASCII without
+ * blanks.  Anything else would be echoed into provider.order and state
+ * keys, so it is refused rather than trusted. */
+static bool
+tag_ok(const char *s)
+{
+	const unsigned char *p;
+
+	if (strlen(s) >= ORGW_TAG_MAX)
+		return false;
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return false;
+	return true;
+}
+
+/* Scoring parameters made safe to compute with. */
+static void
+params_sanitize(const struct score_params *in, struct score_params *p)
+{
+	p->hit_rate = in->hit_rate;
+	if (!(p->hit_rate >= 0)) /* also NaN */
+		p->hit_rate = 0;
+	if (p->hit_rate > 1)
+		p->hit_rate = 1;
+	p->cache_bonus = in->cache_bonus;
+	if (!isfinite(p->cache_bonus) || p->cache_bonus < 0)
+		p->cache_bonus = 1;
+	p->min_uptime = in->min_uptime;
+	if (!isfinite(p->min_uptime))
+		p->min_uptime = 0;
+}
+
+/* The metadata of endpoint ep: names, status, uptime, limits. */
+static void
+endpoint_meta(const cJSON *ep, const struct score_params *p,
+              struct score_endpoint *e)
+{
+	const cJSON *j;
+	double d;
+
+	j = json_get(ep, "provider_name");
+	if (cJSON_IsString(j) && j->valuestring != NULL)
+		copy_str(e->provider_name, sizeof(e->provider_name),
+		         j->valuestring);
+
+	/* The tag is what provider.order takes (SPEC section 4). */
+	j = json_get(ep, "tag");
+	if (cJSON_IsString(j) && j->valuestring != NULL &&
+	    j->valuestring[0] != '\0') {
+		copy_str(e->tag, sizeof(e->tag), j->valuestring);
+		if (!tag_ok(j->valuestring))
+			exclude(e, "bad tag", "tag too long or not a slug");
+	} else
+		exclude(e, "no tag", "tag missing or not a string");
+
+	/* status: 0 is normal, other values undocumented (OPENROUTER.md 1). */
+	if (json_number(json_get(ep, "status"), &d)) {
+		e->status = clamp_int(d);
+		if (d != 0)
+			exclude(e, "status", "status %g", d);
+	}
+
+	/*
+	 * uptime_last_30m is percent per the spec, but some fixtures use
+	 * fractions (OPENROUTER.md section 1, [CONFLICT]).  Rule: a value
+	 * <= 1.0 is a fraction and is multiplied by 100.  A genuine 1 %
+	 * would read as 100 %; such an endpoint is failing anyway and the
+	 * breaker catches it.  Negative or above 100 after scaling is
+	 * nonsense and counts as missing; missing is never excluded.
+	 */
+	if (json_number(json_get(ep, "uptime_last_30m"), &d)) {
+		if (d <= 1.0)
+			d *= 100;
+		if (d >= 0 && d <= 100) {
+			e->uptime = d;
+			e->has_uptime = true;
+			if (d < p->min_uptime)
+				exclude(e, "uptime", "uptime %.1f < %g", d,
+				        p->min_uptime);
+		}
+	}
+
+	/* Tokens per second; higher is better; null without a key. */
+	j = json_get(ep, "throughput_last_30m");
+	if (json_number(json_get(j, "p50"), &d) && d >= 0) {
+		e->throughput = d;
+		e->has_throughput = true;
+	}
+
+	if (json_number(json_get(ep, "max_completion_tokens"), &d) && d > 0)
+		e->max_completion_tokens =
+		    d >= 9223372036854775807.0 ? INT64_MAX : (int64_t)d;
+}
+
+/* Prices now, every term of the formula, and the score. */
+static void
+endpoint_score(const cJSON *ep, int t, const struct score_params *p,
+               struct score_endpoint *e)
+{
+	const cJSON *pricing, *flag;
+	double cr, s;
+
+	pricing = json_get(ep, "pricing");
+	if (!score_price_now(pricing, "prompt", t, &e->prompt)) {
+		exclude(e, "price", "prompt price missing or invalid");
+		return;
+	}
+	if (!score_price_now(pricing, "completion", t, &e->completion)) {
+		exclude(e, "price", "completion price missing or invalid");
+		return;
+	}
+	/* A missing or garbage cache price means no cache pricing. */
+	e->cache_read = e->prompt;
+	if (score_price_now(pricing, "input_cache_read", t, &cr))
+		e->cache_read = cr;
+	e->effective_input =
+	    p->hit_rate * e->cache_read + (1 - p->hit_rate) * e->prompt;
+	e->cost = e->effective_input * SCORE_INPUT_WEIGHT +
+	          e->completion * SCORE_OUTPUT_WEIGHT;
+	if (!isfinite(e->cost) || !isfinite(e->effective_input)) {
+		e->effective_input = e->cost = 0;
+		exclude(e, "price", "price too large");
+		return;
+	}
+
+	/* SPEC section 6: the flag, or a cheaper cache read without one. */
+	flag = json_get(ep, "supports_implicit_caching");
+	if (cJSON_IsBool(flag))
+		e->implicit_cache = cJSON_IsTrue(flag);
+	else
+		e->implicit_cache = e->cache_read < e->prompt;
+	e->bonus = e->implicit_cache ? p->cache_bonus : 1.0;
+
+	e->free = e->cost == 0;
+	if (!e->has_throughput)
+		s = 0;
+	else if (e->free)
+		s = e->throughput * e->bonus;
+	else
+		s = e->throughput / e->cost * e->bonus;
+	/* A denormal cost or a huge bonus can overflow; NaN cannot occur
+	 * (every input is finite and >= 0, cost > 0) but is guarded. */
+	if (isnan(s) || s < 0)
+		s = 0;
+	else if (isinf(s))
+		s = DBL_MAX;
+	e->score = s;
+}
+
+/* Fills e from endpoint ep (any cJSON value) at clock t. */
+static void
+endpoint_eval(const cJSON *ep, int t, const struct score_params *p,
+              struct score_endpoint *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (!cJSON_IsObject(ep)) {
+		exclude(e, "malformed", "endpoint is not an object");
+		return;
+	}
+	endpoint_meta(ep, p, e);
+	endpoint_score(ep, t, p, e);
+}
+
+/* qsort order of the ranked endpoints; see the file header. */
+static int
+slot_cmp(const void *va, const void *vb)
+{
+	const struct score_slot *sa = va, *sb = vb;
+	const struct score_endpoint *a = sa->e, *b = sb->e;
+	int c;
+
+	if (a->has_throughput != b->has_throughput)
+		return a->has_throughput ? -1 : 1;
+	if (a->free != b->free)
+		return a->free ? -1 : 1;
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	if (a->cost != b->cost)
+		return a->cost < b->cost ? -1 : 1;
+	c = strcmp(a->tag, b->tag);
+	if (c != 0)
+		return c;
+	return sa->idx < sb->idx ? -1 : sa->idx > sb->idx;
+}
+
+enum orgw_err
+score_endpoints(const char *json, size_t len, int utc_hhmm,
+                const struct score_params *p, struct score_result *out)
+{
+	struct score_params pp;
+	struct score_endpoint *all = NULL;
+	struct score_slot *slots = NULL;
+	const cJSON *data, *eps, *ep, *id;
+	const char *end = NULL;
+	cJSON *root = NULL;
+	char *buf = NULL;
+	enum orgw_err err = ORGW_EINVAL;
+	size_t n, i, nr;
+
+	if (out == NULL)
+		return ORGW_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (json == NULL || p == NULL || len == 0 || len == SIZE_MAX)
+		return ORGW_EINVAL;
+	params_sanitize(p, &pp);
+
+	/*
+	 * STYLE.md 5: parse a NUL-terminated copy, the length counting the
+	 * NUL, so cJSON never depends on the caller's buffer being
+	 * terminated.  An embedded NUL stops the parse early; the end check
+	 * refuses it along with trailing garbage.
+	 */
+	if ((buf = malloc(len + 1)) == NULL) {
+		err = ORGW_ENOMEM;
+		goto out;
+	}
+	memcpy(buf, json, len);
+	buf[len] = '\0';
+	root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
+	if (root == NULL || end != buf + len)
+		goto out;
+
+	/* OPENROUTER.md section 1: {"data": {"id", ..., "endpoints": []}} */
+	data = json_get(root, "data");
+	eps = json_get(data, "endpoints");
+	if (!cJSON_IsArray(eps))
+		goto out;
+	id = json_get(data, "id");
+	if (cJSON_IsString(id) && id->valuestring != NULL)
+		copy_str(out->model, sizeof(out->model), id->valuestring);
+
+	n = 0;
+	for (ep = eps->child; ep != NULL; ep = ep->next) {
+		if (++n > SCORE_MAX_ENDPOINTS)
+			goto out;
+	}
+	if (n == 0) {
+		err = ORGW_OK;
+		goto out;
+	}
+	if ((all = calloc(n, sizeof(*all))) == NULL ||
+	    (slots = calloc(n, sizeof(*slots))) == NULL ||
+	    (out->v = calloc(n, sizeof(*out->v))) == NULL) {
+		err = ORGW_ENOMEM;
+		goto out;
+	}
+
+	i = nr = 0;
+	for (ep = eps->child; ep != NULL; ep = ep->next) {
+		endpoint_eval(ep, utc_hhmm, &pp, &all[i]);
+		if (all[i].excluded == NULL) {
+			slots[nr].e = &all[i];
+			slots[nr].idx = i;
+			nr++;
+		}
+		i++;
+	}
+	qsort(slots, nr, sizeof(*slots), slot_cmp);
+	for (i = 0; i < nr; i++)
+		out->v[i] = *slots[i].e;
+	out->n_ranked = nr;
+	for (i = 0; i < n; i++)
+		if (all[i].excluded != NULL)
+			out->v[nr++] = all[i];
+	out->n = n;
+	err = ORGW_OK;
+out:
+	if (err != ORGW_OK) {
+		free(out->v);
+		memset(out, 0, sizeof(*out));
+	}
+	free(slots);
+	free(all);
+	cJSON_Delete(root);
+	free(buf);
+	return err;
+}
+
+void
+score_result_free(struct score_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}

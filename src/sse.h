@@ -1,0 +1,57 @@
+/*
+ * sse.h - incremental Server-Sent Events splitter (pure).
+ *
+ * Upstream bytes arrive in arbitrary pieces; sse_feed() keeps the partial
+ * event and hands every complete event (ended by a blank line, LF or
+ * CRLF, per the WHATWG event-stream grammar) to a callback.  OpenRouter
+ * sends ": OPENROUTER PROCESSING" comments, "data: {json}" events and a
+ * final "data: [DONE]" (OPENROUTER.md section 5).
+ */
+#ifndef ORGW_SSE_H
+#define ORGW_SSE_H
+
+#include "buf.h"
+
+enum sse_kind {
+	SSE_COMMENT,	/* only ':' comment lines */
+	SSE_DATA,	/* has data: lines; data holds the payload */
+	SSE_DONE,	/* data is exactly "[DONE]" */
+	SSE_OTHER,	/* event:/id:/retry: only, or unknown fields */
+};
+
+struct sse_event {
+	enum sse_kind kind;
+	const char *raw;	/* the whole event incl. its blank line */
+	size_t raw_len;
+	const char *data;	/* data payload, NUL-terminated; "" if none */
+	size_t data_len;
+};
+
+struct sse {
+	struct buf in;		/* bytes not yet part of a complete event */
+	struct buf data;	/* scratch for the joined data lines */
+	size_t scan;		/* in.p[0..scan) holds no event end */
+	size_t max_event;	/* ORGW_ETOOBIG when an event grows past it */
+};
+
+/* Prepares s; max_event 0 means 16 MiB.  Pair with sse_free(). */
+void sse_init(struct sse *s, size_t max_event);
+
+/* Frees what s holds; s may be sse_init'ed again. */
+void sse_free(struct sse *s);
+
+/*
+ * Appends n bytes and calls fn for each complete event, in order.  The
+ * event's pointers are borrowed until fn returns.  fn returns 0 to go on;
+ * any other value stops and is passed back in *stopped (when non-NULL)
+ * with ORGW_OK.  Errors: ORGW_ETOOBIG (event over max_event), ORGW_ENOMEM.
+ */
+enum orgw_err sse_feed(struct sse *s, const char *p, size_t n,
+		       int (*fn)(void *arg, const struct sse_event *ev),
+		       void *arg, int *stopped);
+
+/* True when bytes of an unfinished event are pending (a stream that ends
+ * here was cut mid-event).  Whitespace-only leftovers do not count. */
+bool sse_pending(const struct sse *s);
+
+#endif

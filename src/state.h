@@ -1,0 +1,94 @@
+/*
+ * state.h - the request path's transactions on the shared state
+ * (SPEC sections 4, 5 and 7), built from store.c, record.c, route.c and
+ * breaker.c.  Each function is one short transaction: read, decide,
+ * write, close.  None does network I/O.
+ *
+ * Every function degrades instead of failing: a state store that cannot
+ * be opened in time is reported (ORGW_EBUSY/ORGW_EIO) and the caller
+ * routes unpinned; a damaged file is repaired once and retried.
+ */
+#ifndef ORGW_STATE_H
+#define ORGW_STATE_H
+
+#include "conf.h"
+#include "record.h"
+#include "route.h"
+
+struct score_result;
+
+/* What the request path learns before its first upstream attempt. */
+struct state_route {
+	enum route_kind kind;
+	char tag[ORGW_TAG_MAX];		/* "" when unpinned or client */
+	char provider_name[ORGW_TAG_MAX];
+	int64_t max_out;		/* pinned endpoint's output cap, 0 = none */
+};
+
+/*
+ * Step 2 and steps 4 to 7 of SPEC section 4 for model: adds it to
+ * MODELS_SEEN, then decides and writes the lock.  Returns ORGW_OK with
+ * r->kind ROUTE_SCORED when the caller must score inline and then call
+ * state_route_scored().  Errors leave r unpinned.
+ */
+enum orgw_err state_route(const struct orgw_conf *c, const char *model,
+			  bool client_provider, int64_t now,
+			  struct state_route *r);
+
+/*
+ * After an inline scoring (res NULL when it failed, with error saying
+ * why): writes the candidates (keeping the old ones on failure) and
+ * locks the best one unless another worker locked meanwhile.
+ */
+enum orgw_err state_route_scored(const struct orgw_conf *c,
+				 const char *model,
+				 const struct score_result *res,
+				 const char *error, int64_t now,
+				 struct state_route *r);
+
+/*
+ * Writes the candidates of a scoring (scorer and /__cron).  On failure
+ * (res NULL) keeps the old candidates and records error and the attempt
+ * time.  Never touches the live lock.
+ */
+enum orgw_err state_store_candidates(const struct orgw_conf *c,
+				     const char *model,
+				     const struct score_result *res,
+				     const char *error, int64_t now);
+
+/*
+ * Records a failure of tag for model (reason: "5xx", "timeout", ...).
+ * When the breaker trips, writes the cooldown and re-locks the model to
+ * the next candidate not cooling; *tripped is set and r (when non-NULL)
+ * gets the route to continue on (ROUTE_RELOCKED, or ROUTE_UNPINNED when
+ * nothing is left).  Without a trip r is left alone.
+ */
+enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
+			    const char *tag, const char *reason, int64_t now,
+			    bool *tripped, struct state_route *r);
+
+/*
+ * The request's end: adds d to STATS:<model> and, when ok_tag is not
+ * NULL, resets that provider's consecutive failure count.
+ */
+enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
+			   const struct stats_delta *d, const char *ok_tag);
+
+/* Every model in MODELS_SEEN plus TARGET_MODEL, deduplicated; calls fn
+ * for each.  Returns ORGW_OK even when the store is unreadable (then only
+ * the targets are listed). */
+enum orgw_err state_models(const struct orgw_conf *c,
+			   void (*fn)(void *arg, const char *model),
+			   void *arg);
+
+/*
+ * Builds the GET /stats document (SPEC section 7) at now; returns
+ * cJSON-allocated text (caller frees with record_free) or NULL.
+ */
+char *state_stats_json(const struct orgw_conf *c, int64_t now);
+
+/* Checks that the store can be opened for writing (for /healthz);
+ * ORGW_OK or the error, with a reason in why. */
+enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * store.c - GDBM transactions under a separate lock file.
+ *
+ * Locking protocol (the shape of Exim's dbfn.c): flock(path.lock) with
+ * LOCK_NB and a short backoff until the deadline, then gdbm_open with
+ * GDBM_NOLOCK (the flock already serialises us), use, gdbm_close,
+ * unlock.  GDBM_NOMMAP: a file truncated behind our back (an operator, a
+ * full disk) must give a read error, not SIGBUS in a mapped page.
+ *
+ * Ownership: struct store owns the lock fd and the GDBM handle; both are
+ * released by store_close() and nowhere else.  This is the only file
+ * that includes gdbm.h.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gdbm.h>
+
+#include "clock.h"
+#include "log.h"
+#include "store.h"
+
+struct store {
+	int lockfd;
+	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
+	bool write;
+	char path[4096];
+};
+
+static int
+lock_path(char *dst, size_t n, const char *path)
+{
+	int r = snprintf(dst, n, "%s.lock", path);
+
+	return (r < 0 || (size_t)r >= n) ? -1 : 0;
+}
+
+/* Takes the flock with backoff; returns the fd or -1 (errno set). */
+static int
+take_lock(const char *path, bool write, int64_t timeout_ms)
+{
+	char lp[4200];
+	int fd, op = write ? LOCK_EX : LOCK_SH;
+	int64_t deadline = clock_mono_ms() + timeout_ms, wait_ms = 1;
+
+	if (lock_path(lp, sizeof(lp), path) == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1 && !write)
+		fd = open(lp, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	for (;;) {
+		if (flock(fd, op | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		if (clock_mono_ms() >= deadline) {
+			errno = EWOULDBLOCK;
+			break;
+		}
+		clock_sleep_ms(wait_ms);
+		if (wait_ms < 16)
+			wait_ms *= 2;
+	}
+	{
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return -1;
+}
+
+static GDBM_FILE
+open_db(const char *path, bool write)
+{
+	int flags = (write ? GDBM_WRCREAT : GDBM_READER) | GDBM_NOLOCK |
+		    GDBM_NOMMAP | GDBM_CLOEXEC;
+
+	return gdbm_open(path, 0, flags, 0600, NULL);
+}
+
+enum orgw_err
+store_open(struct store **out, const char *path, bool write,
+	   int64_t timeout_ms)
+{
+	struct store *s;
+	int e;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return ORGW_ENOMEM;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	s->write = write;
+	if ((s->lockfd = take_lock(path, write, timeout_ms)) == -1) {
+		e = errno;
+		free(s);
+		if (e == EWOULDBLOCK)
+			return ORGW_EBUSY;
+		log_err("state lock %s.lock: %s", path, strerror(e));
+		return ORGW_EIO;
+	}
+	s->dbf = open_db(path, write);
+	if (s->dbf == NULL) {
+		e = errno;
+		/* A reader of a file not created yet sees an empty store. */
+		if (!write && (gdbm_errno == GDBM_EMPTY_DATABASE ||
+			       (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
+				e == ENOENT))) {
+			*out = s;
+			return ORGW_OK;
+		}
+		log_err("state %s: %s%s%s", path, gdbm_strerror(gdbm_errno),
+			gdbm_syserr[gdbm_errno] ? ": " : "",
+			gdbm_syserr[gdbm_errno] ? strerror(e) : "");
+		close(s->lockfd);
+		free(s);
+		return ORGW_EIO;
+	}
+	*out = s;
+	return ORGW_OK;
+}
+
+static datum
+key_datum(const char *key)
+{
+	datum k;
+
+	k.dptr = (char *)(uintptr_t)key;
+	k.dsize = (int)strlen(key);
+	return k;
+}
+
+enum orgw_err
+store_get(struct store *s, const char *key, char **val)
+{
+	datum d;
+	char *v;
+
+	*val = NULL;
+	if (s->dbf == NULL)
+		return ORGW_OK;
+	d = gdbm_fetch(s->dbf, key_datum(key));
+	if (d.dptr == NULL) {
+		if (gdbm_errno == GDBM_ITEM_NOT_FOUND)
+			return ORGW_OK;
+		log_err("state %s: fetch %s: %s", s->path, key,
+			gdbm_strerror(gdbm_errno));
+		return ORGW_EIO;
+	}
+	if (d.dsize < 0 || (v = malloc((size_t)d.dsize + 1)) == NULL) {
+		free(d.dptr);
+		return ORGW_ENOMEM;
+	}
+	memcpy(v, d.dptr, (size_t)d.dsize);
+	v[d.dsize] = '\0';
+	free(d.dptr);
+	*val = v;
+	return ORGW_OK;
+}
+
+enum orgw_err
+store_put(struct store *s, const char *key, const char *val)
+{
+	datum v;
+
+	if (s->dbf == NULL || !s->write)
+		return ORGW_EINVAL;
+	v.dptr = (char *)(uintptr_t)val;
+	v.dsize = (int)strlen(val);
+	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
+		log_err("state %s: store %s: %s", s->path, key,
+			gdbm_strerror(gdbm_errno));
+		return ORGW_EIO;
+	}
+	return ORGW_OK;
+}
+
+enum orgw_err
+store_del(struct store *s, const char *key)
+{
+	if (s->dbf == NULL || !s->write)
+		return ORGW_EINVAL;
+	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
+	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
+		log_err("state %s: delete %s: %s", s->path, key,
+			gdbm_strerror(gdbm_errno));
+		return ORGW_EIO;
+	}
+	return ORGW_OK;
+}
+
+enum orgw_err
+store_each(struct store *s, const char *prefix,
+	   int (*fn)(void *arg, const char *key, const char *val), void *arg)
+{
+	size_t plen = strlen(prefix);
+	datum k, next;
+	enum orgw_err err = ORGW_OK;
+	char *kz, *val;
+
+	if (s->dbf == NULL)
+		return ORGW_OK;
+	k = gdbm_firstkey(s->dbf);
+	while (k.dptr != NULL) {
+		if (k.dsize >= 0 && (size_t)k.dsize >= plen &&
+		    memcmp(k.dptr, prefix, plen) == 0) {
+			if ((kz = malloc((size_t)k.dsize + 1)) == NULL) {
+				free(k.dptr);
+				return ORGW_ENOMEM;
+			}
+			memcpy(kz, k.dptr, (size_t)k.dsize);
+			kz[k.dsize] = '\0';
+			err = store_get(s, kz, &val);
+			if (err == ORGW_OK && val != NULL &&
+			    fn(arg, kz, val) != 0) {
+				free(val);
+				free(kz);
+				free(k.dptr);
+				return ORGW_OK;
+			}
+			free(val);
+			free(kz);
+			if (err != ORGW_OK) {
+				free(k.dptr);
+				return err;
+			}
+		}
+		next = gdbm_nextkey(s->dbf, k);
+		free(k.dptr);
+		k = next;
+	}
+	if (gdbm_errno != GDBM_ITEM_NOT_FOUND && gdbm_errno != GDBM_NO_ERROR)
+		return ORGW_EIO;
+	return ORGW_OK;
+}
+
+enum orgw_err
+store_close(struct store *s)
+{
+	enum orgw_err err = ORGW_OK;
+
+	if (s == NULL)
+		return ORGW_OK;
+	if (s->dbf != NULL && gdbm_close(s->dbf) != 0) {
+		log_err("state %s: close: %s", s->path,
+			gdbm_strerror(gdbm_errno));
+		err = ORGW_EIO;
+	}
+	if (flock(s->lockfd, LOCK_UN) == -1)
+		err = ORGW_EIO;
+	close(s->lockfd);
+	free(s);
+	return err;
+}
+
+/* Moves a damaged file aside (keeping the latest for inspection). */
+static enum orgw_err
+move_aside(const char *path)
+{
+	char aside[4200];
+	int r = snprintf(aside, sizeof(aside), "%s.corrupt", path);
+
+	if (r < 0 || (size_t)r >= sizeof(aside))
+		return ORGW_EIO;
+	if (rename(path, aside) == -1 && errno != ENOENT) {
+		log_err("state %s: cannot move aside: %s", path,
+			strerror(errno));
+		if (unlink(path) == -1 && errno != ENOENT)
+			return ORGW_EIO;
+	}
+	log_warn("state %s: damaged file moved to %s; starting empty", path,
+		 aside);
+	return ORGW_OK;
+}
+
+/* Reads every key and value; false at the first error (a damaged file
+ * may open cleanly and fail only when a bad bucket is touched). */
+static bool
+walk_ok(GDBM_FILE dbf)
+{
+	datum k, v, next;
+
+	k = gdbm_firstkey(dbf);
+	while (k.dptr != NULL) {
+		v = gdbm_fetch(dbf, k);
+		if (v.dptr == NULL) {
+			free(k.dptr);
+			return false;
+		}
+		free(v.dptr);
+		next = gdbm_nextkey(dbf, k);
+		free(k.dptr);
+		k = next;
+	}
+	return gdbm_errno == GDBM_ITEM_NOT_FOUND ||
+	       gdbm_errno == GDBM_NO_ERROR;
+}
+
+/* Under the exclusive lock: make path an openable, consistent file. */
+static enum orgw_err
+repair_locked(const char *path, bool reorganize)
+{
+	GDBM_FILE dbf;
+	gdbm_recovery rcvr;
+	enum orgw_err err = ORGW_OK;
+
+	dbf = open_db(path, true);
+	if (dbf == NULL) {
+		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
+		    (errno == EACCES || errno == EROFS || errno == ENOENT)) {
+			log_err("state %s: %s", path, strerror(errno));
+			return ORGW_EIO;
+		}
+		if ((err = move_aside(path)) != ORGW_OK)
+			return err;
+		if ((dbf = open_db(path, true)) == NULL) {
+			log_err("state %s: cannot create: %s", path,
+				gdbm_strerror(gdbm_errno));
+			return ORGW_EIO;
+		}
+		return gdbm_close(dbf) == 0 ? ORGW_OK : ORGW_EIO;
+	}
+	if (gdbm_needs_recovery(dbf) || !walk_ok(dbf)) {
+		memset(&rcvr, 0, sizeof(rcvr));
+		if (gdbm_recover(dbf, &rcvr, GDBM_RCVR_FORCE) == 0) {
+			log_warn("state %s: recovered (%zu keys, %zu lost)",
+				 path, rcvr.recovered_keys, rcvr.failed_keys);
+		} else {
+			log_err("state %s: recovery failed: %s", path,
+				gdbm_strerror(gdbm_errno));
+			gdbm_close(dbf);
+			if ((err = move_aside(path)) != ORGW_OK)
+				return err;
+			if ((dbf = open_db(path, true)) == NULL)
+				return ORGW_EIO;
+		}
+	} else if (reorganize && gdbm_reorganize(dbf) != 0) {
+		log_warn("state %s: reorganize: %s", path,
+			 gdbm_strerror(gdbm_errno));
+	}
+	return gdbm_close(dbf) == 0 ? ORGW_OK : ORGW_EIO;
+}
+
+static enum orgw_err
+with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
+{
+	enum orgw_err err;
+	int fd;
+
+	if ((fd = take_lock(path, true, timeout_ms)) == -1)
+		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
+	err = repair_locked(path, reorganize);
+	flock(fd, LOCK_UN);
+	close(fd);
+	return err;
+}
+
+enum orgw_err
+store_repair(const char *path, int64_t timeout_ms)
+{
+	return with_exclusive(path, timeout_ms, false);
+}
+
+enum orgw_err
+store_tidy(const char *path, int64_t timeout_ms)
+{
+	return with_exclusive(path, timeout_ms, true);
+}

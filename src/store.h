@@ -1,0 +1,76 @@
+/*
+ * store.h - the shared state store: one GDBM file plus a lock file
+ * (SPEC section 7, STYLE.md 7).
+ *
+ * A transaction is store_open() ... store_close(): the lock file is
+ * flock'ed (shared for readers, exclusive for writers), the database is
+ * opened with GDBM_NOLOCK inside the lock and closed before the lock is
+ * released, so every process sees the others' writes.  No handle
+ * outlives its transaction; no network I/O may happen inside one.
+ *
+ * A damaged file never stops the gateway: operations report ORGW_EIO,
+ * and store_repair() recovers the file (gdbm_recover) or moves it aside
+ * and starts a new one, logging what it did.
+ */
+#ifndef ORGW_STORE_H
+#define ORGW_STORE_H
+
+#include "orgw.h"
+
+struct store;
+
+#define STORE_LOCK_TIMEOUT_MS 3000
+
+/*
+ * Begins a transaction on the GDBM file at path (lock file path.lock).
+ * write selects an exclusive lock and a writer (creating the file, mode
+ * 0600); readers of a missing file see an empty store.  Waits for the
+ * lock up to timeout_ms (ORGW_EBUSY after).  ORGW_EIO when the file
+ * cannot be opened (damaged: call store_repair()).  On ORGW_OK *out is
+ * the caller's until store_close().
+ */
+enum orgw_err store_open(struct store **out, const char *path, bool write,
+			 int64_t timeout_ms);
+
+/*
+ * Fetches key: *val is malloc'd NUL-terminated text (caller frees), or
+ * NULL when the key is absent.  ORGW_EIO on a read error.
+ */
+enum orgw_err store_get(struct store *s, const char *key, char **val);
+
+/* Stores val under key (writers only). */
+enum orgw_err store_put(struct store *s, const char *key, const char *val);
+
+/* Deletes key; absent is ORGW_OK. */
+enum orgw_err store_del(struct store *s, const char *key);
+
+/*
+ * Calls fn for each key beginning with prefix ("" for all), with its
+ * value (borrowed for the call).  fn returns 0 to go on.
+ */
+enum orgw_err store_each(struct store *s, const char *prefix,
+			 int (*fn)(void *arg, const char *key,
+				   const char *val),
+			 void *arg);
+
+/*
+ * Ends the transaction: closes the database (syncing a writer's
+ * changes), releases the lock, frees s.  ORGW_EIO when the close failed
+ * (a writer's changes may be lost).  NULL is a no-op.
+ */
+enum orgw_err store_close(struct store *s);
+
+/*
+ * Repairs the file at path under an exclusive lock: if it opens and
+ * needs recovery, gdbm_recover() it; if it cannot be opened as GDBM,
+ * rename it to path.corrupt and create an empty one.  Logs what it did.
+ */
+enum orgw_err store_repair(const char *path, int64_t timeout_ms);
+
+/*
+ * Maintenance for the scorer (STYLE.md 7): recover if needed, then
+ * gdbm_reorganize to reclaim space.  Holds the exclusive lock.
+ */
+enum orgw_err store_tidy(const char *path, int64_t timeout_ms);
+
+#endif

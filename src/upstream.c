@@ -1,0 +1,346 @@
+/*
+ * upstream.c - libcurl transfers to OpenRouter.
+ *
+ * Ownership: the process-wide easy and multi handles live in statics,
+ * created on first use and kept (connection reuse); everything a call
+ * allocates (header list) is freed before upstream_perform returns.
+ * Callbacks run in the caller's stack frame; their arg is borrowed.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "upstream.h"
+
+#define TICK_MS 50
+
+static CURL *up_easy;
+static CURLM *up_multi;
+
+struct xfer {
+	const struct upstream_call *c;
+	long status;
+	char ctype[128];
+	int retry_after;
+	bool headers_done;
+	bool aborted;
+};
+
+enum orgw_err
+upstream_global_init(void)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return ORGW_EUPSTREAM;
+	return ORGW_OK;
+}
+
+void
+upstream_global_cleanup(void)
+{
+	if (up_multi != NULL)
+		curl_multi_cleanup(up_multi);
+	if (up_easy != NULL)
+		curl_easy_cleanup(up_easy);
+	up_multi = NULL;
+	up_easy = NULL;
+	curl_global_cleanup();
+}
+
+/* Parses "Name: value" header lines we care about (RFC 9110 5). */
+static size_t
+header_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb, vlen;
+	char *v;
+	long code;
+
+	if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		/* A new response (after a 1xx): forget the last one. */
+		x->ctype[0] = '\0';
+		x->retry_after = -1;
+		if (sscanf(p, "HTTP/%*s %ld", &code) == 1)
+			x->status = code;
+		return n;
+	}
+	if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+		if (x->status >= 200 && !x->headers_done) {
+			x->headers_done = true;
+			if (x->c->on_headers)
+				x->c->on_headers(x->c->arg, x->status,
+						 x->ctype, x->retry_after);
+		}
+		return n;
+	}
+	if ((v = memchr(p, ':', n)) == NULL)
+		return n;
+	vlen = n - (size_t)(v - p) - 1;
+	v++;
+	while (vlen && (*v == ' ' || *v == '\t')) {
+		v++;
+		vlen--;
+	}
+	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
+			v[vlen - 1] == ' '))
+		vlen--;
+	if ((size_t)(v - p) == 14 && strncasecmp(p, "content-type:", 13) == 0) {
+		if (vlen >= sizeof(x->ctype))
+			vlen = sizeof(x->ctype) - 1;
+		memcpy(x->ctype, v, vlen);
+		x->ctype[vlen] = '\0';
+	} else if ((size_t)(v - p) >= 12 &&
+		   strncasecmp(p, "retry-after:", 12) == 0) {
+		char num[16];
+		if (vlen > 0 && vlen < sizeof(num)) {
+			memcpy(num, v, vlen);
+			num[vlen] = '\0';
+			if (sscanf(num, "%d", &x->retry_after) != 1 ||
+			    x->retry_after < 0)
+				x->retry_after = -1;
+		}
+	}
+	return n;
+}
+
+static size_t
+write_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+
+	if (!x->headers_done) {
+		/* Servers that send no blank line before the body (none
+		 * should) still get their headers reported. */
+		x->headers_done = true;
+		if (x->c->on_headers)
+			x->c->on_headers(x->c->arg, x->status, x->ctype,
+					 x->retry_after);
+	}
+	if (x->c->on_data && x->c->on_data(x->c->arg, p, n) != 0) {
+		x->aborted = true;
+		return CURL_WRITEFUNC_ERROR;
+	}
+	return n;
+}
+
+static bool
+setup(const struct upstream_call *c, struct xfer *x, struct curl_slist **hl)
+{
+	struct buf auth = {0};
+	struct curl_slist *h = NULL, *t;
+	bool ok = true;
+
+	if (up_easy == NULL && (up_easy = curl_easy_init()) == NULL)
+		return false;
+	if (up_multi == NULL && (up_multi = curl_multi_init()) == NULL)
+		return false;
+	curl_easy_reset(up_easy);
+	if (buf_adds(&auth, "Authorization: Bearer ") ||
+	    buf_adds(&auth, c->key ? c->key : "")) {
+		buf_free(&auth);
+		return false;
+	}
+	/* "Expect:" off: no 100-continue round trip for large bodies. */
+	const char *fixed[] = {auth.p, "Content-Type: application/json",
+			       "Expect:", "HTTP-Referer: https://github.com/orgw",
+			       "X-OpenRouter-Title: orgw", NULL};
+	for (size_t i = 0; fixed[i] != NULL; i++) {
+		if ((t = curl_slist_append(h, fixed[i])) == NULL) {
+			ok = false;
+			break;
+		}
+		h = t;
+	}
+	/* The slist holds its own copy; wipe ours of the key. */
+	memset(auth.p, 0, auth.len);
+	buf_free(&auth);
+	*hl = h;
+	if (!ok)
+		return false;
+	ok = curl_easy_setopt(up_easy, CURLOPT_URL, c->url) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_HEADERFUNCTION, header_cb) ==
+		     CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_HEADERDATA, x) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_WRITEFUNCTION, write_cb) ==
+		     CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_TCP_KEEPALIVE, 1L) ==
+		     CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_CONNECTTIMEOUT_MS,
+			      (long)c->connect_timeout_ms) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_TIMEOUT_MS,
+			      (long)c->total_timeout_ms) == CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_ACCEPT_ENCODING, "") ==
+		     CURLE_OK &&
+	     curl_easy_setopt(up_easy, CURLOPT_PROTOCOLS_STR, "http,https") ==
+		     CURLE_OK;
+	if (ok && c->body != NULL)
+		ok = curl_easy_setopt(up_easy, CURLOPT_POST, 1L) == CURLE_OK &&
+		     curl_easy_setopt(up_easy, CURLOPT_POSTFIELDS, c->body) ==
+			     CURLE_OK &&
+		     curl_easy_setopt(up_easy, CURLOPT_POSTFIELDSIZE_LARGE,
+				      (curl_off_t)c->body_len) == CURLE_OK;
+	return ok;
+}
+
+static enum up_fail
+classify(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return UP_OK;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_SSL_CONNECT_ERROR:
+		return UP_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return UP_TIMEOUT;
+	case CURLE_WRITE_ERROR:
+	case CURLE_ABORTED_BY_CALLBACK:
+		return UP_ABORTED;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return UP_RESET;
+	default:
+		return UP_OTHER;
+	}
+}
+
+enum orgw_err
+upstream_perform(const struct upstream_call *c, struct upstream_result *res)
+{
+	struct xfer x;
+	struct curl_slist *hl = NULL;
+	struct curl_waitfd wfd;
+	CURLMsg *msg;
+	CURLcode rc = CURLE_OK;
+	int running = 1, left;
+	bool done = false;
+
+	memset(res, 0, sizeof(*res));
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.retry_after = -1;
+	if (!setup(c, &x, &hl)) {
+		curl_slist_free_all(hl);
+		return ORGW_ENOMEM;
+	}
+	if (curl_multi_add_handle(up_multi, up_easy) != CURLM_OK) {
+		curl_slist_free_all(hl);
+		return ORGW_ENOMEM;
+	}
+	while (!done) {
+		if (curl_multi_perform(up_multi, &running) != CURLM_OK)
+			break;
+		while ((msg = curl_multi_info_read(up_multi, &left)) != NULL)
+			if (msg->msg == CURLMSG_DONE) {
+				rc = msg->data.result;
+				done = true;
+			}
+		if (done || running == 0)
+			break;
+		memset(&wfd, 0, sizeof(wfd));
+		wfd.fd = c->client_fd;
+		wfd.events = CURL_WAIT_POLLIN;
+		if (curl_multi_poll(up_multi, c->client_fd >= 0 ? &wfd : NULL,
+				    c->client_fd >= 0 ? 1 : 0, TICK_MS,
+				    NULL) != CURLM_OK)
+			break;
+		if (c->client_fd >= 0 && wfd.revents != 0) {
+			/* Everything the web server had to send for this
+			 * request was read before we started, so anything
+			 * readable now is an abort or a close. */
+			if (c->on_client_gone)
+				c->on_client_gone(c->arg);
+			x.aborted = true;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		if (c->on_tick && c->on_tick(c->arg, clock_mono_ms()) != 0) {
+			x.aborted = true;
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+	}
+	curl_multi_remove_handle(up_multi, up_easy);
+	curl_slist_free_all(hl);
+	res->status = x.status;
+	res->fail = x.aborted ? UP_ABORTED : classify(rc);
+	if (res->fail != UP_OK)
+		snprintf(res->error, sizeof(res->error), "%s",
+			 curl_easy_strerror(rc));
+	return ORGW_OK;
+}
+
+struct get_ctx {
+	struct buf b;
+	bool too_big;
+};
+
+static int
+get_data(void *arg, const char *p, size_t n)
+{
+	struct get_ctx *g = arg;
+	enum orgw_err err = buf_add(&g->b, p, n);
+
+	if (err == ORGW_ETOOBIG)
+		g->too_big = true;
+	return err != ORGW_OK;
+}
+
+enum orgw_err
+upstream_get(const char *url, const char *key, int64_t timeout_ms,
+	     size_t max_bytes, char **out, size_t *out_len, long *status)
+{
+	struct get_ctx g;
+	struct upstream_call c;
+	struct upstream_result r;
+	enum orgw_err err;
+
+	memset(&g, 0, sizeof(g));
+	memset(&c, 0, sizeof(c));
+	g.b.max = max_bytes;
+	c.url = url;
+	c.key = key;
+	c.connect_timeout_ms = timeout_ms < 5000 ? timeout_ms : 5000;
+	c.total_timeout_ms = timeout_ms;
+	c.client_fd = -1;
+	c.on_data = get_data;
+	c.arg = &g;
+	*out = NULL;
+	*out_len = 0;
+	*status = 0;
+	if ((err = upstream_perform(&c, &r)) != ORGW_OK) {
+		buf_free(&g.b);
+		return err;
+	}
+	*status = r.status;
+	if (g.too_big) {
+		buf_free(&g.b);
+		return ORGW_ETOOBIG;
+	}
+	if (r.fail != UP_OK) {
+		buf_free(&g.b);
+		return ORGW_EUPSTREAM;
+	}
+	if (g.b.p == NULL && buf_add(&g.b, "", 0) != ORGW_OK)
+		return ORGW_ENOMEM;
+	*out = g.b.p;
+	*out_len = g.b.len;
+	return ORGW_OK;
+}

@@ -1,0 +1,649 @@
+/*
+ * test_score.c - unit tests for score.c (SPEC section 6).
+ *
+ * Pure: every document is a literal here, the clock is passed in.  The
+ * expected values for the OPENROUTER.md section 10 example are worked
+ * out by hand next to each check.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "t.h"
+#include "score.h"
+
+/* OPENROUTER.md section 10, trimmed of fields score.c ignores. */
+static const char EXAMPLE[] =
+    "{\"data\":{\"id\":\"deepseek/deepseek-v3.2\","
+    "\"name\":\"DeepSeek: DeepSeek V3.2\",\"created\":1764547200,"
+    "\"architecture\":{\"tokenizer\":\"DeepSeek\",\"instruct_type\":null},"
+    "\"endpoints\":["
+    "{\"name\":\"DeepSeek | deepseek/deepseek-v3.2-20251201\","
+    "\"context_length\":163840,"
+    "\"pricing\":{\"prompt\":\"0.00000028\",\"completion\":\"0.00000042\","
+    "\"request\":\"0\",\"image\":\"0\",\"web_search\":\"0\","
+    "\"internal_reasoning\":\"0\",\"input_cache_read\":\"0.000000028\","
+    "\"discount\":0,\"overrides\":["
+    "{\"utc_start\":30,\"utc_end\":1630,\"prompt\":\"0.00000028\","
+    "\"completion\":\"0.00000042\",\"input_cache_read\":\"0.000000028\"},"
+    "{\"utc_start\":1630,\"utc_end\":30,\"prompt\":\"0.00000014\","
+    "\"completion\":\"0.00000021\",\"input_cache_read\":\"0.000000014\"}]},"
+    "\"provider_name\":\"DeepSeek\",\"tag\":\"deepseek\","
+    "\"quantization\":\"fp8\",\"max_completion_tokens\":65536,"
+    "\"max_prompt_tokens\":null,\"status\":0,\"uptime_last_5m\":100,"
+    "\"uptime_last_30m\":99.2,\"uptime_last_1d\":98.7,"
+    "\"supports_implicit_caching\":true,"
+    "\"latency_last_30m\":{\"p50\":1450.0,\"p75\":2100.0},"
+    "\"throughput_last_30m\":{\"p50\":31.5,\"p75\":26.0,\"p90\":19.2}},"
+    "{\"name\":\"DeepInfra | deepseek/deepseek-v3.2-20251201\","
+    "\"context_length\":163840,"
+    "\"pricing\":{\"prompt\":\"0.00000026\",\"completion\":\"0.00000039\","
+    "\"request\":\"0\",\"input_cache_read\":\"0.00000013\",\"discount\":0},"
+    "\"provider_name\":\"DeepInfra\",\"tag\":\"deepinfra/fp8\","
+    "\"quantization\":\"fp8\",\"max_completion_tokens\":16384,"
+    "\"max_prompt_tokens\":null,\"status\":0,\"uptime_last_5m\":97.4,"
+    "\"uptime_last_30m\":98.9,\"uptime_last_1d\":99.5,"
+    "\"supports_implicit_caching\":false,"
+    "\"latency_last_30m\":{\"p50\":620.0},"
+    "\"throughput_last_30m\":{\"p50\":48.0,\"p75\":41.3}}]}}";
+
+static const struct score_params PARAMS = {0.8, 1.0, 95.0};
+
+static enum orgw_err
+run(const char *json, int t, const struct score_params *p,
+    struct score_result *r)
+{
+	return score_endpoints(json, strlen(json), t, p, r);
+}
+
+/* The entry with tag, or NULL. */
+static const struct score_endpoint *
+find(const struct score_result *r, const char *tag)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->v[i].tag, tag) == 0)
+			return &r->v[i];
+	return NULL;
+}
+
+/* Every double in r is finite and >= 0. */
+static int
+all_finite(const struct score_result *r)
+{
+	const struct score_endpoint *e;
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		e = &r->v[i];
+		if (!isfinite(e->score) || e->score < 0 || !isfinite(e->cost) ||
+		    e->cost < 0 || !isfinite(e->prompt) ||
+		    !isfinite(e->completion) || !isfinite(e->cache_read) ||
+		    !isfinite(e->effective_input) || !isfinite(e->throughput) ||
+		    !isfinite(e->uptime) || !isfinite(e->bonus))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+test_window(void)
+{
+	T_ASSERT("window: start is inside", score_window_match(30, 1630, 30));
+	T_ASSERT("window: end-1 minute is inside",
+	         score_window_match(30, 1630, 1629));
+	T_ASSERT("window: end is outside", !score_window_match(30, 1630, 1630));
+	T_ASSERT("window: before start is outside",
+	         !score_window_match(30, 1630, 29));
+	T_ASSERT("window: middle is inside",
+	         score_window_match(30, 1630, 1200));
+	T_ASSERT("wrap: start is inside", score_window_match(1630, 30, 1630));
+	T_ASSERT("wrap: 23:59 is inside", score_window_match(1630, 30, 2359));
+	T_ASSERT("wrap: 00:00 is inside", score_window_match(1630, 30, 0));
+	T_ASSERT("wrap: end-1 minute is inside",
+	         score_window_match(1630, 30, 29));
+	T_ASSERT("wrap: end is outside", !score_window_match(1630, 30, 30));
+	T_ASSERT("wrap: noon is outside", !score_window_match(1630, 30, 1200));
+	T_ASSERT("wrap: start-1 minute is outside",
+	         !score_window_match(1630, 30, 1629));
+	T_ASSERT("equal bounds: empty at the bound",
+	         !score_window_match(900, 900, 900));
+	T_ASSERT("equal bounds: empty elsewhere",
+	         !score_window_match(900, 900, 0));
+	T_ASSERT("whole day 0..2400 holds 23:59",
+	         score_window_match(0, 2400, 2359));
+}
+
+/* score_price_now() on a pricing object given as JSON text. */
+static bool
+price(const char *pricing, const char *key, int t, double *out)
+{
+	cJSON *j;
+	bool ok;
+
+	j = cJSON_Parse(pricing);
+	ok = score_price_now(j, key, t, out);
+	cJSON_Delete(j);
+	return ok;
+}
+
+static void
+test_price(void)
+{
+	static const char LAYERS[] =
+	    "{\"prompt\":\"1\",\"completion\":\"2\",\"overrides\":["
+	    "{\"utc_start\":0,\"utc_end\":2400,\"prompt\":\"3\","
+	    "\"completion\":\"4\"},"
+	    "{\"utc_start\":1000,\"utc_end\":1400,\"prompt\":\"5\"},"
+	    "{\"min_prompt_tokens\":200000,\"prompt\":\"99\"},"
+	    "{\"utc_start\":1300,\"prompt\":\"77\"},"
+	    "\"not an entry\"]}";
+	double v;
+
+	v = -1;
+	T_ASSERT("base price read",
+	         price("{\"prompt\":\"0.00000028\"}", "prompt", 1200, &v) &&
+	             T_NEAR(v, 0.00000028));
+	T_ASSERT("price as a JSON number accepted",
+	         price("{\"prompt\":0.5}", "prompt", 1200, &v) &&
+	             T_NEAR(v, 0.5));
+	T_ASSERT("later matching override wins for its key",
+	         price(LAYERS, "prompt", 1200, &v) && T_NEAR(v, 5));
+	T_ASSERT("key absent from the later entry keeps the earlier one",
+	         price(LAYERS, "completion", 1200, &v) && T_NEAR(v, 4));
+	T_ASSERT("non-matching later entry leaves the earlier one",
+	         price(LAYERS, "prompt", 1500, &v) && T_NEAR(v, 3));
+	T_ASSERT("min_prompt_tokens entry and one-bound entry ignored",
+	         price(LAYERS, "prompt", 1330, &v) && T_NEAR(v, 5));
+	T_ASSERT("entry with no condition applies always",
+	         price("{\"prompt\":\"1\",\"overrides\":[{\"prompt\":\"2\"}]}",
+	               "prompt", 700, &v) &&
+	             T_NEAR(v, 2));
+	T_ASSERT("string window bounds make the entry not apply",
+	         price("{\"prompt\":\"1\",\"overrides\":[{\"utc_start\":\"0\","
+	               "\"utc_end\":\"2400\",\"prompt\":\"2\"}]}",
+	               "prompt", 700, &v) &&
+	             T_NEAR(v, 1));
+	T_ASSERT("null condition fields count as absent",
+	         price("{\"prompt\":\"1\",\"overrides\":[{\"utc_start\":null,"
+	               "\"min_prompt_tokens\":null,\"prompt\":\"2\"}]}",
+	               "prompt", 700, &v) &&
+	             T_NEAR(v, 2));
+	T_ASSERT("discount 0.25 takes a quarter off",
+	         price("{\"prompt\":\"0.000002\",\"discount\":0.25}", "prompt",
+	               0, &v) &&
+	             T_NEAR(v, 0.0000015));
+	T_ASSERT("discount applies after overrides",
+	         price("{\"prompt\":\"1\",\"discount\":0.5,\"overrides\":["
+	               "{\"utc_start\":0,\"utc_end\":100,\"prompt\":\"4\"}]}",
+	               "prompt", 30, &v) &&
+	             T_NEAR(v, 2));
+	T_ASSERT(
+	    "discount out of range is no discount",
+	    price("{\"prompt\":\"1\",\"discount\":1.5}", "prompt", 0, &v) &&
+	        T_NEAR(v, 1));
+	T_ASSERT(
+	    "discount as a string is no discount",
+	    price("{\"prompt\":\"1\",\"discount\":\"0.5\"}", "prompt", 0, &v) &&
+	        T_NEAR(v, 1));
+	T_ASSERT("discount 1 makes it free",
+	         price("{\"prompt\":\"1\",\"discount\":1}", "prompt", 0, &v) &&
+	             v == 0);
+	T_ASSERT("missing key is false",
+	         !price("{\"prompt\":\"1\"}", "completion", 0, &v));
+	T_ASSERT("garbage string is false",
+	         !price("{\"prompt\":\"abc\"}", "prompt", 0, &v));
+	T_ASSERT("trailing junk is false",
+	         !price("{\"prompt\":\"0.1x\"}", "prompt", 0, &v));
+	T_ASSERT("negative is false",
+	         !price("{\"prompt\":\"-0.1\"}", "prompt", 0, &v));
+	T_ASSERT("nan is false",
+	         !price("{\"prompt\":\"nan\"}", "prompt", 0, &v));
+	T_ASSERT("inf is false",
+	         !price("{\"prompt\":\"inf\"}", "prompt", 0, &v));
+	T_ASSERT("overflowing 1e999 is false",
+	         !price("{\"prompt\":\"1e999\"}", "prompt", 0, &v));
+	T_ASSERT("empty string is false",
+	         !price("{\"prompt\":\"\"}", "prompt", 0, &v));
+	T_ASSERT("hex float is false",
+	         !price("{\"prompt\":\"0x1p-3\"}", "prompt", 0, &v));
+	T_ASSERT("leading blank is false",
+	         !price("{\"prompt\":\" 1\"}", "prompt", 0, &v));
+	T_ASSERT("boolean is false",
+	         !price("{\"prompt\":true}", "prompt", 0, &v));
+	T_ASSERT("garbage override that applies poisons the price",
+	         !price("{\"prompt\":\"1\",\"overrides\":[{\"prompt\":\"x\"}]}",
+	                "prompt", 0, &v));
+	T_ASSERT("valid override cures a missing base",
+	         price("{\"overrides\":[{\"utc_start\":0,\"utc_end\":1200,"
+	               "\"prompt\":\"3\"}]}",
+	               "prompt", 100, &v) &&
+	             T_NEAR(v, 3));
+	T_ASSERT("pricing not an object is false",
+	         !price("[\"prompt\"]", "prompt", 0, &v));
+	T_ASSERT("NULL pricing is false",
+	         !score_price_now(NULL, "prompt", 0, &v));
+}
+
+static void
+test_example(void)
+{
+	struct score_params p = PARAMS;
+	struct score_result r;
+	const struct score_endpoint *ds, *di;
+
+	/*
+	 * 12:00 UTC, HIT_RATE 0.8, CACHE_BONUS 1: peak window [0030,1630).
+	 * DeepSeek:  ei = 0.8*2.8e-8 + 0.2*2.8e-7 = 7.84e-8
+	 *            cost = 0.4*7.84e-8 + 0.6*4.2e-7 = 2.8336e-7
+	 *            score = 31.5 / 2.8336e-7 = 111166007.905...
+	 * DeepInfra: ei = 0.8*1.3e-7 + 0.2*2.6e-7 = 1.56e-7
+	 *            cost = 0.4*1.56e-7 + 0.6*3.9e-7 = 2.964e-7
+	 *            score = 48 / 2.964e-7 = 161943319.838...
+	 */
+	T_ASSERT("example parses", run(EXAMPLE, 1200, &p, &r) == ORGW_OK);
+	T_ASSERT("model is data.id",
+	         strcmp(r.model, "deepseek/deepseek-v3.2") == 0);
+	T_ASSERT("two endpoints, both ranked", r.n == 2 && r.n_ranked == 2);
+	ds = find(&r, "deepseek");
+	di = find(&r, "deepinfra/fp8");
+	T_ASSERT("both tags found", ds != NULL && di != NULL);
+	if (ds == NULL || di == NULL)
+		return;
+	T_ASSERT("12:00 deepseek peak prompt", T_NEAR(ds->prompt, 2.8e-7));
+	T_ASSERT("12:00 deepseek peak completion",
+	         T_NEAR(ds->completion, 4.2e-7));
+	T_ASSERT("12:00 deepseek cache_read", T_NEAR(ds->cache_read, 2.8e-8));
+	T_ASSERT("12:00 deepseek effective_input",
+	         T_NEAR(ds->effective_input, 7.84e-8));
+	T_ASSERT("12:00 deepseek cost", T_NEAR(ds->cost, 2.8336e-7));
+	T_ASSERT("12:00 deepseek score", T_NEAR(ds->score, 111166007.90513833));
+	T_ASSERT("deepseek implicit, bonus 1 with CACHE_BONUS 1",
+	         ds->implicit_cache && ds->bonus == 1.0);
+	T_ASSERT("12:00 deepinfra effective_input",
+	         T_NEAR(di->effective_input, 1.56e-7));
+	T_ASSERT("12:00 deepinfra cost", T_NEAR(di->cost, 2.964e-7));
+	T_ASSERT("12:00 deepinfra score",
+	         T_NEAR(di->score, 161943319.83805668));
+	T_ASSERT("deepinfra flag false overrides cheaper cache read",
+	         !di->implicit_cache && di->bonus == 1.0);
+	T_ASSERT("12:00 CACHE_BONUS 1: deepinfra wins",
+	         strcmp(r.v[0].tag, "deepinfra/fp8") == 0);
+	T_ASSERT("names, limits, uptime and throughput copied",
+	         strcmp(ds->provider_name, "DeepSeek") == 0 &&
+	             ds->max_completion_tokens == 65536 &&
+	             di->max_completion_tokens == 16384 && ds->has_uptime &&
+	             T_NEAR(ds->uptime, 99.2) && ds->has_throughput &&
+	             T_NEAR(ds->throughput, 31.5) && ds->status == 0 &&
+	             !ds->free && ds->excluded == NULL);
+	score_result_free(&r);
+
+	/* CACHE_BONUS 2: DeepSeek 2 * 111166007.9 = 222332015.8 wins. */
+	p.cache_bonus = 2;
+	T_ASSERT("12:00 CACHE_BONUS 2 parses",
+	         run(EXAMPLE, 1200, &p, &r) == ORGW_OK && r.n_ranked == 2);
+	T_ASSERT("12:00 CACHE_BONUS 2: deepseek wins",
+	         strcmp(r.v[0].tag, "deepseek") == 0 && r.v[0].bonus == 2.0 &&
+	             T_NEAR(r.v[0].score, 222332015.81027666));
+	T_ASSERT("12:00 CACHE_BONUS 2: deepinfra unchanged",
+	         strcmp(r.v[1].tag, "deepinfra/fp8") == 0 &&
+	             T_NEAR(r.v[1].score, 161943319.83805668));
+	score_result_free(&r);
+
+	/*
+	 * 20:00 UTC, CACHE_BONUS 1: off-peak [1630,0030) halves DeepSeek.
+	 * ei = 0.8*1.4e-8 + 0.2*1.4e-7 = 3.92e-8
+	 * cost = 0.4*3.92e-8 + 0.6*2.1e-7 = 1.4168e-7
+	 * score = 31.5 / 1.4168e-7 = 222332015.81... > 161943319.8
+	 */
+	p.cache_bonus = 1;
+	T_ASSERT("20:00 parses", run(EXAMPLE, 2000, &p, &r) == ORGW_OK);
+	ds = find(&r, "deepseek");
+	if (ds == NULL)
+		return;
+	T_ASSERT("20:00 deepseek off-peak prompt and completion",
+	         T_NEAR(ds->prompt, 1.4e-7) && T_NEAR(ds->completion, 2.1e-7));
+	T_ASSERT("20:00 deepseek effective_input",
+	         T_NEAR(ds->effective_input, 3.92e-8));
+	T_ASSERT("20:00 deepseek cost", T_NEAR(ds->cost, 1.4168e-7));
+	T_ASSERT("20:00 deepseek score", T_NEAR(ds->score, 222332015.81027666));
+	T_ASSERT("20:00 CACHE_BONUS 1: deepseek wins",
+	         strcmp(r.v[0].tag, "deepseek") == 0);
+	score_result_free(&r);
+
+	/* Window edges: 16:29 is still peak, 00:29 still off-peak. */
+	T_ASSERT("16:29 is peak", run(EXAMPLE, 1629, &p, &r) == ORGW_OK &&
+	                              (ds = find(&r, "deepseek")) != NULL &&
+	                              T_NEAR(ds->prompt, 2.8e-7));
+	score_result_free(&r);
+	T_ASSERT("00:29 is off-peak", run(EXAMPLE, 29, &p, &r) == ORGW_OK &&
+	                                  (ds = find(&r, "deepseek")) != NULL &&
+	                                  T_NEAR(ds->prompt, 1.4e-7));
+	score_result_free(&r);
+
+	/* Not NUL-terminated (ASan checks nothing reads past len), and
+	 * junk after the document inside len. */
+	{
+		size_t n = sizeof(EXAMPLE) - 1;
+		char *b = malloc(n);
+		char junk[sizeof(EXAMPLE) + 3];
+
+		if (b != NULL) {
+			memcpy(b, EXAMPLE, sizeof(EXAMPLE) - 1);
+			T_ASSERT("unterminated buffer parses",
+			         score_endpoints(b, n, 1200, &p, &r) ==
+			                 ORGW_OK &&
+			             r.n == 2);
+			score_result_free(&r);
+			free(b);
+		}
+		(void)snprintf(junk, sizeof(junk), "%sxyz", EXAMPLE);
+		T_ASSERT("len stopping before junk parses",
+		         score_endpoints(junk, n, 1200, &p, &r) == ORGW_OK);
+		score_result_free(&r);
+		T_ASSERT("junk inside len is refused",
+		         score_endpoints(junk, n + 3, 1200, &p, &r) ==
+		             ORGW_EINVAL);
+	}
+}
+
+/* A priced endpoint with throughput 10, tag tg, more members extra. */
+#define EP(tg, extra)                                                          \
+	"{\"tag\":\"" tg "\",\"provider_name\":\"P\",\"pricing\":"             \
+	"{\"prompt\":\"0.000001\",\"completion\":\"0.000002\"},"               \
+	"\"throughput_last_30m\":{\"p50\":10}" extra "}"
+#define DOC(eps) "{\"data\":{\"id\":\"a/b\",\"endpoints\":[" eps "]}}"
+
+/* Uptime in percent and fraction form, and status. */
+/* clang-format off */
+static const char EXCL_DOC[] = DOC(
+	EP("up80", ",\"uptime_last_30m\":80") ","
+	EP("frac80", ",\"uptime_last_30m\":0.8") ","
+	EP("frac99", ",\"uptime_last_30m\":0.99") ","
+	EP("upnull", ",\"uptime_last_30m\":null") ","
+	EP("st1", ",\"status\":-1") ","
+	EP("st0", ",\"status\":0") ","
+	EP("stx", ",\"status\":\"x\""));
+/* clang-format on */
+
+static void
+test_exclusions(void)
+{
+	struct score_result r;
+	const struct score_endpoint *e;
+
+	T_ASSERT("exclusion doc parses",
+	         run(EXCL_DOC, 1200, &PARAMS, &r) == ORGW_OK);
+	T_ASSERT("7 endpoints, 4 ranked", r.n == 7 && r.n_ranked == 4);
+	e = find(&r, "up80");
+	T_ASSERT("uptime 80 percent excluded",
+	         e != NULL && e->excluded != NULL &&
+	             strcmp(e->excluded, "uptime") == 0 &&
+	             strcmp(e->why, "uptime 80.0 < 95") == 0);
+	e = find(&r, "frac80");
+	T_ASSERT("uptime 0.8 read as 80 percent and excluded",
+	         e != NULL && e->excluded != NULL &&
+	             strcmp(e->excluded, "uptime") == 0 &&
+	             T_NEAR(e->uptime, 80));
+	e = find(&r, "frac99");
+	T_ASSERT("uptime 0.99 read as 99 percent and kept",
+	         e != NULL && e->excluded == NULL && T_NEAR(e->uptime, 99));
+	e = find(&r, "upnull");
+	T_ASSERT("null uptime is not excluded",
+	         e != NULL && e->excluded == NULL && !e->has_uptime);
+	e = find(&r, "st1");
+	T_ASSERT("status -1 excluded", e != NULL && e->excluded != NULL &&
+	                                   strcmp(e->excluded, "status") == 0 &&
+	                                   e->status == -1);
+	e = find(&r, "st0");
+	T_ASSERT("status 0 kept", e != NULL && e->excluded == NULL);
+	e = find(&r, "stx");
+	T_ASSERT("status of wrong type is missing, kept",
+	         e != NULL && e->excluded == NULL);
+	T_ASSERT("excluded follow in input order",
+	         strcmp(r.v[4].tag, "up80") == 0 &&
+	             strcmp(r.v[5].tag, "frac80") == 0 &&
+	             strcmp(r.v[6].tag, "st1") == 0);
+	score_result_free(&r);
+
+	T_ASSERT("price doc parses",
+	         run(DOC("{\"tag\":\"noprompt\",\"pricing\":{\"completion\":"
+	                 "\"1\"}},"
+	                 "{\"tag\":\"garbage\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"lots\"}},"
+	                 "{\"tag\":\"neg\",\"pricing\":{\"prompt\":\"-1\","
+	                 "\"completion\":\"1\"}},"
+	                 "{\"tag\":\"nopricing\"},"
+	                 "{\"tag\":\"pricingarray\",\"pricing\":[1,2]},"
+	                 "{\"tag\":\"ok\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"1\",\"input_cache_read\":\"zz\"}}"),
+	             1200, &PARAMS, &r) == ORGW_OK);
+	T_ASSERT("only the priced one ranked",
+	         r.n == 6 && r.n_ranked == 1 && strcmp(r.v[0].tag, "ok") == 0);
+	T_ASSERT("every other one excluded for price",
+	         r.n == 6 && strcmp(r.v[1].excluded, "price") == 0 &&
+	             strcmp(r.v[2].excluded, "price") == 0 &&
+	             strcmp(r.v[3].excluded, "price") == 0 &&
+	             strcmp(r.v[4].excluded, "price") == 0 &&
+	             strcmp(r.v[5].excluded, "price") == 0);
+	T_ASSERT("garbage cache price falls back to prompt",
+	         r.n >= 1 && T_NEAR(r.v[0].cache_read, 1) &&
+	             !r.v[0].implicit_cache);
+	T_ASSERT("no throughput: has_throughput false, score 0",
+	         r.n >= 1 && !r.v[0].has_throughput && r.v[0].score == 0);
+	score_result_free(&r);
+}
+
+static void
+test_ranking(void)
+{
+	struct score_params p = PARAMS;
+	struct score_result r;
+
+	/* Same price and throughput: the tag decides, ascending. */
+	T_ASSERT("ties parse",
+	         run(DOC(EP("b", "") "," EP("a", "")), 0, &p, &r) == ORGW_OK);
+	T_ASSERT("tie broken by tag asc", r.n == 2 &&
+	                                      strcmp(r.v[0].tag, "a") == 0 &&
+	                                      strcmp(r.v[1].tag, "b") == 0);
+	score_result_free(&r);
+
+	/* A null throughput ranks below a slow but measured one. */
+	T_ASSERT("null throughput doc parses",
+	         run(DOC("{\"tag\":\"fastnull\",\"pricing\":{\"prompt\":"
+	                 "\"0.0000000001\",\"completion\":\"0.0000000001\"},"
+	                 "\"throughput_last_30m\":null},"
+	                 "{\"tag\":\"slow\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"1\"},"
+	                 "\"throughput_last_30m\":{\"p50\":0.001}}"),
+	             0, &p, &r) == ORGW_OK);
+	T_ASSERT("null throughput ranks last",
+	         r.n_ranked == 2 && strcmp(r.v[0].tag, "slow") == 0 &&
+	             strcmp(r.v[1].tag, "fastnull") == 0 &&
+	             !r.v[1].has_throughput && r.v[1].score == 0);
+	score_result_free(&r);
+
+	/* Free: no division by zero, score = throughput * bonus, and it
+	 * ranks above a faster paid endpoint. */
+	p.cache_bonus = 3;
+	T_ASSERT(
+	    "free doc parses",
+	    run(DOC(EP(
+	            "paid",
+	            "") ","
+	                "{\"tag\":\"free\",\"pricing\":{\"prompt\":\"0\","
+	                "\"completion\":\"0\"},\"supports_implicit_caching\":"
+	                "true,\"throughput_last_30m\":{\"p50\":2}}"),
+	        0, &p, &r) == ORGW_OK);
+	T_ASSERT("free ranks first with score = throughput * bonus",
+	         r.n_ranked == 2 && strcmp(r.v[0].tag, "free") == 0 &&
+	             r.v[0].free && r.v[0].cost == 0 &&
+	             T_NEAR(r.v[0].score, 6) && isfinite(r.v[1].score));
+	score_result_free(&r);
+
+	/* Flag absent: a cheaper cache read means implicit caching. */
+	T_ASSERT("implicit doc parses",
+	         run(DOC("{\"tag\":\"c\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"1\",\"input_cache_read\":\"0.1\"},"
+	                 "\"max_completion_tokens\":null}"),
+	             0, &p, &r) == ORGW_OK);
+	T_ASSERT("cheaper cache read without the flag is implicit",
+	         r.n == 1 && r.v[0].implicit_cache && r.v[0].bonus == 3 &&
+	             r.v[0].max_completion_tokens == 0);
+	score_result_free(&r);
+}
+
+static void
+test_garbage(void)
+{
+	static const char *const BAD[] = {
+	    "not json",
+	    "[1,2]",
+	    "{\"data\":[]}",
+	    "{\"data\":{}}",
+	    "{\"data\":{\"endpoints\":{}}}",
+	    "{\"data\":{\"endpoints\":\"x\"}}",
+	    "{\"data\":{\"endpoints\":null}}",
+	    "{\"data\":{\"endpoints\":[]}} trailing",
+	    "",
+	    "null",
+	};
+	struct score_result r;
+	size_t i;
+	static const char PRE[] = "{\"data\":{\"endpoints\":[{"
+	                          "\"tag\":\"t\",\"provider_name\":\"";
+	int bad = 0;
+	char *big, *name;
+
+	for (i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++) {
+		if (run(BAD[i], 0, &PARAMS, &r) != ORGW_EINVAL || r.v != NULL ||
+		    r.n != 0)
+			bad++;
+		score_result_free(&r);
+	}
+	T_ASSERT("garbage documents are ORGW_EINVAL with a zeroed result",
+	         bad == 0);
+	T_ASSERT("NULL json is ORGW_EINVAL",
+	         score_endpoints(NULL, 3, 0, &PARAMS, &r) == ORGW_EINVAL);
+	T_ASSERT("NULL params is ORGW_EINVAL",
+	         score_endpoints("{}", 2, 0, NULL, &r) == ORGW_EINVAL);
+
+	T_ASSERT("empty endpoints is OK and empty",
+	         run("{\"data\":{\"endpoints\":[]}}", 0, &PARAMS, &r) ==
+	                 ORGW_OK &&
+	             r.n == 0 && r.n_ranked == 0 && r.model[0] == '\0');
+	score_result_free(&r);
+
+	T_ASSERT("endpoints of wrong types parse",
+	         run(DOC("1,\"x\",null,[],{},{\"tag\":5},{\"tag\":\"\"},"
+	                 "{\"tag\":\"has space\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"1\"}},"
+	                 "{\"tag\":\"t\",\"pricing\":\"cheap\","
+	                 "\"throughput_last_30m\":[1],\"status\":{},"
+	                 "\"uptime_last_30m\":\"99\","
+	                 "\"supports_implicit_caching\":\"yes\"}"),
+	             0, &PARAMS, &r) == ORGW_OK);
+	T_ASSERT("all nine excluded without crashing",
+	         r.n == 9 && r.n_ranked == 0);
+	T_ASSERT("non-objects excluded as malformed",
+	         r.n == 9 && strcmp(r.v[0].excluded, "malformed") == 0 &&
+	             strcmp(r.v[3].excluded, "malformed") == 0);
+	T_ASSERT("missing, numeric and empty tags: no tag",
+	         r.n == 9 && strcmp(r.v[4].excluded, "no tag") == 0 &&
+	             strcmp(r.v[5].excluded, "no tag") == 0 &&
+	             strcmp(r.v[6].excluded, "no tag") == 0);
+	T_ASSERT("tag with a blank: bad tag",
+	         r.n == 9 && strcmp(r.v[7].excluded, "bad tag") == 0);
+	T_ASSERT("wrong-typed fields are missing",
+	         r.n == 9 && strcmp(r.v[8].excluded, "price") == 0 &&
+	             !r.v[8].has_throughput && !r.v[8].has_uptime &&
+	             r.v[8].status == 0);
+	T_ASSERT("no NaN among garbage", all_finite(&r));
+	score_result_free(&r);
+
+	/* Names longer than ORGW_TAG_MAX are truncated, never inside a
+	 * UTF-8 character: 100 two-byte characters keep 63 (126 bytes). */
+	big = calloc(1, 1024);
+	name = calloc(1, 512);
+	if (big != NULL && name != NULL) {
+		memset(name, 'N', 300);
+		(void)snprintf(big, 1024, "%s%s\"}]}}", PRE, name);
+		T_ASSERT("long provider_name parses",
+		         run(big, 0, &PARAMS, &r) == ORGW_OK && r.n == 1);
+		T_ASSERT("long provider_name truncated to ORGW_TAG_MAX-1",
+		         r.n == 1 &&
+		             strlen(r.v[0].provider_name) == ORGW_TAG_MAX - 1);
+		score_result_free(&r);
+		memset(name, 0, 512);
+		for (i = 0; i < 100; i++) {
+			name[2 * i] = '\xc3'; /* U+00E9 */
+			name[2 * i + 1] = '\xa9';
+		}
+		(void)snprintf(big, 1024, "%s%s\"}]}}", PRE, name);
+		T_ASSERT("UTF-8 provider_name cut on a character boundary",
+		         run(big, 0, &PARAMS, &r) == ORGW_OK && r.n == 1 &&
+		             strlen(r.v[0].provider_name) == 126);
+		score_result_free(&r);
+	}
+	free(name);
+	free(big);
+	score_result_free(&r);
+	score_result_free(NULL);
+	T_ASSERT("score_result_free twice and on NULL is safe", r.v == NULL);
+}
+
+static void
+test_extremes(void)
+{
+	struct score_params p = {NAN, INFINITY, NAN};
+	struct score_result r;
+
+	T_ASSERT("extreme doc parses",
+	         run(DOC("{\"tag\":\"denormal\",\"pricing\":{\"prompt\":"
+	                 "\"1e-320\",\"completion\":\"1e-320\"},"
+	                 "\"throughput_last_30m\":{\"p50\":1e308},"
+	                 "\"supports_implicit_caching\":true},"
+	                 "{\"tag\":\"huge\",\"pricing\":{\"prompt\":\"1e308\","
+	                 "\"completion\":\"1.7e308\"},"
+	                 "\"throughput_last_30m\":{\"p50\":1e-300}},"
+	                 "{\"tag\":\"inf\",\"pricing\":{\"prompt\":\"1\","
+	                 "\"completion\":\"1\"},"
+	                 "\"throughput_last_30m\":{\"p50\":1e999},"
+	                 "\"uptime_last_30m\":-5,\"max_completion_tokens\":"
+	                 "1e30},"
+	                 "{\"tag\":\"free\",\"pricing\":{\"prompt\":0,"
+	                 "\"completion\":0},\"throughput_last_30m\":"
+	                 "{\"p50\":1e308}}"),
+	             0, &p, &r) == ORGW_OK);
+	T_ASSERT("no NaN or inf anywhere", all_finite(&r));
+	T_ASSERT("overflowing score clamped to DBL_MAX",
+	         find(&r, "denormal") != NULL &&
+	             find(&r, "denormal")->score == DBL_MAX);
+	T_ASSERT("inf throughput read as missing",
+	         find(&r, "inf") != NULL && !find(&r, "inf")->has_throughput);
+	T_ASSERT("negative uptime read as missing",
+	         find(&r, "inf") != NULL && !find(&r, "inf")->has_uptime);
+	T_ASSERT("huge max_completion_tokens saturates",
+	         find(&r, "inf") != NULL &&
+	             find(&r, "inf")->max_completion_tokens == INT64_MAX);
+	T_ASSERT("free with throughput ranks first",
+	         r.n_ranked >= 1 && strcmp(r.v[0].tag, "free") == 0);
+	score_result_free(&r);
+}
+
+int
+main(void)
+{
+	test_window();
+	test_price();
+	test_example();
+	test_exclusions();
+	test_ranking();
+	test_garbage();
+	test_extremes();
+	return T_REPORT();
+}
