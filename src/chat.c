@@ -668,10 +668,10 @@ log_request(const struct chat *ch, const char *outcome, int64_t ttfb,
 	char m[ORGW_MODEL_MAX * 4];
 
 	log_msg("req",
-		"model=%s route=%s provider=%s status=%d attempts=%d "
+		"time=%lld model=%s route=%s provider=%s status=%d attempts=%d "
 		"ttfb_ms=%lld total_ms=%lld prompt=%lld cached=%lld "
 		"completion=%lld cost=%.8f stream=%d outcome=%s",
-		log_safe(m, sizeof(m), ch->req.model),
+		(long long)clock_now_s(), log_safe(m, sizeof(m), ch->req.model),
 		route_name(ch->route.kind),
 		pinned_tag(ch) ? pinned_tag(ch) : "auto", ch->final_status,
 		ch->attempts, (long long)ttfb, (long long)total,
