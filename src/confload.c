@@ -1,0 +1,397 @@
+/*
+ * confload.c - the edge of the configuration (SPEC section 8): reads the
+ * ORGW_CONFIG file, the environment and the NAME_FILE secrets, and hands
+ * every value to conf_set() in conf.c, which owns all policy.
+ *
+ * Precedence, lowest first: the defaults (conf_init(), the caller's job),
+ * the config file, the environment.  For OPENROUTER_API_KEY and
+ * CUSTOM_ACCESS_KEY a direct value, from either source, beats NAME_FILE;
+ * NAME_FILE itself may come from the file or the environment, and the
+ * environment wins there too.
+ *
+ * Runs once at start-up, before any request and in a single thread
+ * (getenv() is not thread-safe).  Nothing outlives the call: every file
+ * descriptor is closed and every buffer freed, and buffers that may hold
+ * a key are zeroed first.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+#define CONF_FILE_MAX_BYTES ((size_t)1024 * 1024)	/* ORGW_CONFIG cap */
+#define CONF_SECRET_MAX_BYTES ((size_t)64 * 1024)	/* NAME_FILE cap */
+
+/*
+ * Every setting of SPEC section 8, in the order the environment is read.
+ * conf_known() is the authority; tests/unit/test_conf.c sets each of
+ * these through the environment and checks that it took effect.
+ */
+static const char *const load_names[] = {
+	"OPENROUTER_API_KEY", "CUSTOM_ACCESS_KEY", "UPSTREAM_URL",
+	"STATE_PATH", "TARGET_MODEL", "HIT_RATE", "CACHE_BONUS",
+	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
+	"FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
+	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES",
+};
+
+#define LOAD_NNAMES (sizeof(load_names) / sizeof(load_names[0]))
+
+struct load_secret {
+	const char *name;	/* e.g. "OPENROUTER_API_KEY" */
+	const char *file_name;	/* e.g. "OPENROUTER_API_KEY_FILE" */
+	bool given;		/* a direct value was set */
+	char *file_path;	/* NAME_FILE value, malloc'd; NULL if none */
+};
+
+struct load_ctx {
+	struct orgw_conf *c;
+	struct load_secret sec[2];
+	bool file_has_key;	/* the config file set a key directly */
+	const char *path;	/* the config file, for warnings */
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 3, 4))) static void
+load_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	/* A message cut short by a small err buffer is still a message. */
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * getenv() and strerror() are not thread-safe (concurrency-mt-unsafe);
+ * conf_load() runs once at start-up before any thread exists, and the
+ * gateway uses processes, not threads (STYLE 6).  strerror_r() is not
+ * used because its GNU and XSI forms differ.
+ */
+static const char *
+load_getenv(const char *name)
+{
+	return getenv(name);	/* NOLINT(concurrency-mt-unsafe) */
+}
+
+static const char *
+load_strerror(int errnum)
+{
+	return strerror(errnum); /* NOLINT(concurrency-mt-unsafe) */
+}
+
+/* Puts "prefix: " in front of the message already in err. */
+static void
+load_err_prefix(char *err, size_t errlen, const char *prefix)
+{
+	char *old;
+
+	if (err == NULL || errlen == 0)
+		return;
+	if ((old = strdup(err)) == NULL)
+		return;		/* keep the message without its prefix */
+	load_err(err, errlen, "%s: %s", prefix, old);
+	free(old);
+}
+
+static struct load_secret *
+load_secret_by(struct load_ctx *x, const char *name, bool file_form)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(x->sec) / sizeof(x->sec[0]); i++)
+		if (strcmp(name, file_form ? x->sec[i].file_name :
+					     x->sec[i].name) == 0)
+			return &x->sec[i];
+	return NULL;
+}
+
+/*
+ * Reads all of path (at most cap bytes) into a malloc'd, NUL-terminated
+ * *out (length *outlen; caller zeroes and frees) and gives its mode.
+ * Returns ORGW_OK, ORGW_ENOMEM, or ORGW_EINVAL with "path: reason" in
+ * err: SPEC 8 wants a bad configuration refused at start.
+ */
+static enum orgw_err
+load_read(const char *path, size_t cap, char **out, size_t *outlen,
+	  mode_t *mode, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t r;
+	int fd, saved;
+	enum orgw_err rc = ORGW_EINVAL;
+
+	*out = NULL;
+	*outlen = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		load_err(err, errlen, "%s: %s", path, load_strerror(errno));
+		return ORGW_EINVAL;
+	}
+	if (fstat(fd, &st) == -1) {
+		load_err(err, errlen, "%s: %s", path, load_strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		load_err(err, errlen, "%s: is a directory", path);
+		goto out;
+	}
+	/* cap + 1 bytes so that a file over the cap is seen as such. */
+	if ((buf = malloc(cap + 1)) == NULL) {
+		rc = ORGW_ENOMEM;
+		goto out;
+	}
+	while (len < cap + 1) {
+		r = read(fd, buf + len, cap + 1 - len);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			load_err(err, errlen, "%s: %s", path,
+				 load_strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	if (len > cap) {
+		load_err(err, errlen, "%s: larger than %zu bytes", path, cap);
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	*mode = st.st_mode;
+	buf = NULL;
+	rc = ORGW_OK;
+out:
+	if (buf != NULL) {
+		explicit_bzero(buf, cap + 1);
+		free(buf);
+	}
+	if (close(fd) == -1 && rc == ORGW_OK) {
+		saved = errno;
+		explicit_bzero(*out, *outlen);
+		free(*out);
+		*out = NULL;
+		*outlen = 0;
+		load_err(err, errlen, "%s: %s", path, load_strerror(saved));
+		rc = ORGW_EINVAL;
+	}
+	return rc;
+}
+
+/* conf_parse_text() callback for the config file. */
+static int
+load_pair(void *arg, const char *name, const char *value)
+{
+	struct load_ctx *x = arg;
+	struct load_secret *s;
+	enum orgw_err rc;
+	char *dup;
+
+	if ((s = load_secret_by(x, name, true)) != NULL) {
+		/* Empty means unset, as for ORGW_CONFIG. */
+		if (*value == '\0') {
+			free(s->file_path);
+			s->file_path = NULL;
+			return 0;
+		}
+		if ((dup = strdup(value)) == NULL) {
+			load_err(x->err, x->errlen, "out of memory");
+			return ORGW_ENOMEM;
+		}
+		free(s->file_path);
+		s->file_path = dup;
+		return 0;
+	}
+	if (!conf_known(name)) {
+		/* A typo would silently leave the default in place. */
+		if (strcmp(name, "ORGW_CONFIG") != 0)
+			(void)fprintf(stderr,
+				      "orgw: warning: %s: unknown setting %s "
+				      "ignored\n", x->path, name);
+		return 0;
+	}
+	if ((rc = conf_set(x->c, name, value, x->err, x->errlen)) != ORGW_OK) {
+		if (rc == ORGW_ENOMEM)
+			load_err(x->err, x->errlen, "out of memory");
+		return (int)rc;
+	}
+	if ((s = load_secret_by(x, name, false)) != NULL) {
+		s->given = true;
+		x->file_has_key = true;
+	}
+	return 0;
+}
+
+static enum orgw_err
+load_file(struct load_ctx *x, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	mode_t mode = 0;
+	enum orgw_err rc;
+
+	rc = load_read(path, CONF_FILE_MAX_BYTES, &text, &len, &mode, x->err,
+		       x->errlen);
+	if (rc != ORGW_OK)
+		return rc;
+	x->path = path;
+	rc = conf_parse_text(text, len, load_pair, x, x->err, x->errlen);
+	if (rc != ORGW_OK) {
+		if (rc == ORGW_ENOMEM && x->err != NULL && x->errlen > 0 &&
+		    x->err[0] == '\0')
+			load_err(x->err, x->errlen, "out of memory");
+		load_err_prefix(x->err, x->errlen, path);
+		goto out;
+	}
+	if (x->file_has_key && S_ISREG(mode) && (mode & 077) != 0)
+		(void)fprintf(stderr,
+			      "orgw: warning: %s holds a key and is open to "
+			      "group or others (mode %04o); chmod 600 it\n",
+			      path, (unsigned)(mode & 07777));
+out:
+	explicit_bzero(text, len);
+	free(text);
+	return rc;
+}
+
+static enum orgw_err
+load_env(struct load_ctx *x)
+{
+	struct load_secret *s;
+	const char *v;
+	enum orgw_err rc;
+	char *dup;
+	size_t i;
+
+	for (i = 0; i < LOAD_NNAMES; i++) {
+		if ((v = load_getenv(load_names[i])) == NULL)
+			continue;
+		rc = conf_set(x->c, load_names[i], v, x->err, x->errlen);
+		if (rc != ORGW_OK) {
+			if (rc == ORGW_ENOMEM)
+				load_err(x->err, x->errlen, "out of memory");
+			load_err_prefix(x->err, x->errlen, "environment");
+			return rc;
+		}
+		if ((s = load_secret_by(x, load_names[i], false)) != NULL)
+			s->given = true;
+	}
+	for (i = 0; i < sizeof(x->sec) / sizeof(x->sec[0]); i++) {
+		s = &x->sec[i];
+		/* Empty means unset, as for ORGW_CONFIG. */
+		if ((v = load_getenv(s->file_name)) == NULL || *v == '\0')
+			continue;
+		if ((dup = strdup(v)) == NULL) {
+			load_err(x->err, x->errlen, "out of memory");
+			return ORGW_ENOMEM;
+		}
+		free(s->file_path);
+		s->file_path = dup;
+	}
+	return ORGW_OK;
+}
+
+/* Sets s->name from the first line of s->file_path (CR/LF stripped). */
+static enum orgw_err
+load_secret_file(struct load_ctx *x, struct load_secret *s)
+{
+	char *text = NULL;
+	size_t len = 0, n;
+	mode_t mode = 0;
+	enum orgw_err rc;
+
+	rc = load_read(s->file_path, CONF_SECRET_MAX_BYTES, &text, &len,
+		       &mode, x->err, x->errlen);
+	if (rc != ORGW_OK) {
+		if (rc == ORGW_ENOMEM)
+			load_err(x->err, x->errlen, "out of memory");
+		load_err_prefix(x->err, x->errlen, s->file_name);
+		return rc;
+	}
+	for (n = 0; n < len && text[n] != '\n'; n++)
+		;
+	if (n > 0 && text[n - 1] == '\r')
+		n--;
+	if (memchr(text, '\0', n) != NULL) {
+		load_err(x->err, x->errlen, "%s: %s: contains a NUL byte",
+			 s->file_name, s->file_path);
+		rc = ORGW_EINVAL;
+		goto out;
+	}
+	text[n] = '\0';
+	rc = conf_set(x->c, s->name, text, x->err, x->errlen);
+	if (rc == ORGW_ENOMEM)
+		load_err(x->err, x->errlen, "out of memory");
+	if (rc != ORGW_OK)
+		load_err_prefix(x->err, x->errlen, s->file_path);
+out:
+	explicit_bzero(text, len);
+	free(text);
+	return rc;
+}
+
+/*
+ * Loads the configuration into c, which the caller has conf_init()'ed:
+ * the config file (config_path, or getenv("ORGW_CONFIG") when NULL; unset
+ * or empty means none), then the environment, then NAME_FILE secrets.
+ * Names in the file that are not settings draw a warning on stderr, as
+ * does a file that holds a key and is open to group or others.
+ *
+ * Returns ORGW_OK; ORGW_EINVAL with a message in err (errlen bytes) for a
+ * refused value, a malformed or unreadable file; ORGW_ENOMEM.  Messages
+ * are prefixed with where the value came from (the file path,
+ * "environment", the NAME_FILE name and path).  On error c may hold some
+ * of the new values; it stays valid for conf_free(), which the caller
+ * still owes.
+ */
+enum orgw_err
+conf_load(struct orgw_conf *c, const char *config_path, char *err,
+	  size_t errlen)
+{
+	struct load_ctx x;
+	enum orgw_err rc = ORGW_OK;
+	size_t i;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.sec[0].name = "OPENROUTER_API_KEY";
+	x.sec[0].file_name = "OPENROUTER_API_KEY_FILE";
+	x.sec[1].name = "CUSTOM_ACCESS_KEY";
+	x.sec[1].file_name = "CUSTOM_ACCESS_KEY_FILE";
+	x.err = err;
+	x.errlen = errlen;
+	if (config_path == NULL)
+		config_path = load_getenv("ORGW_CONFIG");
+	if (config_path != NULL && *config_path != '\0' &&
+	    (rc = load_file(&x, config_path)) != ORGW_OK)
+		goto out;
+	if ((rc = load_env(&x)) != ORGW_OK)
+		goto out;
+	for (i = 0; i < sizeof(x.sec) / sizeof(x.sec[0]); i++) {
+		if (x.sec[i].given || x.sec[i].file_path == NULL)
+			continue;
+		if ((rc = load_secret_file(&x, &x.sec[i])) != ORGW_OK)
+			goto out;
+	}
+out:
+	for (i = 0; i < sizeof(x.sec) / sizeof(x.sec[0]); i++)
+		free(x.sec[i].file_path);
+	return rc;
+}
