@@ -217,12 +217,50 @@ on_headers(void *arg, long status, const char *ctype, int retry_after)
 		    strncasecmp(ctype, "text/event-stream", 17) == 0;
 }
 
+/*
+ * True when a chunk says something the client must not see twice: text,
+ * reasoning, tool calls, a refusal, a finish reason or usage.  The first
+ * chunk of a stream (role "assistant", content "") is not content.
+ */
+static bool
+carries_content(const cJSON *o)
+{
+	const cJSON *choices, *c, *d, *it;
+	static const char *const fields[] = {"content", "reasoning",
+					     "refusal", "tool_calls",
+					     "reasoning_details"};
+	size_t i;
+
+	if (cJSON_GetObjectItemCaseSensitive(o, "usage") != NULL)
+		return true;
+	choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
+	cJSON_ArrayForEach(c, choices)
+	{
+		it = cJSON_GetObjectItemCaseSensitive(c, "finish_reason");
+		if (it != NULL && !cJSON_IsNull(it))
+			return true;
+		d = cJSON_GetObjectItemCaseSensitive(c, "delta");
+		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+			it = cJSON_GetObjectItemCaseSensitive(d, fields[i]);
+			if (it == NULL || cJSON_IsNull(it))
+				continue;
+			if (cJSON_IsString(it) && it->valuestring[0] == '\0')
+				continue;
+			if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 0)
+				continue;
+			return true;
+		}
+	}
+	return false;
+}
+
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
 	struct chat *ch = arg;
 	struct attempt *a = &ch->a;
 	const struct orgw_io *io = ch->io;
+	bool content;
 	cJSON *o;
 
 	switch (ev->kind) {
@@ -262,10 +300,21 @@ on_event(void *arg, const struct sse_event *ev)
 		return 1;
 	}
 	read_meta(a, o);
+	content = carries_content(o);
 	cJSON_Delete(o);
 	if (a->err_msg[0] != '\0') {
 		a->why = AB_ERROR_EVENT;
 		return 1;
+	}
+	if (!content && !ch->head_sent) {
+		/* A role-only chunk: hold it with the comments, so a
+		 * provider that fails right after it can still be replaced
+		 * without the client seeing two starts. */
+		if (buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK) {
+			a->why = AB_TOO_BIG;
+			return 1;
+		}
+		return 0;
 	}
 	if (send_stream_head(ch) != 0 ||
 	    io->write(io->ctx, ev->raw, ev->raw_len) || io->flush(io->ctx))
@@ -632,6 +681,10 @@ run_attempt(struct chat *ch, const char **kind, enum outcome *out)
 	char url[4096];
 
 	attempt_reset(&ch->a);
+	/* What an earlier attempt held back (keep-alives, its role chunk)
+	 * is dropped: this attempt's stream brings its own. */
+	if (!ch->head_sent)
+		buf_reset(&ch->held);
 	cJSON_free(ch->fwd);
 	ch->fwd = reqval_forward(&ch->req, pinned_tag(ch), ch->route.max_out);
 	if (ch->fwd == NULL)
