@@ -598,6 +598,9 @@ send_stream_error(struct chat *ch, const char *code, const char *msg)
 	cJSON_Delete(o);
 }
 
+static int relay_gateway_error(struct chat *ch, int status, const char *code,
+			       const char *msg);
+
 /* Relays a finished non-streamed upstream response (or error body). */
 static int
 relay_body(struct chat *ch)
@@ -613,6 +616,16 @@ relay_body(struct chat *ch)
 	while (len && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
 		p++;
 		len--;
+	}
+	if (status >= 200 && status <= 299 && a->err_msg[0] != '\0') {
+		/* An error inside a 200 (body or SSE event): the client
+		 * gets it with the status it stands for, not as a 200. */
+		status = a->err_code >= 400 && a->err_code <= 599 ?
+				 (int)a->err_code :
+				 502;
+		if (a->is_sse || len == 0)
+			return relay_gateway_error(ch, status, "upstream_error",
+						   a->err_msg);
 	}
 	ch->final_status = status;
 	if (ch->head_sent) {
@@ -839,7 +852,7 @@ finished:
 		break;
 	case OUT_FAIL:
 		result = "failed";
-		if (ch.a.status != 0 && !ch.a.is_sse && ch.a.body.len > 0)
+		if (ch.a.status >= 300 && !ch.a.is_sse && ch.a.body.len > 0)
 			rc = relay_body(&ch);
 		else if (strcmp(kind, "timeout") == 0)
 			rc = relay_gateway_error(&ch, 504, "upstream_timeout",

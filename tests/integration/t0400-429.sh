@@ -53,10 +53,16 @@ t_match "with upstream's body" 'Provider returned error' "$(json_get "$out" 'j.e
 t_eq "4 attempts, all on deepseek" "4 deepseek" \
 	"$(json_get "$(double_ctl GET "log?since=$s0&path=chat")" 'j.requests.length + " " + [...new Set(j.requests.map(r => r.body.provider.order[0]))].join()')"
 
-t_eq "/stats: 429s counted (2+1+1+4)" 8 "$(stats 'errors["429"]')"
-t_eq "/stats: 429 retries counted (2+1+1+3)" 7 "$(stats retries_429)"
+# The same inside a 200 body, persistently: the client gets a real 429.
+double_ctl POST faults '{"faults":[{"kind":"error_in_200","code":429,"times":4,"match":{"tag":"deepseek"}}]}' >/dev/null
+out=$(orgw_chat --model $M)
+t_eq "persistent 429 inside a 200 body: the client gets status 429" 429 \
+	"$(json_get "$out" 'j.error.status')"
+
+t_eq "/stats: 429s counted (2+1+1+4+4)" 12 "$(stats 'errors["429"]')"
+t_eq "/stats: 429 retries counted (2+1+1+3+3)" 10 "$(stats retries_429)"
 t_eq "/stats: no breaker trip from 429s" 0 "$(stats breaker_trips)"
 t_eq "/stats: no failures counted from 429s" 0 "$(stats 'failures?.deepseek ?? 0')"
 t_eq "/stats: no failover" 0 "$(stats failovers)"
-t_eq "/stats: 5 requests, 4 ok" "5 4" "$(stats requests) $(stats ok)"
+t_eq "/stats: 6 requests, 4 ok" "6 4" "$(stats requests) $(stats ok)"
 t_eq "the lock never moved" deepseek "$(stats lock.tag)"
