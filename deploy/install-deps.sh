@@ -1,0 +1,135 @@
+#!/bin/sh
+# install-deps.sh - install what orgw needs to build, test and run, on Debian 12.
+#
+# Idempotent and quiet: only what is missing is installed, one line is printed
+# per action, and nothing at all when everything is present (then it takes a
+# few milliseconds: one dpkg-query call and a few file tests).  `make deps`,
+# `make test`, `make check` and `make run` call it first.
+#
+#   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
+#                      (make fuzz), valgrind (make valgrind), clang-format,
+#                      clang-tidy and cppcheck (make format-check, make lint).
+#
+# Packages, and why:
+#   gcc make pkg-config libc6-dev         the build
+#   libfcgi-dev libgdbm-dev libcjson-dev libcurl4-openssl-dev
+#                                         libraries orgw links
+#   libfcgi-bin                           cgi-fcgi, to talk FastCGI by hand
+#   gdbmtool                              inspect the state file
+#   lighttpd spawn-fcgi multiwatch        the tested deployment: spawn-fcgi
+#                                         owns the socket, multiwatch forks N
+#                                         workers and restarts any that die
+#   caddy nginx-light apache2 libapache2-mod-fcgid
+#                                         the other tested deployments
+#                                         (deploy/Caddyfile, nginx.conf,
+#                                         apache-fcgid.conf, htaccess; tests
+#                                         t0520-t0550 run them in the
+#                                         foreground, never as services)
+#   systemd                               systemd-analyze verify of
+#                                         deploy/orgw.service (already there
+#                                         on a Debian machine; not in a bare
+#                                         container image)
+#   curl ca-certificates jq               integration tests, make run
+#   nodejs npm                            only when there is no `node` at all
+#                                         (the upstream double and the OpenAI
+#                                         SDK client in tests/js need it; an
+#                                         existing Node.js is never replaced)
+#
+# Installing a package that ships a service (lighttpd, caddy, nginx, apache2)
+# must not start it: a temporary /usr/sbin/policy-rc.d answers "no" while apt
+# runs, and is removed again afterwards (unless one was already there, which
+# is then left alone).
+set -eu
+
+cd "$(dirname "$0")/.."
+
+BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
+gdbmtool libcjson-dev libcurl4-openssl-dev lighttpd spawn-fcgi multiwatch
+caddy nginx-light apache2 libapache2-mod-fcgid systemd
+curl ca-certificates jq"
+EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
+
+want=$BASE
+if ! command -v node >/dev/null 2>&1; then
+	want="$want nodejs npm"
+fi
+if [ "${ORGW_DEPS_EXTRA:-0}" = 1 ]; then
+	want="$want $EXTRA"
+fi
+
+# One dpkg-query for all of them; unknown packages print nothing on stdout.
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+have=$(dpkg-query -W -f='${Package} ${Status}\n' $want 2>/dev/null |
+	awk '$NF == "installed" && $(NF-1) == "ok" { print $1 }') || true
+# shellcheck disable=SC2086,SC2116 # echo joins the lines
+have=" $(echo $have) "
+missing=
+for p in $want; do
+	case $have in
+	*" $p "*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+if [ -n "$missing" ]; then
+	echo "install-deps: installing:$missing"
+	if [ "$(id -u)" -ne 0 ]; then
+		if command -v sudo >/dev/null 2>&1; then
+			SUDO=sudo
+		else
+			echo "install-deps: not root and no sudo; install these by hand:$missing" >&2
+			exit 1
+		fi
+	else
+		SUDO=
+	fi
+	log=$(mktemp "${TMPDIR:-/tmp}/orgw-deps.XXXXXX")
+	made_policy=
+	cleanup() {
+		if [ -n "$made_policy" ]; then
+			$SUDO rm -f /usr/sbin/policy-rc.d
+		fi
+		rm -f "$log"
+	}
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		# 101 = "action forbidden": invoke-rc.d and deb-systemd-invoke
+		# then do not start the services of the packages we install.
+		printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+		$SUDO chmod 0755 /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "install-deps: apt-get update failed" >&2
+		exit 1
+	fi
+	# shellcheck disable=SC2086
+	if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends $missing >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "install-deps: apt-get install failed" >&2
+		exit 1
+	fi
+	echo "install-deps: installed:$missing"
+fi
+
+# The official OpenAI SDK for the client-side tests (tests/js).  Reinstall
+# when package-lock.json changed since the last install.
+js=tests/js
+if [ ! -f "$js/node_modules/openai/package.json" ] ||
+    [ ! -f "$js/node_modules/.package-lock.json" ] ||
+    [ -n "$(find "$js/package-lock.json" -newer "$js/node_modules/.package-lock.json")" ]; then
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "install-deps: node is present but npm is not; install npm for $js" >&2
+		exit 1
+	fi
+	echo "install-deps: npm ci in $js"
+	if ! (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		echo "install-deps: npm ci failed, trying npm install"
+		(cd "$js" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
+fi
