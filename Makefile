@@ -35,7 +35,7 @@ OBJ     := $(patsubst src/%.c,$(B)/src/%.o,$(SRC))
 LIB     := $(B)/liborgw.a
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_SRC := $(filter-out tests/fuzz/fuzz_main.c,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(B)/tests/replay_%,$(FUZZ_SRC))
 
 GATEWAY := cgi-bin/orgw.fcgi

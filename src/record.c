@@ -38,10 +38,11 @@ parse_obj(const char *text)
 	return o;
 }
 
+/* it as an int64_t; 0 when not a number or out of range (a double
+ * outside int64_t makes the cast undefined behaviour). */
 static int64_t
-get_i64(const cJSON *o, const char *k)
+num_i64(const cJSON *it)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
 	double d;
 
 	if (!cJSON_IsNumber(it))
@@ -50,6 +51,12 @@ get_i64(const cJSON *o, const char *k)
 	if (!isfinite(d) || d > 9e18 || d < -9e18)
 		return 0;
 	return (int64_t)d;
+}
+
+static int64_t
+get_i64(const cJSON *o, const char *k)
+{
+	return num_i64(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
 static double
@@ -380,7 +387,7 @@ record_seen_each(const char *text,
 	{
 		if (it->string == NULL || !cJSON_IsNumber(it))
 			continue;
-		fn(arg, it->string, (int64_t)it->valuedouble);
+		fn(arg, it->string, num_i64(it));
 		n++;
 	}
 	cJSON_Delete(o);
@@ -399,7 +406,8 @@ child_obj(cJSON *o, const char *k)
 	return cJSON_AddObjectToObject(o, k);
 }
 
-/* o[k] += d, creating the number; false on allocation failure. */
+/* o[k] += d, creating the number; false on allocation failure.  A
+ * non-finite d counts as 0: one bad delta must not wipe the total. */
 static bool
 bump(cJSON *o, const char *k, double d)
 {
@@ -407,9 +415,13 @@ bump(cJSON *o, const char *k, double d)
 
 	if (o == NULL)
 		return false;
-	if (cJSON_IsNumber(it)) {
+	if (!isfinite(d))
+		d = 0;
+	/* A stored inf (cJSON reads 1e999 as one) counts as damaged: the
+	 * counter starts again from d, like a missing one. */
+	if (cJSON_IsNumber(it) && isfinite(it->valuedouble)) {
 		double v = it->valuedouble + d;
-		cJSON_SetNumberValue(it, isfinite(v) ? v : 0);
+		cJSON_SetNumberValue(it, isfinite(v) ? v : it->valuedouble);
 		return true;
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
@@ -423,8 +435,10 @@ bump_max(cJSON *o, const char *k, double d)
 	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
 
 	if (cJSON_IsNumber(it)) {
-		if (d > it->valuedouble)
-			cJSON_SetNumberValue(it, d);
+		/* A stored inf (cJSON reads 1e999 as one) would print as
+		 * null and stick forever. */
+		if (d > it->valuedouble || !isfinite(it->valuedouble))
+			cJSON_SetNumberValue(it, isfinite(d) ? d : 0);
 		return true;
 	}
 	return bump(o, k, d);

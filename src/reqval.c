@@ -43,13 +43,46 @@ fail(char *err, size_t errlen, const char **param, const char *p,
 	return ORGW_EINVAL;
 }
 
+/*
+ * The first key orgw reads or rewrites that appears more than once in
+ * root, or NULL.  cJSON finds the first copy while OpenRouter (JavaScript
+ * JSON.parse) keeps the last, so a duplicate would let what orgw checked
+ * ("max_tokens" under the clamp, "stream", "model") differ from what is
+ * used upstream (RFC 7493 section 2.3: names must be unique).  Static.
+ */
+static const char *
+dup_key(const cJSON *root)
+{
+	static const char *const keys[] = {"model", "messages", "stream",
+					   "max_tokens",
+					   "max_completion_tokens",
+					   "provider"};
+	const cJSON *it;
+	size_t k;
+	int n;
+
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		n = 0;
+		cJSON_ArrayForEach(it, root)
+		{
+			if (it->string != NULL &&
+			    strcmp(it->string, keys[k]) == 0 && ++n > 1)
+				return keys[k];
+		}
+	}
+	return NULL;
+}
+
 enum orgw_err
 reqval_parse(const char *body, size_t len, const char *default_model,
 	     struct chat_req *r, char *err, size_t errlen, const char **param)
 {
+	static const char *const limits[] = {"max_tokens",
+					     "max_completion_tokens"};
 	cJSON *root, *m, *msgs, *st, *mt;
 	const char *end = NULL;
-	const char *model;
+	const char *model, *dup;
+	size_t k;
 
 	memset(r, 0, sizeof(*r));
 	if (param)
@@ -69,6 +102,11 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 			    "request body must be a JSON object");
 	}
 	r->root = root;
+	if ((dup = dup_key(root)) != NULL) {
+		reqval_free(r);
+		return fail(err, errlen, param, dup,
+			    "a field orgw reads appears more than once");
+	}
 	msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
 	if (!cJSON_IsArray(msgs)) {
 		reqval_free(r);
@@ -104,15 +142,18 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 			    "'stream' must be a boolean");
 	}
 	r->stream = cJSON_IsTrue(st);
-	mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
-	if (mt == NULL)
-		mt = cJSON_GetObjectItemCaseSensitive(root,
-						      "max_completion_tokens");
-	if (mt != NULL && !cJSON_IsNull(mt) &&
-	    (!cJSON_IsNumber(mt) || mt->valuedouble < 1)) {
-		reqval_free(r);
-		return fail(err, errlen, param, "max_tokens",
-			    "'max_tokens' must be a positive integer");
+	/* Both are checked: both are clamped in reqval_forward(). */
+	for (k = 0; k < 2; k++) {
+		mt = cJSON_GetObjectItemCaseSensitive(root, limits[k]);
+		if (mt != NULL && !cJSON_IsNull(mt) &&
+		    (!cJSON_IsNumber(mt) || mt->valuedouble < 1)) {
+			reqval_free(r);
+			return fail(err, errlen, param, limits[k],
+				    k == 0 ? "'max_tokens' must be a positive "
+					     "integer" :
+					     "'max_completion_tokens' must be a "
+					     "positive integer");
+		}
 	}
 	r->has_provider =
 		cJSON_GetObjectItemCaseSensitive(root, "provider") != NULL;

@@ -124,6 +124,13 @@ sse_feed(struct sse *s, const char *p, size_t n,
 	from = s->scan > 2 ? s->scan - 2 : 0;
 	while ((end = event_end(s->in.p + start, s->in.len - start,
 				from)) != 0) {
+		/* The cap holds for complete events too, so the outcome
+		 * does not depend on how the stream was cut into feeds. */
+		if (end > s->max_event) {
+			buf_consume(&s->in, start);
+			s->scan = 0;
+			return ORGW_ETOOBIG;
+		}
 		if ((err = parse_event(s, s->in.p + start, end, &ev)))
 			return err;
 		rc = fn(arg, &ev);

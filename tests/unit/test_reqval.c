@@ -1,0 +1,557 @@
+/*
+ * test_reqval.c - unit tests for reqval.c: request validation (SPEC
+ * section 4 step 1) and the forwarded body (step 8: provider pin and the
+ * max_tokens clamp).  Forwarded bodies are parsed back with cJSON and
+ * compared field by field with the client's document.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "t.h"
+#include "reqval.h"
+
+#define ERRLEN 256
+
+static char err[ERRLEN];
+static const char *param;
+
+static enum orgw_err
+parse(const char *body, const char *def, struct chat_req *r)
+{
+	err[0] = '\0';
+	param = "unset";
+	return reqval_parse(body, strlen(body), def, r, err, sizeof(err),
+	                    &param);
+}
+
+/* True when body is refused with a message and param p (NULL or name). */
+static int
+refused(const char *body, const char *def, const char *p)
+{
+	struct chat_req r;
+	enum orgw_err e = parse(body, def, &r);
+	int ok = e == ORGW_EINVAL && err[0] != '\0' && r.root == NULL &&
+	         (p == NULL ? param == NULL
+	                    : (param != NULL && strcmp(param, p) == 0));
+
+	if (e == ORGW_OK)
+		reqval_free(&r);
+	return ok;
+}
+
+static int
+accepted(const char *body, const char *def)
+{
+	struct chat_req r;
+	enum orgw_err e = parse(body, def, &r);
+
+	reqval_free(&r);
+	return e == ORGW_OK;
+}
+
+/* {"model":"a","messages":[[...]]} with depth nested arrays; caller
+ * frees. */
+static char *
+nested(size_t depth)
+{
+	static const char pfx[] = "{\"model\":\"a\",\"messages\":";
+	size_t n = sizeof(pfx) - 1;
+	char *b = malloc(n + 2 * depth + 2);
+
+	if (b == NULL)
+		abort();
+	memcpy(b, pfx, n);
+	memset(b + n, '[', depth);
+	memset(b + n + depth, ']', depth);
+	b[n + 2 * depth] = '}';
+	b[n + 2 * depth + 1] = '\0';
+	return b;
+}
+
+static void
+test_parse(void)
+{
+	struct chat_req r;
+	char *deep;
+
+	T_ASSERT("valid body parses",
+	         parse("{\"model\":\"deepseek/deepseek-v3.2\","
+	               "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	               "\"stream\":true,\"max_tokens\":100}",
+	               NULL, &r) == ORGW_OK);
+	T_ASSERT("valid: model copied",
+	         strcmp(r.model, "deepseek/deepseek-v3.2") == 0);
+	T_ASSERT("valid: stream true", r.stream);
+	T_ASSERT("valid: no provider", !r.has_provider);
+	T_ASSERT("valid: root kept", r.root != NULL);
+	T_ASSERT("valid: param left NULL", param == NULL);
+	reqval_free(&r);
+	T_ASSERT("reqval_free clears root", r.root == NULL);
+	reqval_free(&r);	/* twice is safe */
+	reqval_free(NULL);
+
+	T_ASSERT("stream absent is false",
+	         parse("{\"model\":\"a\",\"messages\":[]}", NULL, &r) ==
+	                 ORGW_OK &&
+	             !r.stream);
+	reqval_free(&r);
+	T_ASSERT("stream null is false",
+	         parse("{\"model\":\"a\",\"messages\":[],\"stream\":null}",
+	               NULL, &r) == ORGW_OK &&
+	             !r.stream);
+	reqval_free(&r);
+	T_ASSERT("stream false is false",
+	         parse("{\"model\":\"a\",\"messages\":[],\"stream\":false}",
+	               NULL, &r) == ORGW_OK &&
+	             !r.stream);
+	reqval_free(&r);
+	T_ASSERT("whitespace around the object is fine",
+	         accepted(" \r\n\t{\"model\":\"a\",\"messages\":[]}\n ", NULL));
+
+	/* not JSON / not an object */
+	{
+		struct chat_req e;
+		T_ASSERT("empty body refused",
+		         reqval_parse("", 0, NULL, &e, err, sizeof(err),
+		                      &param) == ORGW_EINVAL &&
+		             err[0] != '\0');
+	}
+	T_ASSERT("not JSON refused", refused("hello", NULL, NULL));
+	T_ASSERT("truncated JSON refused",
+	         refused("{\"model\":\"a\",\"messages\":[", NULL, NULL));
+	T_ASSERT("trailing garbage refused",
+	         refused("{\"model\":\"a\",\"messages\":[]} x", NULL, NULL));
+	T_ASSERT("two objects refused",
+	         refused("{\"model\":\"a\",\"messages\":[]}{}", NULL, NULL));
+	T_ASSERT("JSON array refused",
+	         refused("[{\"model\":\"a\",\"messages\":[]}]", NULL, NULL));
+	T_ASSERT("JSON string refused", refused("\"x\"", NULL, NULL));
+	T_ASSERT("JSON null refused", refused("null", NULL, NULL));
+	{
+		static const char b[] =
+		    "{\"model\":\"a\",\"messages\":[]}\0{\"junk\":1}";
+		struct chat_req e;
+		enum orgw_err rc = reqval_parse(b, sizeof(b) - 1, NULL, &e,
+		                                err, sizeof(err), &param);
+		T_ASSERT("bytes after an embedded NUL refused",
+		         rc == ORGW_EINVAL);
+		if (rc == ORGW_OK)
+			reqval_free(&e);
+	}
+
+	/* messages */
+	T_ASSERT("missing messages refused, param messages",
+	         refused("{\"model\":\"a\"}", NULL, "messages"));
+	T_ASSERT("messages object refused",
+	         refused("{\"model\":\"a\",\"messages\":{}}", NULL, "messages"));
+	T_ASSERT("messages string refused",
+	         refused("{\"model\":\"a\",\"messages\":\"hi\"}", NULL,
+	                 "messages"));
+	T_ASSERT("messages null refused",
+	         refused("{\"model\":\"a\",\"messages\":null}", NULL,
+	                 "messages"));
+	T_ASSERT("key match is case-sensitive (Messages)",
+	         refused("{\"model\":\"a\",\"Messages\":[]}", NULL, "messages"));
+
+	/* model */
+	T_ASSERT("model missing, no default: refused, param model",
+	         refused("{\"messages\":[]}", NULL, "model"));
+	T_ASSERT("model missing, default used",
+	         parse("{\"messages\":[]}", "deepseek/deepseek-v3.2", &r) ==
+	                 ORGW_OK &&
+	             strcmp(r.model, "deepseek/deepseek-v3.2") == 0);
+	reqval_free(&r);
+	T_ASSERT("model null, default used",
+	         parse("{\"model\":null,\"messages\":[]}", "x/y", &r) ==
+	                 ORGW_OK &&
+	             strcmp(r.model, "x/y") == 0);
+	reqval_free(&r);
+	T_ASSERT("model null, no default: refused",
+	         refused("{\"model\":null,\"messages\":[]}", NULL, "model"));
+	T_ASSERT("client model wins over the default",
+	         parse("{\"model\":\"c/m\",\"messages\":[]}", "x/y", &r) ==
+	                 ORGW_OK &&
+	             strcmp(r.model, "c/m") == 0);
+	reqval_free(&r);
+	T_ASSERT("model number refused",
+	         refused("{\"model\":123,\"messages\":[]}", NULL, "model"));
+	T_ASSERT("model number refused even with a default",
+	         refused("{\"model\":123,\"messages\":[]}", "x/y", "model"));
+	T_ASSERT("model array refused",
+	         refused("{\"model\":[\"a\"],\"messages\":[]}", NULL, "model"));
+	T_ASSERT("model true refused",
+	         refused("{\"model\":true,\"messages\":[]}", NULL, "model"));
+	T_ASSERT("model with a space refused",
+	         refused("{\"model\":\"a b\",\"messages\":[]}", NULL, "model"));
+	T_ASSERT("model with CR LF refused",
+	         refused("{\"model\":\"a\\r\\nX-Evil: 1\",\"messages\":[]}",
+	                 NULL, "model"));
+	T_ASSERT("model with .. refused",
+	         refused("{\"model\":\"a/../b\",\"messages\":[]}", NULL,
+	                 "model"));
+	T_ASSERT("model empty refused",
+	         refused("{\"model\":\"\",\"messages\":[]}", NULL, "model"));
+	T_ASSERT("invalid default model refused",
+	         refused("{\"messages\":[]}", "bad model", "model"));
+
+	/* stream */
+	T_ASSERT("stream string refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"stream\":\"true\"}",
+	                 NULL, "stream"));
+	T_ASSERT("stream number refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"stream\":1}", NULL,
+	                 "stream"));
+
+	/* max_tokens */
+	T_ASSERT("max_tokens negative refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"max_tokens\":-5}",
+	                 NULL, "max_tokens"));
+	T_ASSERT("max_tokens zero refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"max_tokens\":0}",
+	                 NULL, "max_tokens"));
+	T_ASSERT("max_tokens string refused",
+	         refused("{\"model\":\"a\",\"messages\":[],"
+	                 "\"max_tokens\":\"100\"}",
+	                 NULL, "max_tokens"));
+	T_ASSERT("max_tokens 1 accepted",
+	         accepted("{\"model\":\"a\",\"messages\":[],\"max_tokens\":1}",
+	                  NULL));
+	T_ASSERT("max_tokens null accepted",
+	         accepted("{\"model\":\"a\",\"messages\":[],"
+	                  "\"max_tokens\":null}",
+	                  NULL));
+	T_ASSERT("max_completion_tokens zero refused, param names it",
+	         refused("{\"model\":\"a\",\"messages\":[],"
+	                 "\"max_completion_tokens\":0}",
+	                 NULL, "max_completion_tokens"));
+	T_ASSERT("bad max_completion_tokens beside a good max_tokens refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"max_tokens\":5,"
+	                 "\"max_completion_tokens\":-1}",
+	                 NULL, "max_completion_tokens"));
+	T_ASSERT("max_tokens 0.5 refused",
+	         refused("{\"model\":\"a\",\"messages\":[],"
+	                 "\"max_tokens\":0.5}",
+	                 NULL, "max_tokens"));
+	T_ASSERT("max_completion_tokens 10 accepted",
+	         accepted("{\"model\":\"a\",\"messages\":[],"
+	                  "\"max_completion_tokens\":10}",
+	                  NULL));
+
+	/* duplicate keys orgw reads: cJSON reads the first, OpenRouter
+	 * the last, so they would disagree */
+	T_ASSERT("duplicate max_tokens refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"max_tokens\":1,"
+	                 "\"max_tokens\":999999}",
+	                 NULL, "max_tokens"));
+	T_ASSERT("duplicate stream refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"stream\":false,"
+	                 "\"stream\":true}",
+	                 NULL, "stream"));
+	T_ASSERT("duplicate model refused",
+	         refused("{\"model\":\"a\",\"model\":\"../x\",\"messages\":[]}",
+	                 NULL, "model"));
+	T_ASSERT("duplicate keys orgw ignores are kept",
+	         accepted("{\"model\":\"a\",\"messages\":[],\"temperature\":1,"
+	                  "\"temperature\":2}",
+	                  NULL));
+
+	/* client provider */
+	T_ASSERT("provider object: has_provider",
+	         parse("{\"model\":\"a\",\"messages\":[],"
+	               "\"provider\":{\"order\":[\"x\"]}}",
+	               NULL, &r) == ORGW_OK &&
+	             r.has_provider);
+	reqval_free(&r);
+
+	/* deep nesting: cJSON's limit refuses it, no stack overflow */
+	deep = nested(2000);
+	T_ASSERT("2000 nested arrays refused without a crash",
+	         refused(deep, NULL, NULL));
+	free(deep);
+}
+
+static void
+test_model_ok(void)
+{
+	char id[300];
+
+	T_ASSERT("model ok: deepseek/deepseek-v3.2",
+	         reqval_model_ok("deepseek/deepseek-v3.2"));
+	T_ASSERT("model ok: openai/gpt-4o:free",
+	         reqval_model_ok("openai/gpt-4o:free"));
+	T_ASSERT("model ok: all allowed punctuation",
+	         reqval_model_ok("A-z_0.9:x/y@v+w~u"));
+	T_ASSERT("model ok: single char", reqval_model_ok("a"));
+	T_ASSERT("model ok: single dot", reqval_model_ok("a.b"));
+	T_ASSERT("model bad: empty", !reqval_model_ok(""));
+	T_ASSERT("model bad: space", !reqval_model_ok("a b"));
+	T_ASSERT("model bad: CR", !reqval_model_ok("a\rb"));
+	T_ASSERT("model bad: LF", !reqval_model_ok("a\nb"));
+	T_ASSERT("model bad: tab", !reqval_model_ok("a\tb"));
+	T_ASSERT("model bad: control byte 0x01", !reqval_model_ok("a\001b"));
+	T_ASSERT("model bad: DEL", !reqval_model_ok("a\177b"));
+	T_ASSERT("model bad: UTF-8 byte", !reqval_model_ok("caf\303\251"));
+	T_ASSERT("model bad: ..", !reqval_model_ok("a..b"));
+	T_ASSERT("model bad: leading ..", !reqval_model_ok("../etc"));
+	T_ASSERT("model bad: leading /", !reqval_model_ok("/a"));
+	T_ASSERT("model bad: quote", !reqval_model_ok("a\"b"));
+	T_ASSERT("model bad: backslash", !reqval_model_ok("a\\b"));
+	T_ASSERT("model bad: percent", !reqval_model_ok("a%2e"));
+	T_ASSERT("model bad: question mark", !reqval_model_ok("a?b"));
+	memset(id, 'm', 255);
+	id[255] = '\0';
+	T_ASSERT("model ok: 255 chars", reqval_model_ok(id));
+	id[255] = 'm';
+	id[256] = '\0';
+	T_ASSERT("model bad: 256 chars", !reqval_model_ok(id));
+	memset(id, 'm', 299);
+	id[299] = '\0';
+	T_ASSERT("model bad: 299 chars", !reqval_model_ok(id));
+}
+
+/* Number of members of o named k. */
+static int
+count_key(const cJSON *o, const char *k)
+{
+	const cJSON *it;
+	int n = 0;
+
+	cJSON_ArrayForEach(it, o)
+	{
+		if (it->string != NULL && strcmp(it->string, k) == 0)
+			n++;
+	}
+	return n;
+}
+
+/* True when out["provider"] is exactly the pin for tag. */
+static int
+is_pin(const cJSON *out, const char *tag)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(out, "provider");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "order");
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(p, "allow_fallbacks");
+
+	return count_key(out, "provider") == 1 && cJSON_IsObject(p) &&
+	       cJSON_GetArraySize(p) == 2 && cJSON_IsArray(o) &&
+	       cJSON_GetArraySize(o) == 1 &&
+	       cJSON_IsString(cJSON_GetArrayItem(o, 0)) &&
+	       strcmp(cJSON_GetArrayItem(o, 0)->valuestring, tag) == 0 &&
+	       cJSON_IsFalse(f);
+}
+
+/* True when every member of in other than the keys in skip is equal in
+ * out, and out has no member outside in and {provider, model}. */
+static int
+same_fields(const cJSON *in, const cJSON *out)
+{
+	static const char *const skip[] = {"provider", "model", "max_tokens",
+	                                   "max_completion_tokens"};
+	const cJSON *it;
+	size_t k;
+
+	cJSON_ArrayForEach(it, in)
+	{
+		for (k = 0; k < 4; k++)
+			if (strcmp(it->string, skip[k]) == 0)
+				break;
+		if (k < 4)
+			continue;
+		if (count_key(out, it->string) != 1 ||
+		    !cJSON_Compare(it,
+		                   cJSON_GetObjectItemCaseSensitive(out,
+		                                                    it->string),
+		                   1))
+			return 0;
+	}
+	cJSON_ArrayForEach(it, out)
+	{
+		if (strcmp(it->string, "provider") != 0 &&
+		    strcmp(it->string, "model") != 0 &&
+		    cJSON_GetObjectItemCaseSensitive(in, it->string) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+static double
+num(const cJSON *o, const char *k)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	return cJSON_IsNumber(it) ? it->valuedouble : -1;
+}
+
+static const char BODY[] =
+    "{\"model\":\"deepseek/deepseek-v3.2\","
+    "\"messages\":[{\"role\":\"system\",\"content\":\"be \\\"brief\\\"\"},"
+    "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+    "\"text\":\"caf\\u00e9 \\ud83d\\ude00 \\n\"}]}],"
+    "\"temperature\":0.7,\"top_p\":1,\"seed\":-42,"
+    "\"stop\":[\"\\n\\n\",\"END\"],\"stream\":true,"
+    "\"stream_options\":{\"include_usage\":true},"
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}],"
+    "\"reasoning\":{\"effort\":\"high\",\"exclude\":false},"
+    "\"user\":null,\"logit_bias\":{\"50256\":-100},"
+    "\"max_tokens\":100000,\"max_completion_tokens\":70000}";
+
+static void
+test_forward(void)
+{
+	struct chat_req r;
+	cJSON *in, *out;
+	char *s;
+
+	in = cJSON_Parse(BODY);
+	if (in == NULL || parse(BODY, NULL, &r) != ORGW_OK)
+		abort();
+
+	s = reqval_forward(&r, "deepseek", 0);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("forward: output is a JSON object", cJSON_IsObject(out));
+	T_ASSERT("forward: pin {order:[deepseek],allow_fallbacks:false}",
+	         is_pin(out, "deepseek"));
+	T_ASSERT("forward: other fields unchanged", same_fields(in, out));
+	T_ASSERT("forward: model written once",
+	         count_key(out, "model") == 1 &&
+	             strcmp(cJSON_GetObjectItem(out, "model")->valuestring,
+	                    "deepseek/deepseek-v3.2") == 0);
+	T_ASSERT("forward: max_out 0 clamps nothing",
+	         num(out, "max_tokens") == 100000 &&
+	             num(out, "max_completion_tokens") == 70000);
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, "deepinfra/fp8", 65536);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("second call: pin replaced by the new tag",
+	         is_pin(out, "deepinfra/fp8"));
+	T_ASSERT("second call: max_tokens clamped to 65536",
+	         num(out, "max_tokens") == 65536);
+	T_ASSERT("second call: max_completion_tokens clamped to 65536",
+	         num(out, "max_completion_tokens") == 65536);
+	T_ASSERT("second call: clamped number printed as an integer",
+	         s != NULL && strstr(s, "\"max_tokens\":65536") != NULL);
+	T_ASSERT("second call: other fields unchanged", same_fields(in, out));
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, NULL, -1);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("NULL tag: pin removed",
+	         cJSON_IsObject(out) && count_key(out, "provider") == 0);
+	T_ASSERT("NULL tag: negative max_out clamps nothing more",
+	         num(out, "max_tokens") == 65536);
+	T_ASSERT("NULL tag: other fields unchanged", same_fields(in, out));
+	T_ASSERT("NULL tag: model still there", count_key(out, "model") == 1);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+	cJSON_Delete(in);
+
+	/* clamp only when above */
+	if (parse("{\"model\":\"a\",\"messages\":[],\"max_tokens\":100,"
+	          "\"max_completion_tokens\":4096}",
+	          NULL, &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "t", 4096);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("below the cap: max_tokens unchanged",
+	         num(out, "max_tokens") == 100);
+	T_ASSERT("equal to the cap: max_completion_tokens unchanged",
+	         num(out, "max_completion_tokens") == 4096);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	s = reqval_forward(&r, "t", 99);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("one above the cap: clamped to 99",
+	         num(out, "max_tokens") == 99 &&
+	             num(out, "max_completion_tokens") == 99);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* no max_tokens: none added */
+	if (parse("{\"model\":\"a\",\"messages\":[]}", NULL, &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "t", 100);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("no max_tokens: clamping adds none",
+	         cJSON_IsObject(out) && count_key(out, "max_tokens") == 0 &&
+	             count_key(out, "max_completion_tokens") == 0);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* default model is written into the forwarded body */
+	if (parse("{\"messages\":[]}", "dflt/model", &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, NULL, 0);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("default model written into the body",
+	         cJSON_IsString(cJSON_GetObjectItem(out, "model")) &&
+	             strcmp(cJSON_GetObjectItem(out, "model")->valuestring,
+	                    "dflt/model") == 0);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* the client's provider object is forwarded untouched */
+	{
+		static const char b[] =
+		    "{\"model\":\"a\",\"messages\":[],\"max_tokens\":500,"
+		    "\"provider\":{\"order\":[\"x\",\"y\"],"
+		    "\"allow_fallbacks\":true,\"sort\":\"price\"}}";
+		cJSON *want;
+
+		if (parse(b, NULL, &r) != ORGW_OK)
+			abort();
+		want = cJSON_Parse(b);
+		s = reqval_forward(&r, "deepseek", 100);
+		out = s ? cJSON_Parse(s) : NULL;
+		T_ASSERT("client provider: kept untouched with a tag",
+		         count_key(out, "provider") == 1 &&
+		             cJSON_Compare(cJSON_GetObjectItem(want, "provider"),
+		                           cJSON_GetObjectItem(out, "provider"),
+		                           1));
+		T_ASSERT("client provider: max_tokens still clamped",
+		         num(out, "max_tokens") == 100);
+		cJSON_Delete(out);
+		cJSON_free(s);
+		s = reqval_forward(&r, NULL, 0);
+		out = s ? cJSON_Parse(s) : NULL;
+		T_ASSERT("client provider: NULL tag does not remove it",
+		         cJSON_Compare(cJSON_GetObjectItem(want, "provider"),
+		                       cJSON_GetObjectItem(out, "provider"), 1));
+		cJSON_Delete(out);
+		cJSON_free(s);
+		cJSON_Delete(want);
+		reqval_free(&r);
+	}
+
+	/* nesting just under cJSON's limit: accepted and re-printed */
+	{
+		char *b = nested(900);
+
+		T_ASSERT("900 nested arrays accepted",
+		         parse(b, NULL, &r) == ORGW_OK);
+		s = reqval_forward(&r, "t", 1);
+		T_ASSERT("900 nested arrays forwarded",
+		         s != NULL && strstr(s, "[[[[") != NULL);
+		cJSON_free(s);
+		reqval_free(&r);
+		free(b);
+	}
+}
+
+int
+main(void)
+{
+	test_parse();
+	test_model_ok();
+	test_forward();
+	return T_REPORT();
+}

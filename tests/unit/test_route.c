@@ -1,0 +1,264 @@
+/*
+ * test_route.c - unit tests for route.c, SPEC section 4 steps 3 to 7:
+ * every branch of route_decide(), route_next() skipping and cooling,
+ * route_find() and route_lock_from().  Cooling is a set of tags here.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "t.h"
+#include "route.h"
+
+/* The cooling set: a NULL-terminated list of tags. */
+static bool
+cooling(void *arg, const char *tag)
+{
+	const char *const *set = arg;
+
+	for (; set != NULL && *set != NULL; set++)
+		if (strcmp(*set, tag) == 0)
+			return true;
+	return false;
+}
+
+static struct rec_cand V[3];
+static struct rec_cands CANDS;
+static struct rec_lock LOCK;
+
+static void
+setup(void)
+{
+	static const char *const tags[] = {"deepseek", "deepinfra/fp8",
+	                                   "novita"};
+	size_t i;
+
+	memset(V, 0, sizeof(V));
+	for (i = 0; i < 3; i++) {
+		snprintf(V[i].tag, sizeof(V[i].tag), "%s", tags[i]);
+		snprintf(V[i].provider_name, sizeof(V[i].provider_name),
+		         "Name%zu", i);
+		V[i].score = 30.0 - (double)i;
+		V[i].max_completion_tokens = 1000 * (int64_t)(i + 1);
+	}
+	memset(&CANDS, 0, sizeof(CANDS));
+	CANDS.scored_at = 1000;
+	CANDS.attempted_at = 1000;
+	CANDS.n = 3;
+	CANDS.v = V;
+	memset(&LOCK, 0, sizeof(LOCK));
+	snprintf(LOCK.tag, sizeof(LOCK.tag), "deepinfra/fp8");
+	LOCK.locked_at = 5000;
+	LOCK.last_used = 9000;
+}
+
+/* A view at now=10000, idle 3600, retry 300, nothing cooling. */
+static struct route_view
+view(const char *const *cool)
+{
+	struct route_view v;
+
+	memset(&v, 0, sizeof(v));
+	v.lock = &LOCK;
+	v.cands = &CANDS;
+	v.cooling = cooling;
+	v.cooling_arg = (void *)(uintptr_t)cool;
+	v.now = 10000;
+	v.lock_idle_seconds = 3600;
+	v.score_retry_seconds = 300;
+	return v;
+}
+
+static void
+test_names(void)
+{
+	T_ASSERT("name client", strcmp(route_name(ROUTE_CLIENT), "client") == 0);
+	T_ASSERT("name locked", strcmp(route_name(ROUTE_LOCKED), "locked") == 0);
+	T_ASSERT("name relocked",
+	         strcmp(route_name(ROUTE_RELOCKED), "relocked") == 0);
+	T_ASSERT("name scored", strcmp(route_name(ROUTE_SCORED), "scored") == 0);
+	T_ASSERT("name unpinned",
+	         strcmp(route_name(ROUTE_UNPINNED), "unpinned") == 0);
+}
+
+static void
+test_decide(void)
+{
+	static const char *const cool_lock[] = {"deepinfra/fp8", NULL};
+	static const char *const cool_first_two[] = {"deepinfra/fp8",
+	                                             "deepseek", NULL};
+	static const char *const cool_all[] = {"deepseek", "deepinfra/fp8",
+	                                       "novita", NULL};
+	static const char *const cool_other[] = {"novita", NULL};
+	const struct rec_cand *pick = &V[0];
+	struct route_view v;
+	struct rec_cands none;
+
+	setup();
+	v = view(NULL);
+	v.client_provider = true;
+	T_ASSERT("client provider: ROUTE_CLIENT, no pick",
+	         route_decide(&v, &pick) == ROUTE_CLIENT && pick == NULL);
+	v = view(cool_all);
+	v.client_provider = true;
+	v.lock = NULL;
+	v.cands = NULL;
+	T_ASSERT("client provider wins even with nothing usable",
+	         route_decide(&v, &pick) == ROUTE_CLIENT);
+
+	v = view(NULL);
+	pick = &V[0];
+	T_ASSERT("live lock: ROUTE_LOCKED, no pick",
+	         route_decide(&v, &pick) == ROUTE_LOCKED && pick == NULL);
+	v = view(cool_other);
+	T_ASSERT("live lock with another provider cooling: LOCKED",
+	         route_decide(&v, &pick) == ROUTE_LOCKED);
+	v = view(NULL);
+	v.cooling = NULL;
+	T_ASSERT("no cooling callback: LOCKED",
+	         route_decide(&v, &pick) == ROUTE_LOCKED);
+	LOCK.last_used = v.now - 3599;
+	T_ASSERT("idle one second short of the limit: LOCKED",
+	         route_decide(&v, &pick) == ROUTE_LOCKED);
+	LOCK.last_used = v.now - 3600;
+	v = view(NULL);
+	T_ASSERT("idle exactly the limit: RELOCKED to the best",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[0]);
+	LOCK.last_used = 0;
+	T_ASSERT("idle long expired: RELOCKED to the best",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[0]);
+	LOCK.last_used = 9000;
+
+	v = view(cool_lock);
+	T_ASSERT("lock cooling: RELOCKED to the best not cooling",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[0]);
+	v = view(cool_first_two);
+	T_ASSERT("lock and best cooling: RELOCKED to the third",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[2]);
+
+	v = view(NULL);
+	LOCK.tag[0] = '\0';
+	T_ASSERT("lock with an empty tag is no lock: RELOCKED",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[0]);
+	setup();
+	v = view(NULL);
+	v.lock = NULL;
+	T_ASSERT("no lock, candidates: RELOCKED to the best",
+	         route_decide(&v, &pick) == ROUTE_RELOCKED && pick == &V[0]);
+
+	/* never scored */
+	v = view(NULL);
+	v.lock = NULL;
+	v.cands = NULL;
+	pick = &V[0];
+	T_ASSERT("no lock, never scored: SCORED, no pick",
+	         route_decide(&v, &pick) == ROUTE_SCORED && pick == NULL);
+	v.lock = &LOCK;
+	v.now = LOCK.last_used + 3600;
+	T_ASSERT("idle lock, never scored: SCORED",
+	         route_decide(&v, &pick) == ROUTE_SCORED);
+
+	/* scored with no candidates */
+	memset(&none, 0, sizeof(none));
+	none.scored_at = 1000;
+	none.attempted_at = 1000;
+	v = view(NULL);
+	v.lock = NULL;
+	v.cands = &none;
+	T_ASSERT("scored, no candidates: UNPINNED",
+	         route_decide(&v, &pick) == ROUTE_UNPINNED && pick == NULL);
+
+	/* failed inline scoring: scored_at 0, attempted_at set */
+	none.scored_at = 0;
+	none.attempted_at = v.now - 299;
+	T_ASSERT("failed attempt 299 s ago (retry 300): UNPINNED",
+	         route_decide(&v, &pick) == ROUTE_UNPINNED);
+	none.attempted_at = v.now - 300;
+	T_ASSERT("failed attempt exactly 300 s ago: SCORED",
+	         route_decide(&v, &pick) == ROUTE_SCORED);
+	none.attempted_at = 0;
+	T_ASSERT("never attempted (zeroed record): SCORED",
+	         route_decide(&v, &pick) == ROUTE_SCORED);
+
+	/* all cooling */
+	v = view(cool_all);
+	T_ASSERT("all cooling (lock too): UNPINNED",
+	         route_decide(&v, &pick) == ROUTE_UNPINNED && pick == NULL);
+	v.lock = NULL;
+	T_ASSERT("all cooling, no lock: UNPINNED",
+	         route_decide(&v, &pick) == ROUTE_UNPINNED);
+	/* all cooling but the last attempt failed long ago and nothing was
+	 * ever scored successfully: try scoring again */
+	CANDS.scored_at = 0;
+	CANDS.attempted_at = 0;
+	T_ASSERT("all cooling, never scored ok, retry due: SCORED",
+	         route_decide(&v, &pick) == ROUTE_SCORED);
+	setup();
+}
+
+static void
+test_next_find(void)
+{
+	static const char *const cool_best[] = {"deepseek", NULL};
+	static const char *const cool_all[] = {"deepseek", "deepinfra/fp8",
+	                                       "novita", NULL};
+	struct rec_cands empty;
+
+	setup();
+	T_ASSERT("next: best first",
+	         route_next(&CANDS, NULL, NULL, NULL) == &V[0]);
+	T_ASSERT("next: skip_tag skips the best",
+	         route_next(&CANDS, NULL, NULL, "deepseek") == &V[1]);
+	T_ASSERT("next: skip_tag not present changes nothing",
+	         route_next(&CANDS, NULL, NULL, "other") == &V[0]);
+	T_ASSERT("next: cooling skips the best",
+	         route_next(&CANDS, cooling, (void *)(uintptr_t)cool_best,
+	                    NULL) == &V[1]);
+	T_ASSERT("next: cooling best and skip second gives the third",
+	         route_next(&CANDS, cooling, (void *)(uintptr_t)cool_best,
+	                    "deepinfra/fp8") == &V[2]);
+	T_ASSERT("next: all cooling gives NULL",
+	         route_next(&CANDS, cooling, (void *)(uintptr_t)cool_all,
+	                    NULL) == NULL);
+	T_ASSERT("next: NULL candidates gives NULL",
+	         route_next(NULL, NULL, NULL, NULL) == NULL);
+	memset(&empty, 0, sizeof(empty));
+	T_ASSERT("next: empty candidates gives NULL",
+	         route_next(&empty, NULL, NULL, NULL) == NULL);
+	T_ASSERT("next: skip_tag is an exact match, not a prefix",
+	         route_next(&CANDS, NULL, NULL, "deep") == &V[0]);
+
+	T_ASSERT("find: present", route_find(&CANDS, "novita") == &V[2]);
+	T_ASSERT("find: absent", route_find(&CANDS, "nov") == NULL);
+	T_ASSERT("find: NULL cands", route_find(NULL, "novita") == NULL);
+}
+
+static void
+test_lock_from(void)
+{
+	struct rec_lock l;
+
+	setup();
+	memset(&l, 0x5A, sizeof(l));
+	route_lock_from(&l, &V[1], 4242);
+	T_ASSERT("lock_from: tag", strcmp(l.tag, "deepinfra/fp8") == 0);
+	T_ASSERT("lock_from: provider name",
+	         strcmp(l.provider_name, "Name1") == 0);
+	T_ASSERT("lock_from: locked_at and last_used are now",
+	         l.locked_at == 4242 && l.last_used == 4242);
+	T_ASSERT("lock_from: max_completion_tokens copied",
+	         l.max_completion_tokens == 2000);
+	T_ASSERT("lock_from: tag buffer NUL-padded (no stale bytes)",
+	         l.tag[sizeof(l.tag) - 1] == '\0' &&
+	             l.provider_name[sizeof(l.provider_name) - 1] == '\0');
+}
+
+int
+main(void)
+{
+	test_names();
+	test_decide();
+	test_next_find();
+	test_lock_from();
+	return T_REPORT();
+}
