@@ -46,48 +46,65 @@ CORE    := src/route.c src/score.c src/breaker.c src/sse.c src/reqval.c \
 	   src/conf.c src/record.c src/buf.c
 
 .PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz
+.SECONDARY:
 
 all: $(GATEWAY) $(SCORER)
 
+# V=1 shows the full command lines.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 $(B)/src/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(LIB): $(OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)ar rcs $@ $^
 
 $(B)/cgi-bin/orgw.o: cgi-bin/orgw.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/scheduler/orgw-score.o: scheduler/orgw-score.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(B)/orgw.fcgi: $(B)/cgi-bin/orgw.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(GATEWAY): $(B)/orgw.fcgi
-	cp $< $@
+	$(Q)cp $< $@
 
 $(SCORER): $(B)/orgw-score
-	cp $< $@
+	$(Q)cp $< $@
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c -o $@ $<
 
 $(B)/tests/test_%: $(B)/tests/test_%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fuzz targets replayed over their corpora under gcc (tests/fuzz/fuzz_main.c).
 $(B)/tests/replay_%: tests/fuzz/%.c tests/fuzz/fuzz_main.c $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 

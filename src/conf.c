@@ -124,8 +124,8 @@ enum conf_num {
 	CONF_NUM_RANGE,
 };
 
-__attribute__((format(printf, 3, 4))) static void
-conf_err(char *err, size_t errlen, const char *fmt, ...)
+void
+conf_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -176,6 +176,12 @@ conf_show(char *buf, size_t size, const char *v)
 	}
 	buf[i] = '\0';
 	return buf;
+}
+
+const char *
+conf_name(size_t i)
+{
+	return i < CONF_NITEMS ? conf_items[i].name : NULL;
 }
 
 static const struct conf_item *
@@ -277,25 +283,25 @@ conf_set_key(const struct conf_item *it, char **slot, const char *v,
 		if (!conf_is_space(*p))
 			blank = false;
 	if (blank) {
-		conf_err(err, errlen, "%s is empty; an empty key is not a key",
+		conf_errf(err, errlen, "%s is empty; an empty key is not a key",
 			 it->name);
 		return ORGW_EINVAL;
 	}
 	for (p = (const unsigned char *)v; *p != '\0'; p++) {
 		if (*p == ' ') {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s contains a space; a key has none "
 				 "(stray whitespace?)", it->name);
 			return ORGW_EINVAL;
 		}
 		if (*p < 0x20 || *p == 0x7f) {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s contains a control character "
 				 "(a stray newline or tab?)", it->name);
 			return ORGW_EINVAL;
 		}
 		if (*p > 0x7f) {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s contains a non-ASCII byte", it->name);
 			return ORGW_EINVAL;
 		}
@@ -321,7 +327,7 @@ conf_set_url(const struct conf_item *it, char **slot, const char *v,
 	else if (strncasecmp(v, "http://", 7) == 0)
 		scheme = 7;
 	else {
-		conf_err(err, errlen,
+		conf_errf(err, errlen,
 			 "%s: \"%s\" must start with http:// or https://",
 			 it->name, conf_show(show, sizeof(show), v));
 		return ORGW_EINVAL;
@@ -329,7 +335,7 @@ conf_set_url(const struct conf_item *it, char **slot, const char *v,
 	n = strlen(v);
 	for (i = 0; i < n; i++) {
 		if (!conf_is_graph((unsigned char)v[i])) {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: \"%s\" contains a space, a control "
 				 "character or a non-ASCII byte", it->name,
 				 conf_show(show, sizeof(show), v));
@@ -337,7 +343,7 @@ conf_set_url(const struct conf_item *it, char **slot, const char *v,
 		}
 		/* Request paths are appended to the base URL. */
 		if (v[i] == '?' || v[i] == '#') {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: \"%s\" must not have a query or "
 				 "fragment", it->name,
 				 conf_show(show, sizeof(show), v));
@@ -347,7 +353,7 @@ conf_set_url(const struct conf_item *it, char **slot, const char *v,
 	while (n > scheme && v[n - 1] == '/')
 		n--;
 	if (n == scheme || v[scheme] == '/') {
-		conf_err(err, errlen, "%s: \"%s\" has no host", it->name,
+		conf_errf(err, errlen, "%s: \"%s\" has no host", it->name,
 			 conf_show(show, sizeof(show), v));
 		return ORGW_EINVAL;
 	}
@@ -365,7 +371,7 @@ conf_set_path(const struct conf_item *it, char **slot, const char *v,
 	char *dup;
 
 	if (*v == '\0') {
-		conf_err(err, errlen, "%s is empty; want a file path",
+		conf_errf(err, errlen, "%s is empty; want a file path",
 			 it->name);
 		return ORGW_EINVAL;
 	}
@@ -401,7 +407,7 @@ conf_set_models(struct orgw_conf *c, const struct conf_item *it,
 			continue;
 		len = strlen(item);
 		if (len >= ORGW_MODEL_MAX) {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: model id \"%s\" is longer than %d "
 				 "bytes", it->name,
 				 conf_show(show, sizeof(show), item),
@@ -410,7 +416,7 @@ conf_set_models(struct orgw_conf *c, const struct conf_item *it,
 		}
 		for (i = 0; i < len; i++) {
 			if (!conf_is_graph((unsigned char)item[i])) {
-				conf_err(err, errlen,
+				conf_errf(err, errlen,
 					 "%s: model id \"%s\" has a space, a "
 					 "control character or a non-ASCII "
 					 "byte at offset %zu", it->name,
@@ -425,7 +431,7 @@ conf_set_models(struct orgw_conf *c, const struct conf_item *it,
 		if (i < n)
 			continue;
 		if (n == CONF_MAX_TARGETS) {
-			conf_err(err, errlen, "%s: more than %d models",
+			conf_errf(err, errlen, "%s: more than %d models",
 				 it->name, CONF_MAX_TARGETS);
 			goto out;
 		}
@@ -474,7 +480,7 @@ conf_set_delays(struct orgw_conf *c, const struct conf_item *it,
 			*next++ = '\0';
 		item = conf_trim(item);
 		if (n == CONF_MAX_DELAYS) {
-			conf_err(err, errlen, "%s: more than %d delays",
+			conf_errf(err, errlen, "%s: more than %d delays",
 				 it->name, CONF_MAX_DELAYS);
 			goto out;
 		}
@@ -482,20 +488,20 @@ conf_set_delays(struct orgw_conf *c, const struct conf_item *it,
 		case CONF_NUM_OK:
 			break;
 		case CONF_NUM_EMPTY:
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: item %zu is empty; want seconds "
 				 "%lld..%lld separated by commas, or an "
 				 "empty value for no retries", it->name,
 				 n + 1, it->ilo, it->ihi);
 			goto out;
 		case CONF_NUM_SYNTAX:
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: item %zu \"%s\" is not an integer",
 				 it->name, n + 1,
 				 conf_show(show, sizeof(show), item));
 			goto out;
 		case CONF_NUM_RANGE:
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "%s: item %zu \"%s\" is out of range "
 				 "(%lld..%lld seconds)", it->name, n + 1,
 				 conf_show(show, sizeof(show), item),
@@ -536,15 +542,15 @@ conf_set_double(struct orgw_conf *c, const struct conf_item *it,
 	case CONF_NUM_OK:
 		break;
 	case CONF_NUM_EMPTY:
-		conf_err(err, errlen, "%s is empty; want a number %s",
+		conf_errf(err, errlen, "%s is empty; want a number %s",
 			 it->name, range);
 		return ORGW_EINVAL;
 	case CONF_NUM_SYNTAX:
-		conf_err(err, errlen, "%s: \"%s\" is not a number (want %s)",
+		conf_errf(err, errlen, "%s: \"%s\" is not a number (want %s)",
 			 it->name, conf_show(show, sizeof(show), v), range);
 		return ORGW_EINVAL;
 	case CONF_NUM_RANGE:
-		conf_err(err, errlen, "%s: \"%s\" is out of range (%s)",
+		conf_errf(err, errlen, "%s: \"%s\" is out of range (%s)",
 			 it->name, conf_show(show, sizeof(show), v), range);
 		return ORGW_EINVAL;
 	}
@@ -565,17 +571,17 @@ conf_set_integer(struct orgw_conf *c, const struct conf_item *it,
 	case CONF_NUM_OK:
 		break;
 	case CONF_NUM_EMPTY:
-		conf_err(err, errlen, "%s is empty; want an integer %lld..%lld",
+		conf_errf(err, errlen, "%s is empty; want an integer %lld..%lld",
 			 it->name, it->ilo, it->ihi);
 		return ORGW_EINVAL;
 	case CONF_NUM_SYNTAX:
-		conf_err(err, errlen,
+		conf_errf(err, errlen,
 			 "%s: \"%s\" is not an integer (want %lld..%lld)",
 			 it->name, conf_show(show, sizeof(show), v), it->ilo,
 			 it->ihi);
 		return ORGW_EINVAL;
 	case CONF_NUM_RANGE:
-		conf_err(err, errlen, "%s: \"%s\" is out of range (%lld..%lld)",
+		conf_errf(err, errlen, "%s: \"%s\" is out of range (%lld..%lld)",
 			 it->name, conf_show(show, sizeof(show), v), it->ilo,
 			 it->ihi);
 		return ORGW_EINVAL;
@@ -668,13 +674,13 @@ conf_set(struct orgw_conf *c, const char *name, const char *value,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (c == NULL || name == NULL) {
-		conf_err(err, errlen, "conf_set: no struct or no name");
+		conf_errf(err, errlen, "conf_set: no struct or no name");
 		return ORGW_EINVAL;
 	}
 	if ((it = conf_find(name)) == NULL)
 		return ORGW_OK;
 	if (value == NULL) {
-		conf_err(err, errlen, "%s: no value", it->name);
+		conf_errf(err, errlen, "%s: no value", it->name);
 		return ORGW_EINVAL;
 	}
 	switch (it->kind) {
@@ -724,7 +730,7 @@ conf_err_line(char *err, size_t errlen, size_t lineno)
 		return;
 	if ((old = strdup(err)) == NULL)
 		return;		/* keep the message without its line */
-	conf_err(err, errlen, "line %zu: %s", lineno, old);
+	conf_errf(err, errlen, "line %zu: %s", lineno, old);
 	explicit_bzero(old, strlen(old));
 	free(old);
 }
@@ -754,7 +760,7 @@ conf_parse_line(char *line, size_t lineno,
 	if (strncmp(s, "export", 6) == 0 && (s[6] == ' ' || s[6] == '\t'))
 		s = conf_trim(s + 6);
 	if ((eq = strchr(s, '=')) == NULL) {
-		conf_err(err, errlen,
+		conf_errf(err, errlen,
 			 "line %zu: expected NAME=VALUE but found no '='",
 			 lineno);
 		return ORGW_EINVAL;
@@ -764,11 +770,11 @@ conf_parse_line(char *line, size_t lineno,
 	value = conf_trim(eq + 1);
 	/* The name is not quoted back: a mangled line may hold a key. */
 	if (*name == '\0') {
-		conf_err(err, errlen, "line %zu: no name before '='", lineno);
+		conf_errf(err, errlen, "line %zu: no name before '='", lineno);
 		return ORGW_EINVAL;
 	}
 	if (!conf_valid_name(name)) {
-		conf_err(err, errlen,
+		conf_errf(err, errlen,
 			 "line %zu: invalid name (want capital letters, "
 			 "digits and '_', not starting with a digit)",
 			 lineno);
@@ -777,7 +783,7 @@ conf_parse_line(char *line, size_t lineno,
 	if (value[0] == '"') {
 		n = strlen(value);
 		if (n < 2 || value[n - 1] != '"') {
-			conf_err(err, errlen,
+			conf_errf(err, errlen,
 				 "line %zu: %s: unterminated '\"'", lineno,
 				 name);
 			return ORGW_EINVAL;
@@ -820,7 +826,7 @@ conf_parse_text(const char *text, size_t len,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (fn == NULL || (text == NULL && len > 0) || len == SIZE_MAX) {
-		conf_err(err, errlen, "conf_parse_text: bad arguments");
+		conf_errf(err, errlen, "conf_parse_text: bad arguments");
 		return ORGW_EINVAL;
 	}
 	/* A UTF-8 byte order mark, as some editors write, is not a name. */
@@ -836,7 +842,7 @@ conf_parse_text(const char *text, size_t len,
 		pos += n + (nl != NULL);
 		lineno++;
 		if (memchr(start, '\0', n) != NULL) {
-			conf_err(err, errlen, "line %zu: contains a NUL byte",
+			conf_errf(err, errlen, "line %zu: contains a NUL byte",
 				 lineno);
 			r = ORGW_EINVAL;
 			goto out;

@@ -53,6 +53,15 @@ enum orgw_err conf_set(struct orgw_conf *c, const char *name,
 /* True when name is one of the settings of SPEC section 8. */
 bool conf_known(const char *name);
 
+/* The i-th setting name of SPEC section 8 (from 0), or NULL past the
+ * last: the list the environment is read by.  Static strings. */
+const char *conf_name(size_t i);
+
+/* printf into err (size errlen; NULL/0 is a no-op), truncating: the
+ * message writer of conf.c and confload.c. */
+void conf_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /*
  * Parses config-file text (KEY=VALUE lines, '#' comments, blank lines,
  * optional surrounding whitespace and optional "double quotes" around a

@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +28,6 @@
 #define CONF_FILE_MAX_BYTES ((size_t)1024 * 1024)	/* ORGW_CONFIG cap */
 #define CONF_SECRET_MAX_BYTES ((size_t)64 * 1024)	/* NAME_FILE cap */
 
-/*
- * Every setting of SPEC section 8, in the order the environment is read.
- * conf_known() is the authority; tests/unit/test_conf.c sets each of
- * these through the environment and checks that it took effect.
- */
-static const char *const load_names[] = {
-	"OPENROUTER_API_KEY", "CUSTOM_ACCESS_KEY", "UPSTREAM_URL",
-	"STATE_PATH", "TARGET_MODEL", "HIT_RATE", "CACHE_BONUS",
-	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
-	"FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
-	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES",
-};
-
-#define LOAD_NNAMES (sizeof(load_names) / sizeof(load_names[0]))
 
 struct load_secret {
 	const char *name;	/* e.g. "OPENROUTER_API_KEY" */
@@ -60,18 +45,6 @@ struct load_ctx {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 3, 4))) static void
-load_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	/* A message cut short by a small err buffer is still a message. */
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * getenv() and strerror() are not thread-safe (concurrency-mt-unsafe);
@@ -101,7 +74,7 @@ load_err_prefix(char *err, size_t errlen, const char *prefix)
 		return;
 	if ((old = strdup(err)) == NULL)
 		return;		/* keep the message without its prefix */
-	load_err(err, errlen, "%s: %s", prefix, old);
+	conf_errf(err, errlen, "%s: %s", prefix, old);
 	free(old);
 }
 
@@ -137,15 +110,15 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 	*out = NULL;
 	*outlen = 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		load_err(err, errlen, "%s: %s", path, load_strerror(errno));
+		conf_errf(err, errlen, "%s: %s", path, load_strerror(errno));
 		return ORGW_EINVAL;
 	}
 	if (fstat(fd, &st) == -1) {
-		load_err(err, errlen, "%s: %s", path, load_strerror(errno));
+		conf_errf(err, errlen, "%s: %s", path, load_strerror(errno));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		load_err(err, errlen, "%s: is a directory", path);
+		conf_errf(err, errlen, "%s: is a directory", path);
 		goto out;
 	}
 	/* cap + 1 bytes so that a file over the cap is seen as such. */
@@ -158,7 +131,7 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1) {
-			load_err(err, errlen, "%s: %s", path,
+			conf_errf(err, errlen, "%s: %s", path,
 				 load_strerror(errno));
 			goto out;
 		}
@@ -167,7 +140,7 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 		len += (size_t)r;
 	}
 	if (len > cap) {
-		load_err(err, errlen, "%s: larger than %zu bytes", path, cap);
+		conf_errf(err, errlen, "%s: larger than %zu bytes", path, cap);
 		goto out;
 	}
 	buf[len] = '\0';
@@ -187,7 +160,7 @@ out:
 		free(*out);
 		*out = NULL;
 		*outlen = 0;
-		load_err(err, errlen, "%s: %s", path, load_strerror(saved));
+		conf_errf(err, errlen, "%s: %s", path, load_strerror(saved));
 		rc = ORGW_EINVAL;
 	}
 	return rc;
@@ -210,7 +183,7 @@ load_pair(void *arg, const char *name, const char *value)
 			return 0;
 		}
 		if ((dup = strdup(value)) == NULL) {
-			load_err(x->err, x->errlen, "out of memory");
+			conf_errf(x->err, x->errlen, "out of memory");
 			return ORGW_ENOMEM;
 		}
 		free(s->file_path);
@@ -227,7 +200,7 @@ load_pair(void *arg, const char *name, const char *value)
 	}
 	if ((rc = conf_set(x->c, name, value, x->err, x->errlen)) != ORGW_OK) {
 		if (rc == ORGW_ENOMEM)
-			load_err(x->err, x->errlen, "out of memory");
+			conf_errf(x->err, x->errlen, "out of memory");
 		return (int)rc;
 	}
 	if ((s = load_secret_by(x, name, false)) != NULL) {
@@ -254,7 +227,7 @@ load_file(struct load_ctx *x, const char *path)
 	if (rc != ORGW_OK) {
 		if (rc == ORGW_ENOMEM && x->err != NULL && x->errlen > 0 &&
 		    x->err[0] == '\0')
-			load_err(x->err, x->errlen, "out of memory");
+			conf_errf(x->err, x->errlen, "out of memory");
 		load_err_prefix(x->err, x->errlen, path);
 		goto out;
 	}
@@ -273,22 +246,22 @@ static enum orgw_err
 load_env(struct load_ctx *x)
 {
 	struct load_secret *s;
-	const char *v;
+	const char *v, *name;
 	enum orgw_err rc;
 	char *dup;
 	size_t i;
 
-	for (i = 0; i < LOAD_NNAMES; i++) {
-		if ((v = load_getenv(load_names[i])) == NULL)
+	for (i = 0; (name = conf_name(i)) != NULL; i++) {
+		if ((v = load_getenv(name)) == NULL)
 			continue;
-		rc = conf_set(x->c, load_names[i], v, x->err, x->errlen);
+		rc = conf_set(x->c, name, v, x->err, x->errlen);
 		if (rc != ORGW_OK) {
 			if (rc == ORGW_ENOMEM)
-				load_err(x->err, x->errlen, "out of memory");
+				conf_errf(x->err, x->errlen, "out of memory");
 			load_err_prefix(x->err, x->errlen, "environment");
 			return rc;
 		}
-		if ((s = load_secret_by(x, load_names[i], false)) != NULL)
+		if ((s = load_secret_by(x, name, false)) != NULL)
 			s->given = true;
 	}
 	for (i = 0; i < sizeof(x->sec) / sizeof(x->sec[0]); i++) {
@@ -297,7 +270,7 @@ load_env(struct load_ctx *x)
 		if ((v = load_getenv(s->file_name)) == NULL || *v == '\0')
 			continue;
 		if ((dup = strdup(v)) == NULL) {
-			load_err(x->err, x->errlen, "out of memory");
+			conf_errf(x->err, x->errlen, "out of memory");
 			return ORGW_ENOMEM;
 		}
 		free(s->file_path);
@@ -319,7 +292,7 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 		       &mode, x->err, x->errlen);
 	if (rc != ORGW_OK) {
 		if (rc == ORGW_ENOMEM)
-			load_err(x->err, x->errlen, "out of memory");
+			conf_errf(x->err, x->errlen, "out of memory");
 		load_err_prefix(x->err, x->errlen, s->file_name);
 		return rc;
 	}
@@ -328,7 +301,7 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 	if (n > 0 && text[n - 1] == '\r')
 		n--;
 	if (memchr(text, '\0', n) != NULL) {
-		load_err(x->err, x->errlen, "%s: %s: contains a NUL byte",
+		conf_errf(x->err, x->errlen, "%s: %s: contains a NUL byte",
 			 s->file_name, s->file_path);
 		rc = ORGW_EINVAL;
 		goto out;
@@ -336,7 +309,7 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 	text[n] = '\0';
 	rc = conf_set(x->c, s->name, text, x->err, x->errlen);
 	if (rc == ORGW_ENOMEM)
-		load_err(x->err, x->errlen, "out of memory");
+		conf_errf(x->err, x->errlen, "out of memory");
 	if (rc != ORGW_OK)
 		load_err_prefix(x->err, x->errlen, s->file_path);
 out:
