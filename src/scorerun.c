@@ -1,9 +1,21 @@
 /*
- * scorerun.c - a scoring run over many models.
+ * scorerun.c - a scoring run over many models (orgw-score, POST /__cron).
  *
- * The network part (every model's fetch) happens with no state lock
- * held; each model's candidates are then written in one short
- * transaction, so live workers are never blocked by a slow fetch.
+ * Shape: fetchmany_run() fetches every model's endpoints on one libcurl
+ * multi handle, at most `parallel` at once, each with its own timeout.
+ * As each fetch ends, its done() callback scores the body (score.c, at
+ * the UTC time of that moment) and, unless this is a dry run, writes the
+ * model's candidates with state_store_candidates(): one short exclusive
+ * transaction per model.  No state lock is ever held while waiting on
+ * the network, so live workers are never blocked by a slow fetch, and
+ * the live lock BEST_PROVIDER is never written here.
+ *
+ * A model whose fetch, status or body is bad keeps its old candidates
+ * (state_store_candidates records the error and the attempt time) and
+ * does not stop the others.
+ *
+ * Ownership: a struct scorerun_model owns its score_result
+ * (scorerun_free); lists are malloc'd arrays the caller frees.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,32 +24,142 @@
 #include <cJSON.h>
 
 #include "clock.h"
+#include "fetchmany.h"
+#include "log.h"
 #include "record.h"
+#include "reqval.h"
 #include "rescore.h"
 #include "scorerun.h"
 #include "state.h"
+#include "store.h"
+
+struct run_ctx {
+	const struct orgw_conf *c;
+	struct scorerun_model *v;
+	size_t *map;		/* fetch item -> index into v */
+	struct score_params p;
+	bool dry_run;
+};
+
+/* fetchmany done(): score model i and write its candidates. */
+static void
+run_done(void *arg, size_t i, struct fetchmany_item *it)
+{
+	struct run_ctx *x = arg;
+	struct scorerun_model *r = &x->v[x->map[i]];
+	enum orgw_err e;
+
+	r->ms = it->ms;
+	r->scored_at = clock_now_s();
+	r->utc_hhmm = clock_utc_hhmm();
+	if (it->err != ORGW_OK) {
+		r->err = it->err;
+		snprintf(r->error, sizeof(r->error), "endpoints fetch: %.100s",
+			 it->error);
+	} else if (it->status != 200) {
+		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
+		r->err = ORGW_EUPSTREAM;
+		snprintf(r->error, sizeof(r->error), "endpoints HTTP %ld",
+			 it->status);
+	} else if ((e = score_endpoints(it->body, it->len, r->utc_hhmm,
+					&x->p, &r->res)) != ORGW_OK) {
+		r->err = e;
+		snprintf(r->error, sizeof(r->error),
+			 "endpoints response unreadable");
+	} else
+		r->err = ORGW_OK;
+	if (x->dry_run)
+		return;
+	r->save_err = state_store_candidates(x->c, r->model,
+					     r->err == ORGW_OK ? &r->res : NULL,
+					     r->error, r->scored_at);
+	r->saved = r->save_err == ORGW_OK;
+	if (!r->saved)
+		log_warn("scorer: %s: candidates not written: %s", r->model,
+			 orgw_strerror(r->save_err));
+}
 
 size_t
 scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 		size_t n, int parallel, int64_t timeout_ms, bool dry_run)
 {
-	size_t i, failed = 0;
-	int64_t t;
+	struct fetchmany_item *items = NULL;
+	struct fetchmany_opts o;
+	struct run_ctx x;
+	char *urls = NULL;
+	size_t i, k = 0, failed = 0, ulen;
+	enum orgw_err err = ORGW_OK;
 
-	(void)parallel;
+	if (n == 0)
+		return 0;
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.v = v;
+	x.dry_run = dry_run;
+	rescore_params(c, &x.p);
+	if (parallel < 1)
+		parallel = 1;
+	if (parallel > FETCHMANY_PARALLEL_MAX)
+		parallel = FETCHMANY_PARALLEL_MAX;
+	if (timeout_ms <= 0)
+		timeout_ms = SCORERUN_TIMEOUT_MS;
 	for (i = 0; i < n; i++) {
-		t = clock_mono_ms();
-		v[i].err = rescore_fetch(c, v[i].model, timeout_ms, &v[i].res,
-					 v[i].error, sizeof(v[i].error));
-		v[i].ms = clock_mono_ms() - t;
-		if (v[i].err != ORGW_OK)
-			failed++;
-		if (!dry_run)
-			state_store_candidates(
-				c, v[i].model,
-				v[i].err == ORGW_OK ? &v[i].res : NULL,
-				v[i].error, clock_now_s());
+		score_result_free(&v[i].res);
+		v[i].err = ORGW_EUPSTREAM;
+		v[i].error[0] = '\0';
+		v[i].ms = 0;
+		v[i].saved = false;
+		v[i].save_err = ORGW_OK;
 	}
+	/* Room for "<UPSTREAM_URL>/models/<model>/endpoints" each. */
+	ulen = strlen(c->upstream_url) + ORGW_MODEL_MAX +
+	       sizeof("/models//endpoints");
+	if (n > SIZE_MAX / ulen ||
+	    (items = calloc(n, sizeof(*items))) == NULL ||
+	    (x.map = calloc(n, sizeof(*x.map))) == NULL ||
+	    (urls = malloc(n * ulen)) == NULL) {
+		err = ORGW_ENOMEM;
+		goto out;
+	}
+	/*
+	 * A model id the gateway would not accept, or one that makes an
+	 * over-long URL, is never fetched (nor written): it fails here.
+	 * rescore_url keeps the id's '/' a path separator, never %2F
+	 * (OPENROUTER.md section 1).
+	 */
+	for (i = 0; i < n; i++) {
+		char *u = urls + k * ulen;
+		if (!reqval_model_ok(v[i].model) ||
+		    !rescore_url(c, v[i].model, u, ulen)) {
+			v[i].err = ORGW_EINVAL;
+			snprintf(v[i].error, sizeof(v[i].error),
+				 "not a usable model id");
+			continue;
+		}
+		items[k].url = u;
+		x.map[k++] = i;
+	}
+	memset(&o, 0, sizeof(o));
+	o.key = c->openrouter_api_key;
+	o.parallel = parallel;
+	o.timeout_ms = timeout_ms;
+	o.max_bytes = RESCORE_MAX_BYTES;
+	o.done = run_done;
+	o.arg = &x;
+	err = fetchmany_run(items, k, &o);
+out:
+	for (i = 0; i < n; i++) {
+		if (err != ORGW_OK && v[i].error[0] == '\0') {
+			v[i].err = err;
+			snprintf(v[i].error, sizeof(v[i].error),
+				 "scoring run: %s", orgw_strerror(err));
+		}
+		if (v[i].err != ORGW_OK || (!dry_run && !v[i].saved))
+			failed++;
+	}
+	free(urls);
+	free(x.map);
+	free(items);
 	return failed;
 }
 
@@ -50,47 +172,124 @@ scorerun_free(struct scorerun_model *v, size_t n)
 		score_result_free(&v[i].res);
 }
 
+enum orgw_err
+scorerun_add(struct scorerun_model **v, size_t *n, const char *model)
+{
+	struct scorerun_model *nv;
+	size_t i;
+
+	if (!reqval_model_ok(model))
+		return ORGW_EINVAL;
+	for (i = 0; i < *n; i++)
+		if (strcmp((*v)[i].model, model) == 0)
+			return ORGW_OK;
+	if (*n >= SIZE_MAX / sizeof(**v) - 1)
+		return ORGW_ENOMEM;
+	if ((nv = realloc(*v, (*n + 1) * sizeof(**v))) == NULL)
+		return ORGW_ENOMEM;
+	*v = nv;
+	memset(&nv[*n], 0, sizeof(nv[*n]));
+	snprintf(nv[*n].model, sizeof(nv[*n].model), "%s", model);
+	(*n)++;
+	return ORGW_OK;
+}
+
 struct list_ctx {
 	struct scorerun_model *v;
-	size_t n, cap;
+	size_t n;
 	bool oom;
 };
 
 static void
-list_add(void *arg, const char *model)
+list_seen(void *arg, const char *model, int64_t first_seen)
 {
 	struct list_ctx *l = arg;
-	struct scorerun_model *nv;
+	char safe[ORGW_MODEL_MAX];
 
-	if (l->oom)
-		return;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		if ((nv = realloc(l->v, cap * sizeof(*nv))) == NULL) {
-			l->oom = true;
-			return;
-		}
-		l->v = nv;
-		l->cap = cap;
+	(void)first_seen;
+	switch (scorerun_add(&l->v, &l->n, model)) {
+	case ORGW_OK:
+		break;
+	case ORGW_EINVAL:
+		log_warn("scorer: MODELS_SEEN has a bad model id \"%s\"",
+			 log_safe(safe, sizeof(safe), model));
+		break;
+	default:
+		l->oom = true;
+		break;
 	}
-	memset(&l->v[l->n], 0, sizeof(l->v[l->n]));
-	snprintf(l->v[l->n].model, sizeof(l->v[l->n].model), "%s", model);
-	l->n++;
 }
 
 struct scorerun_model *
 scorerun_list(const struct orgw_conf *c, size_t *n)
 {
-	struct list_ctx l = {NULL, 0, 0, false};
+	struct list_ctx l = {NULL, 0, false};
+	struct store *s = NULL;
+	char *seen = NULL;
+	enum orgw_err err;
+	size_t i;
 
-	state_models(c, list_add, &l);
+	*n = 0;
+	for (i = 0; i < c->n_target_models && !l.oom; i++)
+		if (scorerun_add(&l.v, &l.n, c->target_models[i]) ==
+		    ORGW_ENOMEM)
+			l.oom = true;
+	/*
+	 * A reader transaction, without the repair run_txn would try: a dry
+	 * run must leave the file as it is.  An unreadable store lists the
+	 * targets only; the writes that follow repair it.
+	 */
+	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	if (err == ORGW_OK) {
+		err = store_get(s, "MODELS_SEEN", &seen);
+		if (store_close(s) != ORGW_OK && err == ORGW_OK)
+			err = ORGW_EIO;
+	}
+	if (err != ORGW_OK)
+		log_warn("scorer: cannot read MODELS_SEEN from %s: %s",
+			 c->state_path, orgw_strerror(err));
+	else if (seen != NULL)
+		(void)record_seen_each(seen, list_seen, &l);
+	free(seen);
 	if (l.oom) {
 		free(l.v);
-		*n = 0;
 		return NULL;
 	}
 	*n = l.n;
 	return l.v;
+}
+
+/* The /__cron entry of one model into models; false on allocation
+ * failure. */
+static bool
+cron_model(cJSON *models, const struct scorerun_model *r)
+{
+	const char *err = NULL;
+	cJSON *m;
+	bool ok;
+
+	if ((m = cJSON_AddObjectToObject(models, r->model)) == NULL)
+		return false;
+	if (r->err != ORGW_OK)
+		err = r->error;
+	else if (!r->saved)
+		err = "candidates not written: state store busy or broken";
+	ok = true;
+	if (r->err == ORGW_OK)
+		ok = cJSON_AddStringToObject(m, "winner",
+					     r->res.n_ranked ? r->res.v[0].tag :
+							       "") != NULL &&
+		     cJSON_AddNumberToObject(m, "scored_at",
+					     (double)r->scored_at) != NULL &&
+		     cJSON_AddNumberToObject(m, "candidates",
+					     (double)r->res.n_ranked) != NULL &&
+		     cJSON_AddNumberToObject(
+			     m, "excluded",
+			     (double)(r->res.n - r->res.n_ranked)) != NULL;
+	if (ok && err != NULL)
+		ok = cJSON_AddStringToObject(m, "error", err) != NULL;
+	return ok && cJSON_AddNumberToObject(m, "fetch_ms", (double)r->ms) !=
+			     NULL;
 }
 
 char *
@@ -98,37 +297,23 @@ scorerun_cron_json(const struct orgw_conf *c)
 {
 	struct scorerun_model *v;
 	size_t n, i, failed;
-	cJSON *o, *models, *m;
+	cJSON *o, *models = NULL;
 	char *s = NULL;
+	int64_t now = clock_now_s();
 	bool ok;
 
 	v = scorerun_list(c, &n);
 	failed = scorerun_models(c, v, n, SCORERUN_PARALLEL,
 				 SCORERUN_TIMEOUT_MS, false);
 	o = cJSON_CreateObject();
-	ok = o && cJSON_AddNumberToObject(o, "scored_at",
-					   (double)clock_now_s()) &&
-	     cJSON_AddNumberToObject(o, "models_total", (double)n) &&
-	     cJSON_AddNumberToObject(o, "models_failed", (double)failed) &&
+	ok = o != NULL &&
+	     cJSON_AddNumberToObject(o, "scored_at", (double)now) != NULL &&
+	     cJSON_AddNumberToObject(o, "models_total", (double)n) != NULL &&
+	     cJSON_AddNumberToObject(o, "models_failed", (double)failed) !=
+		     NULL &&
 	     (models = cJSON_AddObjectToObject(o, "models")) != NULL;
-	for (i = 0; ok && i < n; i++) {
-		const struct scorerun_model *r = &v[i];
-		ok = (m = cJSON_AddObjectToObject(models, r->model)) != NULL;
-		if (ok && r->err == ORGW_OK)
-			ok = cJSON_AddStringToObject(
-				     m, "winner",
-				     r->res.n_ranked ? r->res.v[0].tag : "") &&
-			     cJSON_AddNumberToObject(m, "candidates",
-						     (double)r->res.n_ranked) &&
-			     cJSON_AddNumberToObject(m, "excluded",
-						     (double)(r->res.n -
-							      r->res.n_ranked));
-		else if (ok)
-			ok = cJSON_AddStringToObject(m, "error", r->error) !=
-			     NULL;
-		ok = ok && cJSON_AddNumberToObject(m, "fetch_ms",
-						   (double)r->ms);
-	}
+	for (i = 0; ok && i < n; i++)
+		ok = cron_model(models, &v[i]);
 	if (ok)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);

@@ -109,6 +109,11 @@ read_lock_cands(struct store *s, const char *model, struct rec_lock *l,
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
+	/* Both come back initialised whatever happens: the caller always
+	 * clears cands. */
+	memset(l, 0, sizeof(*l));
+	memset(cands, 0, sizeof(*cands));
+	*have_lock = *have_cands = false;
 	key2(k, "BEST_PROVIDER", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
