@@ -129,6 +129,11 @@ bench: deps all
 soak: deps all
 	@sh tests/soak.sh
 
+# libFuzzer targets, FUZZ_TIME seconds each (STYLE.md 9, 11); clang only.
+FUZZ_TIME ?= 60
+fuzz: deps
+	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run-fuzz.sh
+
 check-layers:
 	@bad=$$(grep -lE '#include[[:space:]]*<(fcgiapp|fcgi_stdio|curl/curl|gdbm)\.h>' $(CORE) 2>/dev/null); \
 	if [ -n "$$bad" ]; then echo "I/O header in pure core: $$bad"; exit 1; fi; \

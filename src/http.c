@@ -63,7 +63,7 @@ void
 http_route_path(const struct orgw_env *e, char *dst, size_t n)
 {
 	const char *p;
-	size_t len;
+	size_t len, sl;
 
 	if (n == 0)
 		return;
@@ -74,6 +74,14 @@ http_route_path(const struct orgw_env *e, char *dst, size_t n)
 	} else if (e->request_uri != NULL) {
 		p = e->request_uri;
 		len = strcspn(p, "?#");
+		/* Mounted below a prefix (SCRIPT_NAME /orgw, REQUEST_URI
+		 * /orgw/v1/...): the path is what follows the prefix. */
+		sl = e->script_name ? strlen(e->script_name) : 0;
+		if (sl > 1 && sl < len && p[sl] == '/' &&
+		    memcmp(p, e->script_name, sl) == 0) {
+			p += sl;
+			len -= sl;
+		}
 	} else {
 		return;
 	}

@@ -49,7 +49,8 @@ void http_env_free(struct orgw_env *e);
 
 /*
  * The request path below the mount point: PATH_INFO when set and not
- * empty, else REQUEST_URI without its query; a leading "/api" before
+ * empty, else REQUEST_URI without its query (and without a SCRIPT_NAME
+ * prefix the web server mounted it under); a leading "/api" before
  * "/v1/" is dropped so /api/v1/x and /v1/x are the same (SPEC section
  * 2).  Writes into dst (size n); "" when nothing fits.
  */

@@ -346,6 +346,33 @@ record_cooldown_decode(const char *text, struct rec_cooldown *c)
 	return ORGW_OK;
 }
 
+/* Puts n in place of o's first member k (so a damaged value holding k
+ * twice cannot have its other copy become the one readers find); false
+ * on failure, n then still belongs to the caller. */
+static bool
+replace(cJSON *o, const char *k, cJSON *n)
+{
+	return n != NULL && cJSON_ReplaceItemInObjectCaseSensitive(o, k, n);
+}
+
+/* Returns o[k] as an object, creating it (or replacing a non-object). */
+static cJSON *
+child_obj(cJSON *o, const char *k)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k), *n;
+
+	if (cJSON_IsObject(it))
+		return it;
+	if (it == NULL)
+		return cJSON_AddObjectToObject(o, k);
+	n = cJSON_CreateObject();
+	if (!replace(o, k, n)) {
+		cJSON_Delete(n);
+		return NULL;
+	}
+	return n;
+}
+
 char *
 record_seen_add(const char *text, const char *model, int64_t now,
 		bool *added)
@@ -356,12 +383,8 @@ record_seen_add(const char *text, const char *model, int64_t now,
 	*added = true;
 	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
 		return NULL;
-	models = cJSON_GetObjectItemCaseSensitive(o, "models");
-	if (!cJSON_IsObject(models)) {
-		cJSON_DeleteItemFromObjectCaseSensitive(o, "models");
-		if ((models = cJSON_AddObjectToObject(o, "models")) == NULL)
-			return finish(o, false);
-	}
+	if ((models = child_obj(o, "models")) == NULL)
+		return finish(o, false);
 	if (cJSON_GetObjectItemCaseSensitive(models, model) != NULL) {
 		*added = false;
 		return finish(o, false);
@@ -394,18 +417,6 @@ record_seen_each(const char *text,
 	return n;
 }
 
-/* Returns o[k] as an object, creating it (or replacing a non-object). */
-static cJSON *
-child_obj(cJSON *o, const char *k)
-{
-	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (cJSON_IsObject(it))
-		return it;
-	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-	return cJSON_AddObjectToObject(o, k);
-}
-
 /* o[k] += d, creating the number; false on allocation failure.  A
  * non-finite d counts as 0: one bad delta must not wipe the total. */
 static bool
@@ -417,14 +428,21 @@ bump(cJSON *o, const char *k, double d)
 		return false;
 	if (!isfinite(d))
 		d = 0;
-	/* A stored inf (cJSON reads 1e999 as one) counts as damaged: the
-	 * counter starts again from d, like a missing one. */
-	if (cJSON_IsNumber(it) && isfinite(it->valuedouble)) {
-		double v = it->valuedouble + d;
-		cJSON_SetNumberValue(it, isfinite(v) ? v : it->valuedouble);
+	if (cJSON_IsNumber(it)) {
+		/* A stored inf (cJSON reads 1e999 as one) is damage: the
+		 * counter starts again from d, like a missing one. */
+		double v = isfinite(it->valuedouble) ? it->valuedouble + d : d;
+		cJSON_SetNumberValue(it, isfinite(v) ? v : 0);
 		return true;
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+	if (it != NULL) {
+		cJSON *n = cJSON_CreateNumber(d);
+		if (!replace(o, k, n)) {
+			cJSON_Delete(n);
+			return false;
+		}
+		return true;
+	}
 	return add_num(o, k, d);
 }
 

@@ -155,8 +155,17 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 					     "positive integer");
 		}
 	}
-	r->has_provider =
-		cJSON_GetObjectItemCaseSensitive(root, "provider") != NULL;
+	/* "provider": null is no routing wish: orgw pins as usual (and
+	 * reqval_forward drops the null). */
+	{
+		cJSON *pv = cJSON_GetObjectItemCaseSensitive(root, "provider");
+		if (pv != NULL && !cJSON_IsNull(pv) && !cJSON_IsObject(pv)) {
+			reqval_free(r);
+			return fail(err, errlen, param, "provider",
+				    "'provider' must be an object");
+		}
+		r->has_provider = cJSON_IsObject(pv);
+	}
 	return ORGW_OK;
 }
 

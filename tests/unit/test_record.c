@@ -458,6 +458,13 @@ test_seen(void)
 	         t1 && record_seen_each(t1, on_seen, &sn) == 1 &&
 	             strcmp(sn.model[0], "m") == 0 && sn.first[0] == 5);
 	record_free(t1);
+	t1 = record_seen_add("{\"models\":7,\"models\":{\"a\":1}}", "m", 5,
+	                     &added);
+	memset(&sn, 0, sizeof(sn));
+	T_ASSERT("seen add: duplicate models, the first is the one listed",
+	         t1 && added && record_seen_each(t1, on_seen, &sn) == 1 &&
+	             strcmp(sn.model[0], "m") == 0);
+	record_free(t1);
 	t1 = record_seen_add("{\"models\":7,\"x\":1}", "m", 5, &added);
 	memset(&sn, 0, sizeof(sn));
 	T_ASSERT("seen add: a non-object models is replaced",
@@ -726,6 +733,16 @@ test_stats_nonfinite(void)
 	         cJSON_IsObject(cJSON_GetObjectItem(o, "errors")) &&
 	             cJSON_IsObject(cJSON_GetObjectItem(o, "tokens")) &&
 	             at(o, "by_provider.p.requests") == 1);
+	cJSON_Delete(o);
+	record_free(t2);
+	/* A damaged value holding a key twice: the copy readers find first
+	 * is the one updated (replaced in place, not appended). */
+	t2 = record_stats_apply("{\"requests\":\"x\",\"requests\":5,"
+	                        "\"errors\":1,\"errors\":{\"5xx\":9}}",
+	                        &d);
+	o = t2 ? cJSON_Parse(t2) : NULL;
+	T_ASSERT("duplicate keys: the first copy is the one updated",
+	         at(o, "requests") == 1 && at(o, "errors.5xx") == 0);
 	cJSON_Delete(o);
 	record_free(t2);
 	o = NULL;

@@ -1,0 +1,328 @@
+/*
+ * fuzz_record.c - libFuzzer target for record.c (STYLE.md 11:
+ * record_decode), the codec of the GDBM values of SPEC section 7.
+ *
+ * The input, with a NUL after it, is taken as a stored value and given to
+ * every decoder, to MODELS_SEEN add/list and to record_stats_apply().
+ * Invariants (a violation aborts):
+ *   - decoded strings are NUL-terminated within their arrays, doubles are
+ *     finite, counts are >= 0, a decoded lock has a tag, candidates have
+ *     tags and n never exceeds the array;
+ *   - decode(encode(decode(x))) equals decode(x) (numbers within the
+ *     15 significant digits cJSON prints);
+ *   - seen_add of a new model lists it, and adding it again is refused;
+ *   - stats_apply gives an object whose counters (every key it updated)
+ *     are finite numbers, never NaN, inf or null, and "requests" grows
+ *     by exactly the delta (a damaged counter starts again from it).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "record.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_str(const char *s, size_t n)
+{
+	if (memchr(s, '\0', n) == NULL)
+		abort();
+}
+
+/* a == b within the precision cJSON keeps when printing. */
+static bool
+near(double a, double b)
+{
+	return a == b || fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b));
+}
+
+static void
+check_cand(const struct rec_cand *c)
+{
+	check_str(c->tag, sizeof(c->tag));
+	check_str(c->provider_name, sizeof(c->provider_name));
+	if (c->tag[0] == '\0' || !isfinite(c->score) ||
+	    !isfinite(c->throughput) || !isfinite(c->prompt) ||
+	    !isfinite(c->completion) || !isfinite(c->cache_read) ||
+	    !isfinite(c->effective_input) || !isfinite(c->cost) ||
+	    !isfinite(c->uptime) || !isfinite(c->bonus))
+		abort();
+}
+
+static bool
+cand_near(const struct rec_cand *a, const struct rec_cand *b)
+{
+	return strcmp(a->tag, b->tag) == 0 &&
+	       strcmp(a->provider_name, b->provider_name) == 0 &&
+	       near(a->score, b->score) && near(a->throughput, b->throughput) &&
+	       near(a->prompt, b->prompt) && near(a->completion, b->completion) &&
+	       near(a->cache_read, b->cache_read) &&
+	       near(a->effective_input, b->effective_input) &&
+	       near(a->cost, b->cost) && near(a->uptime, b->uptime) &&
+	       near(a->bonus, b->bonus) &&
+	       a->has_throughput == b->has_throughput &&
+	       a->implicit_cache == b->implicit_cache && a->free == b->free &&
+	       near((double)a->max_completion_tokens,
+	            (double)b->max_completion_tokens);
+}
+
+static void
+fuzz_lock(const char *text)
+{
+	struct rec_lock a, b;
+	char *s;
+
+	if (record_lock_decode(text, &a) != ORGW_OK)
+		return;
+	check_str(a.tag, sizeof(a.tag));
+	check_str(a.provider_name, sizeof(a.provider_name));
+	if (a.tag[0] == '\0' || (s = record_lock_encode(&a)) == NULL)
+		abort();
+	if (record_lock_decode(s, &b) != ORGW_OK ||
+	    strcmp(a.tag, b.tag) != 0 ||
+	    strcmp(a.provider_name, b.provider_name) != 0 ||
+	    !near((double)a.locked_at, (double)b.locked_at) ||
+	    !near((double)a.last_used, (double)b.last_used) ||
+	    !near((double)a.max_completion_tokens,
+	          (double)b.max_completion_tokens))
+		abort();
+	record_free(s);
+}
+
+static void
+fuzz_cands(const char *text)
+{
+	struct rec_cands a, b;
+	size_t i;
+	char *s;
+
+	if (record_cands_decode(text, &a) != ORGW_OK) {
+		if (a.v != NULL || a.n != 0)
+			abort();
+		return;
+	}
+	check_str(a.error, sizeof(a.error));
+	if (a.n > 0 && a.v == NULL)
+		abort();
+	for (i = 0; i < a.n; i++)
+		check_cand(&a.v[i]);
+	if ((s = record_cands_encode(&a)) == NULL)
+		abort();
+	if (record_cands_decode(s, &b) != ORGW_OK || b.n != a.n ||
+	    strcmp(a.error, b.error) != 0 ||
+	    !near((double)a.scored_at, (double)b.scored_at) ||
+	    !near((double)a.attempted_at, (double)b.attempted_at))
+		abort();
+	for (i = 0; i < a.n; i++)
+		if (!cand_near(&a.v[i], &b.v[i]))
+			abort();
+	record_free(s);
+	record_cands_clear(&a);
+	record_cands_clear(&b);
+}
+
+static void
+fuzz_failure_cooldown(const char *text)
+{
+	struct rec_failure f, g;
+	struct rec_cooldown c, d;
+	char *s;
+
+	if (record_failure_decode(text, &f) == ORGW_OK) {
+		check_str(f.reason, sizeof(f.reason));
+		if (f.count < 0 || (s = record_failure_encode(&f)) == NULL)
+			abort();
+		if (record_failure_decode(s, &g) != ORGW_OK ||
+		    !near((double)f.count, (double)g.count) ||
+		    !near((double)f.last, (double)g.last) ||
+		    strcmp(f.reason, g.reason) != 0)
+			abort();
+		record_free(s);
+	}
+	if (record_cooldown_decode(text, &c) == ORGW_OK) {
+		check_str(c.reason, sizeof(c.reason));
+		if ((s = record_cooldown_encode(&c)) == NULL)
+			abort();
+		if (record_cooldown_decode(s, &d) != ORGW_OK ||
+		    !near((double)c.until, (double)d.until) ||
+		    strcmp(c.reason, d.reason) != 0)
+			abort();
+		record_free(s);
+	}
+}
+
+struct seen {
+	size_t n;
+	bool found;
+};
+
+static void
+on_seen(void *arg, const char *model, int64_t first_seen)
+{
+	struct seen *s = arg;
+
+	s->n++;
+	if (strcmp(model, "fuzz/model") == 0 && first_seen == 1764547200)
+		s->found = true;
+}
+
+static void
+fuzz_seen(const char *text)
+{
+	struct seen a = {0}, b = {0};
+	bool added = false;
+	char *s, *t;
+	size_t n;
+
+	n = record_seen_each(text, on_seen, &a);
+	if (n != a.n)
+		abort();
+	s = record_seen_add(text, "fuzz/model", 1764547200, &added);
+	if (s == NULL) {
+		if (added)
+			abort();	/* out of memory: not expected here */
+		return;
+	}
+	if (!added || record_seen_each(s, on_seen, &b) < 1 || !b.found)
+		abort();
+	t = record_seen_add(s, "fuzz/model", 1, &added);
+	if (t != NULL || added)
+		abort();
+	record_free(s);
+}
+
+static void
+need_finite(const cJSON *o, const char *k)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+		abort();
+}
+
+/* Every counter stats_apply() updated for d is present in o and a finite
+ * number.  (Keys it did not touch, such as a latency field of a request
+ * without that measurement, are carried through as they were.) */
+static void
+check_counters(const cJSON *o, const struct stats_delta *d)
+{
+	static const char *const top[] = {"v", "requests", "ok",
+	                                  "retries_429", "failovers",
+	                                  "breaker_trips", "off_pin",
+	                                  "cost_usd"};
+	static const char *const errs[] = {"429", "5xx", "timeout", "slow",
+	                                   "mid_stream", "client_abort",
+	                                   "other"};
+	static const char *const toks[] = {"prompt", "cached", "completion"};
+	static const char *const ttfb[] = {"ttfb_ms_sum", "ttfb_count",
+	                                   "ttfb_ms_max"};
+	static const char *const total[] = {"total_ms_sum", "total_count",
+	                                    "total_ms_max"};
+	const cJSON *e, *t, *l, *p;
+	size_t i;
+
+	e = cJSON_GetObjectItemCaseSensitive(o, "errors");
+	t = cJSON_GetObjectItemCaseSensitive(o, "tokens");
+	l = cJSON_GetObjectItemCaseSensitive(o, "latency");
+	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		need_finite(o, top[i]);
+	for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		need_finite(e, errs[i]);
+	for (i = 0; i < 3; i++) {
+		need_finite(t, toks[i]);
+		if (d->ttfb_ms >= 0)
+			need_finite(l, ttfb[i]);
+		if (d->total_ms >= 0)
+			need_finite(l, total[i]);
+	}
+	if (!cJSON_IsObject(l))
+		abort();
+	if (d->tag == NULL || d->tag[0] == '\0')
+		return;
+	p = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(o, "by_provider"), d->tag);
+	need_finite(p, "requests");
+	need_finite(p, "ok");
+	need_finite(p, "cost_usd");
+	t = cJSON_GetObjectItemCaseSensitive(p, "tokens");
+	for (i = 0; i < 3; i++)
+		need_finite(t, toks[i]);
+}
+
+/* The "requests" counter of stats text t, or 0. */
+static double
+requests_of(const char *t)
+{
+	cJSON *o = cJSON_Parse(t);
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "requests");
+	double v = 0;
+
+	if (cJSON_IsObject(o) && cJSON_IsNumber(r) && isfinite(r->valuedouble))
+		v = r->valuedouble;
+	cJSON_Delete(o);
+	return v;
+}
+
+static void
+fuzz_stats(const char *text, const uint8_t *data, size_t size)
+{
+	struct stats_delta d;
+	char *s, *t;
+	cJSON *o;
+	double before;
+
+	memset(&d, 0, sizeof(d));
+	d.tag = size % 3 == 0 ? NULL : size % 3 == 1 ? "deepseek" : "";
+	d.requests = 1;
+	d.ok = size % 2;
+	d.e5xx = 1;
+	d.prompt_tokens = size ? data[0] : 0;
+	d.cost_usd = size % 5 == 0 ? NAN : size % 5 == 1 ? INFINITY : 0.001;
+	d.ttfb_ms = size % 7 == 0 ? -1 : (int64_t)size;
+	d.total_ms = (int64_t)size * 3;
+	if ((s = record_stats_apply(text, &d)) == NULL)
+		abort();
+	o = cJSON_Parse(s);
+	if (!cJSON_IsObject(o))
+		abort();
+	check_counters(o, &d);
+	cJSON_Delete(o);
+	before = requests_of(text);
+	if (!near(requests_of(s), before + 1) && isfinite(before + 1))
+		abort();
+	/* and once more on our own output */
+	if ((t = record_stats_apply(s, &d)) == NULL)
+		abort();
+	if (!near(requests_of(t), requests_of(s) + 1))
+		abort();
+	o = cJSON_Parse(t);
+	if (!cJSON_IsObject(o))
+		abort();
+	check_counters(o, &d);
+	cJSON_Delete(o);
+	record_free(t);
+	record_free(s);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text;
+
+	if ((text = malloc(size + 1)) == NULL)
+		return 0;
+	if (size)
+		memcpy(text, data, size);
+	text[size] = '\0';
+	fuzz_lock(text);
+	fuzz_cands(text);
+	fuzz_failure_cooldown(text);
+	fuzz_seen(text);
+	fuzz_stats(text, data, size);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,148 @@
+/*
+ * fuzz_reqval.c - libFuzzer target for reqval.c (STYLE.md 11: the raw
+ * request body).
+ *
+ * The input is the body, copied with a NUL after it as buf.h guarantees.
+ * An odd-sized input is parsed with a default model (TARGET_MODEL naming
+ * one model), an even-sized one without.  Invariants (a violation aborts):
+ *   - refused: ORGW_EINVAL, a message, nothing kept (root NULL);
+ *   - accepted: the model is one reqval_model_ok() accepts;
+ *   - reqval_forward(tag, 4096) is a JSON object whose "model" is the
+ *     resolved model, whose "provider" is the pin (or the client's own,
+ *     untouched) and whose max_tokens/max_completion_tokens are <= 4096;
+ *   - a second call with another tag re-pins, a NULL tag unpins, and the
+ *     client's provider object survives both.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "reqval.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CLAMP 4096
+
+static int
+count_key(const cJSON *o, const char *k)
+{
+	const cJSON *it;
+	int n = 0;
+
+	cJSON_ArrayForEach(it, o)
+	{
+		if (it->string != NULL && strcmp(it->string, k) == 0)
+			n++;
+	}
+	return n;
+}
+
+static void
+check_pin(const cJSON *out, const char *tag)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(out, "provider");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "order");
+	const cJSON *t = cJSON_GetArrayItem(o, 0);
+
+	if (count_key(out, "provider") != 1 || cJSON_GetArraySize(o) != 1 ||
+	    !cJSON_IsString(t) || strcmp(t->valuestring, tag) != 0 ||
+	    !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+		p, "allow_fallbacks")))
+		abort();
+}
+
+/* Parses s and checks what every forwarded body must hold. */
+static cJSON *
+check_out(const char *s, const struct chat_req *r, int64_t clamp)
+{
+	cJSON *out, *m, *it;
+	size_t k;
+	static const char *const lim[] = {"max_tokens",
+	                                  "max_completion_tokens"};
+
+	if (s == NULL)
+		abort();
+	out = cJSON_Parse(s);
+	if (!cJSON_IsObject(out))
+		abort();
+	m = cJSON_GetObjectItemCaseSensitive(out, "model");
+	if (count_key(out, "model") != 1 || !cJSON_IsString(m) ||
+	    strcmp(m->valuestring, r->model) != 0)
+		abort();
+	for (k = 0; clamp > 0 && k < 2; k++) {
+		it = cJSON_GetObjectItemCaseSensitive(out, lim[k]);
+		if (cJSON_IsNumber(it) && it->valuedouble > (double)clamp)
+			abort();
+	}
+	return out;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct chat_req r;
+	char err[128], *body, *s;
+	const char *param = NULL, *def = size % 2 ? "dflt/model-1" : NULL;
+	cJSON *out, *in_prov = NULL, *first;
+	enum orgw_err e;
+
+	if ((body = malloc(size + 1)) == NULL)
+		return 0;
+	if (size)
+		memcpy(body, data, size);
+	body[size] = '\0';
+	err[0] = '\0';
+	e = reqval_parse(body, size, def, &r, err, sizeof(err), &param);
+	if (e != ORGW_OK) {
+		if (e != ORGW_EINVAL || err[0] == '\0' || r.root != NULL)
+			abort();
+		free(body);
+		return 0;
+	}
+	if (!reqval_model_ok(r.model) || r.root == NULL)
+		abort();
+	if (r.has_provider) {
+		first = cJSON_GetObjectItemCaseSensitive(r.root, "provider");
+		if ((in_prov = cJSON_Duplicate(first, 1)) == NULL)
+			goto out;
+	}
+
+	s = reqval_forward(&r, "deepseek", CLAMP);
+	out = check_out(s, &r, CLAMP);
+	if (r.has_provider) {
+		if (!cJSON_Compare(in_prov,
+		                   cJSON_GetObjectItemCaseSensitive(out,
+		                                                    "provider"),
+		                   1))
+			abort();
+	} else {
+		check_pin(out, "deepseek");
+	}
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, "deepinfra/fp8", 0);
+	out = check_out(s, &r, CLAMP);	/* already clamped */
+	if (!r.has_provider)
+		check_pin(out, "deepinfra/fp8");
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, NULL, 1);
+	out = check_out(s, &r, 1);
+	if (r.has_provider ? !cJSON_Compare(in_prov,
+	                                    cJSON_GetObjectItemCaseSensitive(
+	                                        out, "provider"),
+	                                    1)
+	                   : count_key(out, "provider") != 0)
+		abort();
+	cJSON_Delete(out);
+	cJSON_free(s);
+out:
+	cJSON_Delete(in_prov);
+	reqval_free(&r);
+	free(body);
+	return 0;
+}
