@@ -86,10 +86,10 @@ $(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(GATEWAY): $(B)/orgw.fcgi
-	$(Q)cp $< $@
+	$(Q)cp -f $< $@
 
 $(SCORER): $(B)/orgw-score
-	$(Q)cp $< $@
+	$(Q)cp -f $< $@
 
 $(B)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)

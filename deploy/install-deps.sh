@@ -9,6 +9,11 @@
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
 #                      clang-tidy and cppcheck (make format-check, make lint).
+#   ORGW_DEPS_BENCH=1  also install what only the benchmarks need (make
+#                      bench; bench/run.sh sets it): wrk (HTTP load with a
+#                      Lua script for the POST body) and gnuplot-nox (the
+#                      chart).  bench/run.sh installs the peer gateway it
+#                      compares with (Portkey, npm) into bench/node_modules.
 #
 # Packages, and why:
 #   gcc make pkg-config libc6-dev         the build
@@ -48,6 +53,7 @@ gdbmtool libcjson-dev libcurl4-openssl-dev lighttpd spawn-fcgi multiwatch
 caddy nginx-light apache2 libapache2-mod-fcgid systemd
 curl ca-certificates jq"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
+BENCH="wrk gnuplot-nox"
 
 want=$BASE
 if ! command -v node >/dev/null 2>&1; then
@@ -55,6 +61,9 @@ if ! command -v node >/dev/null 2>&1; then
 fi
 if [ "${ORGW_DEPS_EXTRA:-0}" = 1 ]; then
 	want="$want $EXTRA"
+fi
+if [ "${ORGW_DEPS_BENCH:-0}" = 1 ]; then
+	want="$want $BENCH"
 fi
 
 # One dpkg-query for all of them; unknown packages print nothing on stdout.

@@ -38,6 +38,15 @@ clock_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t
+clock_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 int
 clock_utc_hhmm(void)
 {
@@ -52,12 +61,20 @@ clock_utc_hhmm(void)
 void
 clock_sleep_ms(int64_t ms)
 {
-	struct timespec ts, rem;
-
 	if (ms <= 0)
 		return;
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	clock_sleep_us(ms * 1000);
+}
+
+void
+clock_sleep_us(int64_t us)
+{
+	struct timespec ts, rem;
+
+	if (us <= 0)
+		return;
+	ts.tv_sec = (time_t)(us / 1000000);
+	ts.tv_nsec = (long)(us % 1000000) * 1000L;
 	while (nanosleep(&ts, &rem) == -1 && errno == EINTR)
 		ts = rem;
 }

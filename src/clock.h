@@ -20,10 +20,16 @@ int64_t clock_now_s(void);
 /* Monotonic milliseconds, for durations and deadlines. */
 int64_t clock_mono_ms(void);
 
+/* Monotonic microseconds, for measuring short spans (lock hold times). */
+int64_t clock_mono_us(void);
+
 /* UTC wall clock as HHMM (hour*100 + minute), for price windows. */
 int clock_utc_hhmm(void);
 
 /* Sleeps ms milliseconds (restarting after signals). */
 void clock_sleep_ms(int64_t ms);
+
+/* Sleeps us microseconds (restarting after signals). */
+void clock_sleep_us(int64_t us);
 
 #endif

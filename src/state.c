@@ -101,31 +101,57 @@ cooling(void *arg, const char *tag)
 	return hot;
 }
 
-/* Reads BEST_PROVIDER and PROVIDER_CANDIDATE for model. */
+/* Reads BEST_PROVIDER for model. */
 static enum orgw_err
-read_lock_cands(struct store *s, const char *model, struct rec_lock *l,
-		bool *have_lock, struct rec_cands *cands, bool *have_cands)
+read_lock(struct store *s, const char *model, struct rec_lock *l,
+	  bool *have_lock)
 {
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	/* Both come back initialised whatever happens: the caller always
-	 * clears cands. */
+	/* Initialised whatever happens (absent key, read error). */
 	memset(l, 0, sizeof(*l));
-	memset(cands, 0, sizeof(*cands));
-	*have_lock = *have_cands = false;
+	*have_lock = false;
 	key2(k, "BEST_PROVIDER", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	*have_lock = v != NULL && record_lock_decode(v, l) == ORGW_OK;
 	free(v);
-	v = NULL;
+	return ORGW_OK;
+}
+
+/* Reads PROVIDER_CANDIDATE for model. */
+static enum orgw_err
+read_cands(struct store *s, const char *model, struct rec_cands *cands,
+	   bool *have_cands)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	/* Initialised whatever happens: callers always record_cands_clear()
+	 * it, and an absent key left it as stack garbage for free() (the
+	 * worker segfaults t0710 and the soak found, dmesg "segfault ... in
+	 * libc.so.6" at free+101). */
+	memset(cands, 0, sizeof(*cands));
+	*have_cands = false;
 	key2(k, "PROVIDER_CANDIDATE", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	*have_cands = v != NULL && record_cands_decode(v, cands) == ORGW_OK;
 	free(v);
 	return ORGW_OK;
+}
+
+/* Reads BEST_PROVIDER and PROVIDER_CANDIDATE for model. */
+static enum orgw_err
+read_lock_cands(struct store *s, const char *model, struct rec_lock *l,
+		bool *have_lock, struct rec_cands *cands, bool *have_cands)
+{
+	enum orgw_err err;
+
+	if ((err = read_lock(s, model, l, have_lock)) != ORGW_OK)
+		return err;
+	return read_cands(s, model, cands, have_cands);
 }
 
 static void
@@ -149,29 +175,49 @@ decide_and_lock(struct store *s, const char *model, bool client_provider,
 	const struct rec_cand *pick;
 	struct cool_ctx cc = {s, model, now};
 	struct route_view v;
-	bool have_lock, have_cands;
+	bool have_lock, have_cands = false;
 	char k[KEY_MAX];
 	enum orgw_err err;
+	enum route_kind kind;
 
-	err = read_lock_cands(s, model, &lock, &have_lock, &cands,
-			      &have_cands);
-	if (err != ORGW_OK)
+	memset(&cands, 0, sizeof(cands));
+	if ((err = read_lock(s, model, &lock, &have_lock)) != ORGW_OK)
 		return err;
 	memset(&v, 0, sizeof(v));
 	v.lock = have_lock ? &lock : NULL;
-	v.cands = have_cands ? &cands : NULL;
+	v.cands = NULL;
 	v.cooling = cooling;
 	v.cooling_arg = &cc;
 	v.now = now;
 	v.lock_idle_seconds = idle;
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
 	v.client_provider = client_provider;
+	/* Most requests find a live lock (step 4) or bring their own
+	 * provider (step 3), which route_decide() settles before it looks
+	 * at the candidates.  So the candidate list, the largest record and
+	 * the costliest to decode, is read only when that first decision
+	 * falls through to steps 5 to 7; the decision taken again with it
+	 * is then the whole of SPEC section 4. */
+	kind = route_decide(&v, &pick);
+	if (kind != ROUTE_LOCKED && kind != ROUTE_CLIENT) {
+		if ((err = read_cands(s, model, &cands, &have_cands)) !=
+		    ORGW_OK) {
+			record_cands_clear(&cands);
+			return err;
+		}
+		v.cands = have_cands ? &cands : NULL;
+		kind = route_decide(&v, &pick);
+	}
 	key2(k, "BEST_PROVIDER", model);
-	switch (route_decide(&v, &pick)) {
+	switch (kind) {
 	case ROUTE_LOCKED:
-		lock.last_used = now;
 		route_set(r, ROUTE_LOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
+		/* Renew last_used (seconds): a lock renewed earlier in the
+		 * same second would be rewritten with the very same bytes. */
+		if (lock.last_used == now)
+			break;
+		lock.last_used = now;
 		err = put_text(s, k, record_lock_encode(&lock));
 		break;
 	case ROUTE_RELOCKED:

@@ -10,8 +10,19 @@
  * Ownership: struct store owns the lock fd and the GDBM handle; both are
  * released by store_close() and nowhere else.  This is the only file
  * that includes gdbm.h.
+ *
+ * No fsync: gdbm_close() syncs a database opened for writing and has no
+ * flag against it; db_close() below sidesteps that (why: see there).
+ *
+ * Built with -DORGW_TRACE_LOCK (bench/run.sh does, in its own object
+ * directory), store_close() logs one line per transaction: how long it
+ * waited for the flock and how long it held it.  Release builds carry no
+ * trace code at all.
  */
+#define _GNU_SOURCE	/* memfd_create, dup3 (Linux; see db_close) */
+
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -32,6 +43,9 @@ struct store {
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
 	bool write;
 	char path[4096];
+#ifdef ORGW_TRACE_LOCK
+	int64_t t_ask_us, t_got_us;	/* flock asked for, and taken */
+#endif
 };
 
 static int
@@ -48,7 +62,11 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 {
 	char lp[4200];
 	int fd, op = write ? LOCK_EX : LOCK_SH;
-	int64_t deadline = clock_mono_ms() + timeout_ms, wait_ms = 1;
+	/* Backoff from 50 us: a transaction holds the lock for tens to
+	 * hundreds of microseconds, so a first wait of a whole millisecond
+	 * (the old start) left the lock idle most of the time a worker
+	 * slept on it. */
+	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
 
 	if (lock_path(lp, sizeof(lp), path) == -1) {
 		errno = ENAMETOOLONG;
@@ -68,9 +86,9 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 			errno = EWOULDBLOCK;
 			break;
 		}
-		clock_sleep_ms(wait_ms);
-		if (wait_ms < 16)
-			wait_ms *= 2;
+		clock_sleep_us(wait_us);
+		if (wait_us < 16000)
+			wait_us *= 2;
 	}
 	{
 		int e = errno;
@@ -101,6 +119,9 @@ store_open(struct store **out, const char *path, bool write,
 		return ORGW_ENOMEM;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	s->write = write;
+#ifdef ORGW_TRACE_LOCK
+	s->t_ask_us = clock_mono_us();
+#endif
 	if ((s->lockfd = take_lock(path, write, timeout_ms)) == -1) {
 		e = errno;
 		free(s);
@@ -109,6 +130,9 @@ store_open(struct store **out, const char *path, bool write,
 		log_err("state lock %s.lock: %s", path, strerror(e));
 		return ORGW_EIO;
 	}
+#ifdef ORGW_TRACE_LOCK
+	s->t_got_us = clock_mono_us();
+#endif
 	s->dbf = open_db(path, write);
 	if (s->dbf == NULL) {
 		e = errno;
@@ -128,6 +152,50 @@ store_open(struct store **out, const char *path, bool write,
 	}
 	*out = s;
 	return ORGW_OK;
+}
+
+/*
+ * Closes a handle like gdbm_close(), without its fsync(2) of a writer's
+ * file ("make sure the database is all on disk", gdbmclose.c), for which
+ * GDBM has no flag.  Under the exclusive lock that fsync serialised every
+ * worker on the disk: 0.3 to 2 ms each on the ext4 of the bench machine,
+ * two write transactions per request, a ceiling near 500 requests/s
+ * whatever the cores (bench/RESULTS.md).  The state is soft (SPEC 7): it
+ * needs visibility, not durability.  gdbm_store() and gdbm_delete() write
+ * through (bucket, directory and header reach the file with write(2)
+ * before they return; gdbm_close() itself only syncs and closes), so the
+ * next process to take the lock reads the new data from the page cache,
+ * and the kernel writes it back on its own.  After a power loss the file
+ * may lack the last seconds of updates, or be damaged, which store_open
+ * and store_repair already handle.
+ *
+ * How: the descriptor gdbm_close() will sync and close is swapped for a
+ * copy of an empty memfd (fsync there is a no-op), and the real one is
+ * closed here, its close(2) checked.  When that cannot be set up
+ * (memfd_create missing: not Linux, or an old kernel) the plain
+ * gdbm_close() runs, fsync included.  Readers never sync: plain close.
+ * Returns 0 or -1 like gdbm_close().
+ */
+static int
+db_close(GDBM_FILE dbf, bool write)
+{
+	static int nosync_fd = -2;	/* -2: not tried yet, -1: none */
+	int fd, real = -1, rc;
+
+	if (write && nosync_fd == -2)
+		nosync_fd = memfd_create("orgw-nosync", MFD_CLOEXEC);
+	if (write && nosync_fd >= 0 && (fd = gdbm_fdesc(dbf)) >= 0 &&
+	    (real = fcntl(fd, F_DUPFD_CLOEXEC, 0)) != -1 &&
+	    dup3(nosync_fd, fd, O_CLOEXEC) == -1) {
+		close(real);
+		real = -1;
+	}
+	rc = gdbm_close(dbf);
+	if (real != -1 && close(real) == -1) {
+		gdbm_errno = GDBM_FILE_CLOSE_ERROR;
+		rc = -1;
+	}
+	return rc;
 }
 
 static datum
@@ -251,13 +319,18 @@ store_close(struct store *s)
 
 	if (s == NULL)
 		return ORGW_OK;
-	if (s->dbf != NULL && gdbm_close(s->dbf) != 0) {
+	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
 		log_err("state %s: close: %s", s->path,
 			gdbm_strerror(gdbm_errno));
 		err = ORGW_EIO;
 	}
 	if (flock(s->lockfd, LOCK_UN) == -1)
 		err = ORGW_EIO;
+#ifdef ORGW_TRACE_LOCK
+	log_msg("lock", "write=%d wait_us=%lld hold_us=%lld", s->write ? 1 : 0,
+		(long long)(s->t_got_us - s->t_ask_us),
+		(long long)(clock_mono_us() - s->t_got_us));
+#endif
 	close(s->lockfd);
 	free(s);
 	return err;

@@ -1,0 +1,485 @@
+#!/bin/sh
+# bench/run.sh - orgw side by side with the direct path, a bare proxy and a
+# peer gateway, all on loopback, in one run (`make bench`).
+#
+#   (a) direct   client -> the OpenRouter double
+#   (b) proxy    client -> lighttpd mod_proxy -> double   (bench/lighttpd-proxy.conf)
+#   (c) orgw     client -> lighttpd mod_fastcgi -> orgw.fcgi -> double
+#                (deploy/lighttpd.conf and the stack of tests/lib.sh)
+#   (d) portkey  client -> Portkey AI gateway (node) -> double
+#
+# Every measurement alternates the four (a,b,c,d,a,b,c,d,...) so a busy
+# moment of the machine hits them alike, and records how busy the machine
+# was with work that is not ours.  Steps:
+#   1. the double's own ceiling (tests/double/selfbench.js)
+#   2. sequential latency (bench/seq.mjs): 15 warm-up, 7 rounds of 25
+#   3. throughput at each concurrency for BENCH_DURATION s (wrk + post.lua),
+#      BENCH_REPEAT times, median
+#   4. streaming: time to first token, event spacing (bench/stream.mjs)
+#   5. memory: orgw workers idle, and every process of each gateway during
+#      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
+#   6. state-lock hold time per request: the workers restarted with a
+#      -DORGW_TRACE_LOCK build (src/store.c logs each transaction)
+#   7. bench/report.mjs writes RESULTS.md; gnuplot draws the chart
+#
+# Knobs (environment):
+#   BENCH_QUICK=1        a smoke run (seconds, tiny counts; tests/integration/t0600)
+#   BENCH_OUT=DIR        raw results and logs (default bench/out)
+#   BENCH_RESULTS=FILE   the Markdown table (default bench/RESULTS.md; quick
+#                        runs default to $BENCH_OUT/RESULTS.md)
+#   BENCH_CHART=FILE     the chart, .png or .svg (default bench/results.png;
+#                        quick: $BENCH_OUT/results.svg)
+#   BENCH_PORTKEY=0      leave out the peer gateway
+#   BENCH_DURATION, BENCH_CONC ("16 64 256"), BENCH_REPEAT (3),
+#   BENCH_WORKERS (256), BENCH_HOLD (256), BENCH_SEQ ("15 7 25": warm-up,
+#   rounds, per round)
+#
+# Bench-only packages (wrk, gnuplot) come from deploy/install-deps.sh with
+# ORGW_DEPS_BENCH=1; Portkey from npm into bench/node_modules.  Every
+# process is started here and stopped by PID; every load is bounded in time.
+if [ -z "${BASH_VERSION:-}" ]; then
+	exec bash "$0" "$@"
+fi
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=../tests/lib.sh
+. tests/lib.sh
+
+QUICK=${BENCH_QUICK:-0}
+OUT=${BENCH_OUT:-bench/out}
+if [ "$QUICK" = 1 ]; then
+	RESULTS=${BENCH_RESULTS:-$OUT/RESULTS.md}
+	CHART=${BENCH_CHART:-$OUT/results.svg}
+	DUR=${BENCH_DURATION:-1}
+	CONC=${BENCH_CONC:-"2 4"}
+	REPEAT=${BENCH_REPEAT:-1}
+	WORKERS=${BENCH_WORKERS:-8}
+	HOLD=${BENCH_HOLD:-6}
+	SEQ=${BENCH_SEQ:-"2 2 3"}
+	STREAM_ROUNDS="1 2"
+	SELF_S=1
+	TRACE_S=1
+else
+	RESULTS=${BENCH_RESULTS:-bench/RESULTS.md}
+	CHART=${BENCH_CHART:-bench/results.png}
+	DUR=${BENCH_DURATION:-10}
+	CONC=${BENCH_CONC:-"16 64 256"}
+	REPEAT=${BENCH_REPEAT:-3}
+	WORKERS=${BENCH_WORKERS:-256}
+	HOLD=${BENCH_HOLD:-256}
+	SEQ=${BENCH_SEQ:-"15 7 25"}
+	STREAM_ROUNDS="5 4"
+	SELF_S=3
+	TRACE_S=5
+fi
+PORTKEY=${BENCH_PORTKEY:-1}
+MODEL=deepseek/deepseek-v3.2
+SPACING_MS=20
+
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+rm -f "$OUT"/*.json "$OUT"/*.jsonl "$OUT"/*.txt "$OUT"/*.log "$OUT"/*.dat "$OUT"/wrk.out "$OUT"/wrk.line "$OUT"/ready
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() {
+	say "error: $*"
+	exit 1
+}
+
+# ---------------------------------------------------------------------------
+# Dependencies and builds
+# ---------------------------------------------------------------------------
+
+ORGW_DEPS_BENCH=1 sh deploy/install-deps.sh || die "install-deps failed"
+for t in wrk gnuplot lighttpd node; do
+	command -v "$t" >/dev/null || die "$t is missing"
+done
+
+PK_DIR=bench/node_modules/@portkey-ai/gateway
+PK_JS=$PK_DIR/build/start-server.js
+
+# Portkey 1.15.2 on Node 20: hono's Response stand-in copies the upstream
+# fetch Response's headers guard, so ResponseService.updateHeaders() throws
+# "TypeError: immutable" on every streamed reply (Portkey-AI/gateway#1389,
+# #1550; upstream fix in the open PRs #1390/#1551).  The same one-line
+# workaround as those PRs: give the streamed Response its own headers.
+portkey_patch() {
+	local from='new Response(p,e)}const Ad=' to
+	to='new Response(p,{status:e.status,statusText:e.statusText,headers:new Headers(e.headers)})}const Ad='
+	grep -qF "$to" "$PK_JS" && return 0
+	grep -qF "$from" "$PK_JS" || {
+		say "Portkey build differs from 1.15.2; streaming patch not applied"
+		return 0
+	}
+	node -e '
+const fs = require("fs");
+const [f, a, b] = process.argv.slice(1);
+fs.writeFileSync(f, fs.readFileSync(f, "utf8").replace(a, b));' "$PK_JS" "$from" "$to"
+}
+
+if [ "$PORTKEY" = 1 ]; then
+	if [ ! -f "$PK_DIR/package.json" ] ||
+	    [ bench/package-lock.json -nt bench/node_modules/.package-lock.json ]; then
+		say "npm ci in bench/ (Portkey gateway)"
+		(cd bench && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1) ||
+			(cd bench && npm install --no-audit --no-fund --loglevel=error >/dev/null 2>&1) ||
+			{
+				say "Portkey install failed: leaving it out"
+				PORTKEY=0
+			}
+	fi
+	[ "$PORTKEY" = 1 ] && [ -f "$PK_JS" ] && portkey_patch
+	[ -f "$PK_JS" ] || PORTKEY=0
+fi
+
+# The workers run build/release/orgw.fcgi, the file cgi-bin/orgw.fcgi is
+# copied from: `make all` cannot replace cgi-bin/orgw.fcgi while another
+# test's workers run it ("Text file busy").
+make -s build/release/orgw.fcgi >/dev/null || die "build failed"
+export ORGW_FCGI_BIN=${ORGW_FCGI_BIN:-build/release/orgw.fcgi}
+# The lock-trace build: same flags plus ORGW_TRACE_LOCK, own object dir.
+make -s FLAVOUR=locktrace \
+	OPT="-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -DORGW_TRACE_LOCK" \
+	build/locktrace/orgw.fcgi >/dev/null || die "lock-trace build failed"
+
+# ---------------------------------------------------------------------------
+# Machine facts (bench/report.mjs reads meta.txt)
+# ---------------------------------------------------------------------------
+
+meta() { printf '%s=%s\n' "$1" "$2" >>"$OUT/meta.txt"; }
+meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+meta cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+meta cores "$(nproc)"
+meta mem "$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+meta kernel "$(uname -r)"
+meta os "$(. /etc/os-release && echo "$PRETTY_NAME")"
+meta load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+meta lighttpd "$(lighttpd -v 2>&1 | head -n 1 | cut -d' ' -f1)"
+meta node "$(node --version)"
+meta wrk "$(wrk -v 2>&1 | head -n 1 | cut -d' ' -f1-2)"
+meta libcurl "$(curl --version | head -n 1 | cut -d' ' -f2-3)"
+meta gdbm "$(dpkg-query -W -f='${Version}' libgdbm6 2>/dev/null)"
+meta libfcgi "$(dpkg-query -W -f='${Version}' libfcgi0ldbl 2>/dev/null || dpkg-query -W -f='${Version}' libfcgi-bin 2>/dev/null)"
+meta gnuplot "$(gnuplot --version)"
+meta cc "$(cc --version | head -n 1)"
+meta orgw "$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src cgi-bin 2>/dev/null || echo '+changes')"
+[ "$PORTKEY" = 1 ] && meta portkey "$(node -p "require('./$PK_DIR/package.json').version")"
+meta quick "$QUICK"
+meta duration "$DUR"
+meta conc "$CONC"
+meta repeat "$REPEAT"
+meta workers "$WORKERS"
+meta hold "$HOLD"
+meta seq "$SEQ"
+meta spacing_ms "$SPACING_MS"
+
+# ---------------------------------------------------------------------------
+# The four targets
+# ---------------------------------------------------------------------------
+
+PROXY_PID= PK_PID=
+bench_on_exit() {
+	local rc=$?
+	trap - EXIT
+	[ -n "$PROXY_PID" ] && orgw__kill "$PROXY_PID"
+	[ -n "$PK_PID" ] && orgw__kill "$PK_PID"
+	PROXY_PID= PK_PID=
+	# tests/lib.sh stops the double, lighttpd and the workers.
+	(exit $rc)
+	orgw__on_exit
+}
+
+say "starting the double, lighttpd and $WORKERS orgw workers"
+ORGW_WORKERS=$WORKERS orgw_start
+trap bench_on_exit EXIT
+double_ctl POST reset >/dev/null || die "double reset"
+
+PROXY_PORT=
+for try in 1 2 3; do
+	PROXY_PORT=$(orgw__free_port) || die "no free port"
+	mkdir -p "$ORGW_T/proxy/www"
+	sed -e "s|@PORT@|$PROXY_PORT|g" -e "s|@BACKEND_PORT@|$ORGW_DOUBLE_PORT|g" \
+		-e "s|@DOCROOT@|$ORGW_T/proxy/www|g" \
+		-e "s|@ERRORLOG@|$ORGW_T/proxy/error.log|g" \
+		-e "s|@PIDFILE@|$ORGW_T/proxy/lighttpd.pid|g" \
+		bench/lighttpd-proxy.conf >"$ORGW_T/proxy/lighttpd.conf"
+	lighttpd -D -f "$ORGW_T/proxy/lighttpd.conf" >"$ORGW_T/proxy/out.log" 2>&1 </dev/null &
+	PROXY_PID=$!
+	orgw__wait_http "http://127.0.0.1:$PROXY_PORT/__double/health" 5 && break
+	orgw__kill "$PROXY_PID"
+	PROXY_PID= PROXY_PORT=
+done
+[ -n "$PROXY_PORT" ] || die "the bare proxy did not start"
+
+if [ "$PORTKEY" = 1 ]; then
+	PK_PORT=$(orgw__free_port) || die "no free port"
+	# --headless and NODE_ENV=production: no log UI, no per-request log
+	# stream; portkey-preload.cjs keeps it on 127.0.0.1.
+	NODE_ENV=production node -r ./bench/portkey-preload.cjs "$PK_JS" \
+		--port="$PK_PORT" --headless >"$ORGW_T/portkey.log" 2>&1 </dev/null &
+	PK_PID=$!
+	orgw__wait_http "http://127.0.0.1:$PK_PORT/" 20 || die "Portkey did not start"
+fi
+
+DOUBLE_CHAT=$DOUBLE_URL/api/v1/chat/completions
+TARGETS=$OUT/targets.json
+node -e '
+const [file, model, dchat, pport, oport, okey, ukey, pkport, durl] = process.argv.slice(1);
+const t = [
+  { name: "direct", url: dchat, headers: { Authorization: `Bearer ${ukey}` } },
+  { name: "proxy", url: `http://127.0.0.1:${pport}/api/v1/chat/completions`, headers: { Authorization: `Bearer ${ukey}` } },
+  { name: "orgw", url: `${oport}/v1/chat/completions`, headers: { Authorization: `Bearer ${okey}` } },
+];
+if (pkport) t.push({ name: "portkey", url: `http://127.0.0.1:${pkport}/v1/chat/completions`,
+  headers: { Authorization: `Bearer ${ukey}`, "x-portkey-provider": "openai",
+    "x-portkey-custom-host": `${durl}/api/v1` } });
+const body = { model, messages: [
+  { role: "system", content: "You are a helpful assistant. Answer briefly." },
+  { role: "user", content: "Say hello in three words, please." } ], max_tokens: 64 };
+require("fs").writeFileSync(file, JSON.stringify({ body, targets: t }, null, 1));
+' "$TARGETS" "$MODEL" "$DOUBLE_CHAT" "$PROXY_PORT" "$ORGW_URL" "$ORGW_KEY" \
+	"$UPSTREAM_KEY" "$([ "$PORTKEY" = 1 ] && echo "$PK_PORT")" "$DOUBLE_URL"
+node -e 'const fs=require("fs");const j=JSON.parse(fs.readFileSync(process.argv[1]));
+fs.writeFileSync(process.argv[2], JSON.stringify({...j.body, stream:false}));' \
+	"$TARGETS" "$OUT/body.json"
+NAMES=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).targets.map(t=>t.name).join(" ")' "$TARGETS")
+
+# One request through each (the first through orgw also scores the model
+# inline): every target must answer 200 with a completion, streamed too.
+node --input-type=module -e '
+import { loadTargets, request, agentFor } from "./bench/lib.mjs";
+const { body, targets } = loadTargets(process.argv[1]);
+let bad = 0;
+for (const t of targets) for (const stream of [false, true]) {
+  let text = "";
+  const r = await request(t, JSON.stringify({ ...body, stream }), agentFor(), null,
+    (c) => { text += c; }).catch((e) => ({ status: 0, e }));
+  const ok = r.status === 200 && (stream ? text.includes("data: [DONE]") : /"choices"/.test(text));
+  if (!ok) { bad++; process.stderr.write(`bench: ${t.name} stream=${stream}: HTTP ${r.status} ${r.e || text.slice(0, 300)}\n`); }
+}
+process.exit(bad ? 1 : 0);
+' "$TARGETS" || die "a target does not answer correctly"
+say "targets: $NAMES"
+
+# ---------------------------------------------------------------------------
+# CPU accounting: how busy the machine was with work that is not ours
+# ---------------------------------------------------------------------------
+
+server_pids() { # every process of the four targets
+	echo "$ORGW_DOUBLE_PID $ORGW_LIGHTTPD_PID $ORGW_SUPERVISOR_PID $PROXY_PID ${PK_PID:-}"
+	orgw_worker_pids
+}
+
+ticks_of() { # PID...: summed utime+stime (clock ticks)
+	local f=()
+	for p in "$@"; do
+		[ -r "/proc/$p/stat" ] && f+=("/proc/$p/stat")
+	done
+	[ ${#f[@]} -eq 0 ] && {
+		echo 0
+		return
+	}
+	awk '{ sub(/^.*\) /, ""); s += $12 + $13 } END { print s + 0 }' "${f[@]}" 2>/dev/null
+}
+
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
+# run_wrk SECONDS ARGS...: runs wrk in the background and prints the
+# BENCH_JSON line; WRK_TICKS gets wrk's own CPU (last sample before it
+# exited, every 0.2 s).
+run_wrk() {
+	local secs=$1 pid t
+	shift
+	WRK_TICKS=0
+	timeout $((secs + 30)) wrk "$@" >"$OUT/wrk.out" 2>&1 &
+	pid=$!
+	sleep 0.05
+	# timeout(1) forks wrk: read the child's ticks.
+	local w
+	w=$(orgw__children "$pid" | head -n 1)
+	while orgw__alive "$pid"; do
+		[ -n "$w" ] || w=$(orgw__children "$pid" | head -n 1)
+		[ -n "$w" ] && t=$(ticks_of "$w") && [ "${t:-0}" -gt 0 ] && WRK_TICKS=$t
+		sleep 0.2
+	done
+	wait "$pid"
+	sed -n 's/^BENCH_JSON //p' "$OUT/wrk.out"
+}
+
+# ---------------------------------------------------------------------------
+# 1. The double's own ceiling
+# ---------------------------------------------------------------------------
+
+say "1/6 the double's ceiling (selfbench, ${SELF_S}s)"
+node tests/double/selfbench.js --url "$DOUBLE_URL" --pid "$ORGW_DOUBLE_PID" \
+	--key "$UPSTREAM_KEY" --model "$MODEL" -c 64 -d "$SELF_S" |
+	tail -n 1 >"$OUT/selfbench.json" || die "selfbench"
+
+# ---------------------------------------------------------------------------
+# 2. Sequential latency
+# ---------------------------------------------------------------------------
+
+read -r SW SR SP <<<"$SEQ"
+say "2/6 sequential latency ($SW warm-up, $SR rounds of $SP)"
+b0=$(busy_ticks)
+t0=$(date +%s%N)
+ours0=$(ticks_of $(server_pids))
+node bench/seq.mjs --targets "$TARGETS" --warmup "$SW" --rounds "$SR" \
+	--per_round "$SP" >"$OUT/seq.json" || die "sequential latency run failed"
+ours1=$(ticks_of $(server_pids))
+t1=$(date +%s%N)
+b1=$(busy_ticks)
+echo "{\"busy_ticks\":$((b1 - b0)),\"ours_ticks\":$((ours1 - ours0)),\"wall_ns\":$((t1 - t0)),\"hz\":$(getconf CLK_TCK),\"cores\":$(nproc)}" >"$OUT/seq-cpu.json"
+
+# ---------------------------------------------------------------------------
+# 3. Throughput
+# ---------------------------------------------------------------------------
+
+wrk_args() { # NAME: the headers and URL of one target for wrk
+	node -e '
+const [file, name] = process.argv.slice(1);
+const t = JSON.parse(require("fs").readFileSync(file)).targets.find((x) => x.name === name);
+for (const [k, v] of Object.entries(t.headers)) console.log("-H\n" + k + ": " + v);
+console.log(t.url);' "$TARGETS" "$1"
+}
+
+declare -A WRK_ARGS
+for n in $NAMES; do
+	WRK_ARGS[$n]=$(wrk_args "$n")
+done
+
+say "3/6 throughput: concurrency $CONC, ${DUR}s each, $REPEAT round(s)"
+export BENCH_BODY_FILE=$OUT/body.json
+for ((rep = 1; rep <= REPEAT; rep++)); do
+	for c in $CONC; do
+		for n in $NAMES; do
+			mapfile -t args <<<"${WRK_ARGS[$n]}"
+			th=2
+			[ "$c" -lt 2 ] && th=1
+			sleep 0.5
+			b0=$(busy_ticks)
+			d0=$(ticks_of "$ORGW_DOUBLE_PID")
+			o0=$(ticks_of $(server_pids))
+			t0=$(date +%s%N)
+			run_wrk "$DUR" -t "$th" -c "$c" -d "${DUR}s" --timeout 10s \
+				-s bench/post.lua "${args[@]}" >"$OUT/wrk.line"
+			line=$(cat "$OUT/wrk.line")
+			t1=$(date +%s%N)
+			o1=$(ticks_of $(server_pids))
+			d1=$(ticks_of "$ORGW_DOUBLE_PID")
+			b1=$(busy_ticks)
+			[ -n "$line" ] || line='{"requests":0,"req_per_s":0,"failed":true}'
+			printf '{"rep":%d,"conc":%d,"target":"%s","double_ticks":%d,"ours_ticks":%d,"wrk_ticks":%d,"busy_ticks":%d,"wall_ns":%d,"hz":%d,"cores":%d,"wrk":%s}\n' \
+				"$rep" "$c" "$n" $((d1 - d0)) $((o1 - o0)) "$WRK_TICKS" \
+				$((b1 - b0)) $((t1 - t0)) "$(getconf CLK_TCK)" "$(nproc)" \
+				"$line" >>"$OUT/wrk.jsonl"
+			say "   c=$c $n: $(sed -n 's/.*"req_per_s":\([0-9.]*\).*/\1/p' <<<"$line") req/s"
+		done
+	done
+done
+
+# ---------------------------------------------------------------------------
+# 4. Streaming
+# ---------------------------------------------------------------------------
+
+read -r STR STP <<<"$STREAM_ROUNDS"
+say "4/6 streaming: 20 chunks ${SPACING_MS} ms apart, $STR rounds of $STP"
+double_ctl POST config "{\"chunks\":20,\"spacing_ms\":$SPACING_MS}" >/dev/null ||
+	die "double config"
+node bench/stream.mjs --mode spacing --targets "$TARGETS" --rounds "$STR" \
+	--per_round "$STP" --spacing_ms "$SPACING_MS" >"$OUT/stream.json" ||
+	die "streaming run failed"
+
+# ---------------------------------------------------------------------------
+# 5. Memory
+# ---------------------------------------------------------------------------
+
+mem_sample() { # PHASE ROLE PID...: one JSON line per process
+	local phase=$1 role=$2 p
+	shift 2
+	for p in "$@"; do
+		[ -r "/proc/$p/smaps_rollup" ] || continue
+		awk -v ph="$phase" -v ro="$role" -v pid="$p" '
+			/^Rss:/ { rss = $2 } /^Pss:/ { pss = $2 }
+			/^Private_Dirty:/ { pd = $2 } /^Private_Clean:/ { pc = $2 }
+			END { printf "{\"phase\":\"%s\",\"role\":\"%s\",\"pid\":%s,\"rss_kb\":%d,\"pss_kb\":%d,\"private_dirty_kb\":%d,\"private_clean_kb\":%d}\n",
+				ph, ro, pid, rss, pss, pd, pc }' "/proc/$p/smaps_rollup"
+	done >>"$OUT/mem.jsonl"
+}
+
+mem_gateway() { # PHASE NAME: every process of that gateway
+	case $2 in
+	orgw)
+		# shellcheck disable=SC2046
+		mem_sample "$1" orgw-worker $(orgw_worker_pids)
+		mem_sample "$1" orgw-lighttpd "$ORGW_LIGHTTPD_PID"
+		mem_sample "$1" orgw-multiwatch "$ORGW_SUPERVISOR_PID"
+		;;
+	proxy) mem_sample "$1" proxy-lighttpd "$PROXY_PID" ;;
+	portkey) mem_sample "$1" portkey-node "$PK_PID" ;;
+	esac
+}
+
+say "5/6 memory: idle, then $HOLD concurrent slow streams per gateway"
+for n in $NAMES; do
+	[ "$n" = direct ] || mem_gateway idle "$n"
+done
+# Slow streams: 40 chunks 250 ms apart (10 s each), sampled once all
+# $HOLD have their first token.
+double_ctl POST config '{"chunks":40,"spacing_ms":250}' >/dev/null || die "double config"
+[ "$QUICK" = 1 ] && double_ctl POST config '{"chunks":8,"spacing_ms":150}' >/dev/null
+for n in $NAMES; do
+	[ "$n" = direct ] && continue
+	rm -f "$OUT/ready"
+	node bench/stream.mjs --mode hold --targets "$TARGETS" --only "$n" \
+		--n "$HOLD" --ready "$OUT/ready" --timeout_ms 60000 \
+		>"$OUT/hold-$n.json" &
+	hp=$!
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$OUT/ready" ] && break
+		orgw__alive "$hp" || break
+		sleep 0.1
+	done
+	sleep 0.5
+	mem_gateway hold "$n"
+	wait "$hp" || say "hold run for $n failed"
+done
+double_ctl POST config "{\"chunks\":3,\"spacing_ms\":0}" >/dev/null
+sleep 1
+mem_gateway after orgw
+
+# ---------------------------------------------------------------------------
+# 6. Time in the state lock
+# ---------------------------------------------------------------------------
+
+say "6/6 state-lock hold time (ORGW_TRACE_LOCK build)"
+ORGW_FCGI_BIN=build/locktrace/orgw.fcgi
+orgw_restart_workers
+mark=$(wc -l <"$ORGW_LOG")
+node bench/seq.mjs --targets "$TARGETS" --only orgw --warmup 5 --rounds 4 \
+	--per_round 50 >"$OUT/trace-seq.json" || die "lock-trace sequential run"
+tail -n +$((mark + 1)) "$ORGW_LOG" >"$OUT/trace-seq.log"
+mark=$(wc -l <"$ORGW_LOG")
+mapfile -t args <<<"${WRK_ARGS[orgw]}"
+t0=$(date +%s%N)
+run_wrk "$TRACE_S" -t 2 -c 64 -d "${TRACE_S}s" --timeout 10s \
+	-s bench/post.lua "${args[@]}" >"$OUT/trace-wrk.json"
+t1=$(date +%s%N)
+sleep 0.5
+tail -n +$((mark + 1)) "$ORGW_LOG" >"$OUT/trace-load.log"
+echo "{\"wall_ns\":$((t1 - t0))}" >"$OUT/trace-load-wall.json"
+
+meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---------------------------------------------------------------------------
+# 7. Report and chart
+# ---------------------------------------------------------------------------
+
+cp "$ORGW_LOG" "$OUT/orgw.log" 2>/dev/null
+node bench/report.mjs --out "$OUT" --results "$RESULTS" --chart "$CHART" ||
+	die "report failed"
+chart_abs=$(cd "$(dirname "$CHART")" && pwd)/$(basename "$CHART")
+(cd "$OUT" && gnuplot -e "chart='$chart_abs'" "$ORGW_ROOT/bench/chart.gp") ||
+	die "gnuplot failed"
+say "wrote $RESULTS and $CHART"

@@ -1,0 +1,65 @@
+# t0600-bench-smoke.sh - the benchmark (bench/run.sh, `make bench`) still
+# works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
+# of every step, on every path, into a temporary directory.  No timing is
+# asserted: on a shared 2-core machine these figures mean nothing; what is
+# checked is that each step produced its figures and that nothing failed.
+#
+# It installs the bench-only packages (wrk, gnuplot-nox) and the Portkey
+# npm package when they are missing, as `make bench` does; when Portkey
+# cannot be installed (no registry) its checks are skipped.
+. "$(dirname "$0")/../lib.sh"
+
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/orgw-bench-smoke.XXXXXX")
+LOG=$OUT.log	# not inside $OUT: bench/run.sh empties that first
+trap 'rm -rf "$OUT" "$LOG"' EXIT
+
+BENCH_QUICK=1 BENCH_OUT=$OUT bash "$ORGW_ROOT/bench/run.sh" >"$LOG" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+	t_ok "bench/run.sh (quick) exits 0"
+else
+	t_fail "bench/run.sh (quick) exits 0" "exit $rc" "$(tail -n 40 "$LOG")"
+	exit 1
+fi
+
+have_portkey=0
+grep -q '"name": "portkey"' "$OUT/targets.json" && have_portkey=1
+names="direct proxy orgw"
+[ $have_portkey = 1 ] && names="$names portkey"
+[ $have_portkey = 1 ] || t_skip "Portkey not installed: peer gateway left out"
+
+t_check "RESULTS.md has the goals table" grep -q '^| added latency per sequential request' "$OUT/RESULTS.md"
+t_check "the chart was drawn" test -s "$OUT/results.svg"
+t_check "the double's ceiling was measured" json_ok "$OUT/selfbench.json" 'j.req_per_s > 0'
+
+for n in $names; do
+	t_check "sequential latency: $n answered every request" json_ok "$OUT/seq.json" \
+		"j.targets['$n'].n > 0 && j.targets['$n'].non200 === 0 && j.targets['$n'].errors === 0 && j.targets['$n'].median_ms > 0"
+	rows=$(grep -c "\"target\":\"$n\"" "$OUT/wrk.jsonl")
+	t_eq "throughput: one wrk run per concurrency for $n" 2 "$rows"
+	bad=$(grep "\"target\":\"$n\"" "$OUT/wrk.jsonl" |
+		node -e 'let n = 0; for (const l of require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean)) {
+  const w = JSON.parse(l).wrk; if (!(w.requests > 0) || w.non2xx || w.connect_errors || w.read_errors || w.timeouts) n++; }
+console.log(n);')
+	t_eq "throughput: every wrk run for $n had requests and no errors" 0 "$bad"
+	t_check "streaming: $n streams complete, with a first token" json_ok "$OUT/stream.json" \
+		"j.targets['$n'].n > 0 && j.targets['$n'].incomplete === 0 && j.targets['$n'].errors === 0 && j.targets['$n'].first_token_ms > 0 && j.targets['$n'].gaps > 0"
+done
+
+for n in $names; do
+	[ "$n" = direct ] && continue
+	t_check "memory: every concurrent stream through $n completed" json_ok "$OUT/hold-$n.json" \
+		'j.completed === j.n && j.started === j.n'
+done
+t_check "memory: orgw workers sampled idle and during the streams" \
+	sh -c "grep -q '\"phase\":\"idle\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl' && grep -q '\"phase\":\"hold\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl'"
+t_check "lock trace: the trace build logged its transactions" grep -q 'lock: write=1 wait_us=' "$OUT/trace-seq.log"
+txns=$(grep -c 'lock: write=' "$OUT/trace-seq.log")
+reqs=$(grep -c ' req: ' "$OUT/trace-seq.log")
+t_eq "lock trace: two transactions per sequential request" $((2 * reqs)) "$txns"
+t_check "the release build carries no lock-trace code" \
+	sh -c "! grep -q 'wait_us=' '$ORGW_ROOT/build/release/orgw.fcgi'"
+t_check "summary.json has every goal figure" json_ok "$OUT/summary.json" \
+	'["added_ms","tput_vs_proxy","first_token_vs_proxy_ms","idle_worker_rss_kb","hold_pss_kb"].every((k) => typeof j[k] === "number")'
+
+printf '# %s lines of bench output; smoke figures are not measurements\n' "$(grep -c . "$LOG")"
