@@ -254,6 +254,27 @@ carries_content(const cJSON *o)
 	return false;
 }
 
+/*
+ * Overwrites every copy of the upstream key in p[0..n) with '*', in place
+ * and at the same length (so JSON around it stays valid).  An upstream
+ * that quotes the key back ("Incorrect API key provided: sk-...") must
+ * not hand it to the client (SPEC 3); t0780 checks this.
+ */
+static void
+mask_key(const struct chat *ch, char *p, size_t n)
+{
+	const char *k = ch->c->openrouter_api_key;
+	size_t kl = k != NULL ? strlen(k) : 0, i;
+
+	if (kl == 0 || p == NULL)
+		return;
+	for (i = 0; i + kl <= n; i++)
+		if (p[i] == k[0] && memcmp(p + i, k, kl) == 0) {
+			memset(p + i, '*', kl);
+			i += kl - 1;
+		}
+}
+
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
@@ -262,6 +283,11 @@ on_event(void *arg, const struct sse_event *ev)
 	const struct orgw_io *io = ch->io;
 	bool content;
 	cJSON *o;
+
+	/* The event's bytes live in the splitter's buffers (sse.h), which
+	 * are ours to change until we return. */
+	mask_key(ch, (char *)(uintptr_t)ev->raw, ev->raw_len);
+	mask_key(ch, (char *)(uintptr_t)ev->data, ev->data_len);
 
 	switch (ev->kind) {
 	case SSE_COMMENT:
@@ -721,6 +747,7 @@ run_attempt(struct chat *ch, const char **kind, enum outcome *out)
 	ch->a.t_start = clock_mono_ms();
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
+	mask_key(ch, ch->a.body.p, ch->a.body.len);
 	*out = classify(ch, &r, kind);
 	if (*out == OUT_FAIL && r.fail != UP_OK && ch->a.why == AB_NONE)
 		snprintf(ch->a.err_msg, sizeof(ch->a.err_msg), "%s", r.error);

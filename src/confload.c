@@ -296,6 +296,13 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 		load_err_prefix(x->err, x->errlen, s->file_name);
 		return rc;
 	}
+	/* The same warning as for a config file that holds a key. */
+	if (S_ISREG(mode) && (mode & 077) != 0)
+		(void)fprintf(stderr,
+			      "orgw: warning: %s (%s) is open to group or "
+			      "others (mode %04o); chmod 600 it\n",
+			      s->file_path, s->file_name,
+			      (unsigned)(mode & 07777));
 	for (n = 0; n < len && text[n] != '\n'; n++)
 		;
 	if (n > 0 && text[n - 1] == '\r')

@@ -10,7 +10,15 @@
 #include "conf.h"
 #include "score.h"
 
-#define RESCORE_MAX_BYTES (64u * 1024 * 1024)	/* endpoints body cap */
+/*
+ * Endpoints body cap.  A real response is a few KiB (one object per
+ * provider); score.c refuses more than SCORE_MAX_ENDPOINTS (4096) anyway,
+ * about 3 MiB.  Reading a larger body only to parse it and refuse it cost
+ * a worker over 400 MiB of RSS for a 50 MB response (t0770), and
+ * orgw-score fetches up to 8 at once, so bodies past 4 MiB are refused
+ * while they arrive.
+ */
+#define RESCORE_MAX_BYTES (4u * 1024 * 1024)
 #define RESCORE_INLINE_TIMEOUT_MS 5000
 
 /* Writes "<UPSTREAM_URL>/models/<model>/endpoints" into dst (size n); the

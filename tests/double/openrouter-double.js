@@ -69,6 +69,8 @@ const DEFAULTS = Object.freeze({
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
   usage_repeat_choice: false, // usage chunk repeats the choice (REC form) instead of choices:[]
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
+  random_faults: [],          // [{kind, p, match?, ...params}]: drawn per chat request (see drawFault)
+  random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
 });
 const BOOL_KEYS = new Set(['usage_repeat_choice']);
 
@@ -88,12 +90,63 @@ function mergeConfig(obj) {
   for (const k of Object.keys(obj)) {
     if (!(k in DEFAULTS)) return `unknown config key "${k}" (allowed: ${Object.keys(DEFAULTS).join(', ')})`;
     const v = obj[k];
+    if (k === 'random_faults') { const e = checkRandomFaults(v); if (e) return e; continue; }
     if (BOOL_KEYS.has(k)) { if (typeof v !== 'boolean') return `${k} must be a boolean`; }
     else if (!Number.isInteger(v) || v < 0) return `${k} must be a non-negative integer`;
     if (k === 'chunks' && v < 1) return 'chunks must be >= 1';
   }
   Object.assign(cfg, obj);
+  if ('random_faults' in obj) cfg.random_faults = obj.random_faults.map((f) => faultFromSpec({ ...f, times: -1 })[0]);
+  if ('random_seed' in obj || 'random_faults' in obj) rng = makeRng(cfg.random_seed);
   applyDerived();
+  return null;
+}
+
+// random_faults: a list of fault specs (the kinds and params of POST /__double/faults) each
+// with a probability p (0..1, summing to at most 1).  A chat request that took no scripted
+// fault draws one number and gets fault i with probability p_i (its match must fit too);
+// random faults are never consumed.  For soak tests: "10% 429, 5% 503, ..." without
+// scheduling batches.
+function checkRandomFaults(v) {
+  if (!Array.isArray(v)) return 'random_faults must be an array';
+  let sum = 0;
+  for (const f of v) {
+    if (!f || typeof f !== 'object' || Array.isArray(f)) return 'each random fault must be an object';
+    if (typeof f.p !== 'number' || !(f.p >= 0 && f.p <= 1)) return 'each random fault needs p in 0..1';
+    sum += f.p;
+    const [, err] = faultFromSpec({ ...f, times: -1 });
+    if (err) return err;
+  }
+  if (sum > 1 + 1e-9) return 'random_faults probabilities sum to more than 1';
+  return null;
+}
+
+// mulberry32: a small seeded PRNG, so a seeded soak run draws the same faults.
+function makeRng(seed) {
+  if (!seed) return Math.random;
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+let rng = Math.random;
+
+function drawFault(model, tag, stream) {
+  let r = rng();
+  for (const f of cfg.random_faults) {
+    if (r < f.p) {
+      const m = f.match;
+      if (m && ((m.model !== undefined && m.model !== model) || (m.tag !== undefined && m.tag !== tag) ||
+          (m.stream !== undefined && m.stream !== stream))) return null;
+      f.hits++;
+      return f;
+    }
+    r -= f.p;
+  }
   return null;
 }
 
@@ -719,7 +772,8 @@ function handleChat(ctx, rawBody) {
   entry.tag = ep.tag;
   bump(stats.tags, ep.tag);
   const stream = body.stream === true;
-  const f = faults.length ? takeFault(model, ep.tag, stream) : null;
+  const f = (faults.length ? takeFault(model, ep.tag, stream) : null) ??
+    (cfg.random_faults.length ? drawFault(model, ep.tag, stream) : null);
   if (f) { entry.fault = f.kind; bump(stats.faults, f.kind); }
 
   const promptTokens = Math.max(1, Math.ceil(countPromptChars(body.messages) / 4));
@@ -937,6 +991,7 @@ function ctlSend(res, status, obj) {
 
 function doReset() {
   cfg = { ...DEFAULTS };
+  rng = Math.random;
   applyDerived();
   faults = [];
   rr.clear();

@@ -1,0 +1,56 @@
+# shellcheck shell=bash
+# tests/soak/statelib.sh - helpers for the crash-safety tests t07NN
+# (sourced after tests/lib.sh).
+#
+#   kw_build              compile tests/soak/killwriter.c against the
+#                         release liborgw.a into $ORGW_T/killwriter; sets KW.
+#                         Status 1 (and a skip line) when the library is
+#                         missing.
+#   ask [MODEL]           one non-streamed chat request (orgw_http); sets
+#                         ASK (status and X-Orgw-Route, e.g. "200 locked")
+#   worker_set            the sorted worker PIDs on one line
+#   crash_lines           how many sanitizer/segfault/abort lines the worker
+#                         log holds
+#   assert_no_crash DESC PIDS
+#                         the workers are still PIDS (none died and was
+#                         restarted by multiwatch) and the log has no crash
+#   ms_since NS           milliseconds since date +%s%N value NS
+
+kw_build() {
+	local lib=$ORGW_ROOT/build/release/liborgw.a
+	KW=$ORGW_T/killwriter
+	if [ ! -f "$lib" ]; then
+		t_skip "killwriter: no $lib (make all)"
+		return 1
+	fi
+	# shellcheck disable=SC2046 # pkg-config output is a word list
+	cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+		-I"$ORGW_ROOT/src" -o "$KW" "$ORGW_ROOT/tests/soak/killwriter.c" \
+		"$lib" $(pkg-config --libs fcgi libcurl libcjson) -lgdbm -lm ||
+		{ t_fail "killwriter builds"; return 1; }
+}
+
+ask() {
+	local m=${1:-deepseek/deepseek-v3.2}
+	orgw_http POST /v1/chat/completions \
+		"{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+	ASK="$HTTP_STATUS $(http_header X-Orgw-Route)"
+}
+
+worker_set() {
+	orgw_worker_pids | sort -n | tr '\n' ' '
+}
+
+crash_lines() {
+	grep -cE 'runtime error|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|SEGV|Segmentation|core dumped|stack-overflow|Aborted|died to often' \
+		"$ORGW_LOG"
+}
+
+assert_no_crash() {
+	t_eq "$1: no worker crashed (same PIDs)" "$2" "$(worker_set)"
+	t_eq "$1: no sanitizer/segfault line in the worker log" 0 "$(crash_lines)"
+}
+
+ms_since() {
+	echo $((($(date +%s%N) - $1) / 1000000))
+}
