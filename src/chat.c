@@ -84,6 +84,8 @@ struct chat {
 	const struct orgw_io *io;
 	struct chat_req req;
 	struct state_route route;
+	char used_tag[ORGW_TAG_MAX];	/* pin of the last attempt, "" none */
+	enum route_kind used_route;	/* route of the last attempt */
 	char *fwd;		/* forwarded body (cJSON allocated) */
 	int attempts;
 	bool head_sent;		/* the client has its header block */
@@ -539,9 +541,9 @@ provider_failed(struct chat *ch, const char *kind)
 {
 	bool tripped = false;
 	struct state_route next = ch->route;
-	const char *tag = pinned_tag(ch);
+	const char *tag = ch->used_tag;
 
-	if (tag == NULL || ch->route.kind == ROUTE_CLIENT)
+	if (tag[0] == '\0' || ch->route.kind == ROUTE_CLIENT)
 		return;
 	state_failure(ch->c, ch->req.model, tag, kind, clock_now_s(),
 		      &tripped, &next);
@@ -744,6 +746,11 @@ run_attempt(struct chat *ch, const char **kind, enum outcome *out)
 	call.on_client_gone = on_client_gone;
 	call.arg = ch;
 	ch->attempts++;
+	/* A trip may re-lock ch->route later on; stats and the log must
+	 * name the provider this attempt really went to. */
+	snprintf(ch->used_tag, sizeof(ch->used_tag), "%s",
+		 pinned_tag(ch) ? pinned_tag(ch) : "");
+	ch->used_route = ch->route.kind;
 	ch->a.t_start = clock_mono_ms();
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
@@ -765,8 +772,8 @@ log_request(const struct chat *ch, const char *outcome, int64_t ttfb,
 		"ttfb_ms=%lld total_ms=%lld prompt=%lld cached=%lld "
 		"completion=%lld cost=%.8f stream=%d outcome=%s",
 		(long long)clock_now_s(), log_safe(m, sizeof(m), ch->req.model),
-		route_name(ch->route.kind),
-		pinned_tag(ch) ? pinned_tag(ch) : "auto", ch->final_status,
+		route_name(ch->attempts ? ch->used_route : ch->route.kind),
+		ch->used_tag[0] ? ch->used_tag : "auto", ch->final_status,
 		ch->attempts, (long long)ttfb, (long long)total,
 		(long long)ch->a.prompt, (long long)ch->a.cached,
 		(long long)ch->a.completion, ch->a.cost, ch->req.stream ? 1 : 0,
@@ -897,18 +904,19 @@ done:
 	if (ch.a.t_first)
 		ttfb = ch.a.t_first - ch.t0;
 	if (ok) {
+		/* Before a possible re-lock below changes ch.route. */
+		check_served(&ch);
 		/* Lag: relayed, but counted toward the breaker (SPEC 5). */
 		if (ch.a.t_first &&
 		    ch.a.t_first - ch.a.t_start > c->slow_threshold_ms &&
-		    pinned_tag(&ch) != NULL) {
+		    ch.used_tag[0] != '\0') {
 			ch.d.eslow++;
 			provider_failed(&ch, "slow");
 		}
 		ch.d.ok = 1;
-		check_served(&ch);
 	}
 	ch.d.requests = 1;
-	ch.d.tag = pinned_tag(&ch);
+	ch.d.tag = ch.used_tag[0] ? ch.used_tag : NULL;
 	ch.d.prompt_tokens = ch.a.prompt;
 	ch.d.cached_tokens = ch.a.cached;
 	ch.d.completion_tokens = ch.a.completion;
@@ -916,7 +924,7 @@ done:
 	ch.d.ttfb_ms = ttfb;
 	ch.d.total_ms = total;
 	state_finish(c, ch.req.model, &ch.d,
-		     ok && ch.d.eslow == 0 ? pinned_tag(&ch) : NULL);
+		     ok && ch.d.eslow == 0 ? ch.d.tag : NULL);
 	log_request(&ch, result, ttfb, total);
 	chat_free(&ch);
 	return rc;
