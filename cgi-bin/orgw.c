@@ -22,6 +22,10 @@
 #include "log.h"
 #include "upstream.h"
 
+/* Most of an unread request body a CGI run drops before exiting (a 413
+ * for a larger one is then cut short under mod_cgid; see fcgi_io.h). */
+#define CGI_DISCARD_MAX_BYTES (64ULL * 1024 * 1024)
+
 static volatile sig_atomic_t in_request;
 static volatile sig_atomic_t stop_after;
 
@@ -62,6 +66,7 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
 		return 1;
 	orgw_handle(&io, &env, c, conf_err);
+	cgi_io_discard_body(env.content_length, CGI_DISCARD_MAX_BYTES);
 	http_env_free(&env);
 	return 0;
 }

@@ -82,6 +82,8 @@ fcgi_io_param(void *req, const char *name)
 	return FCGX_GetParam(name, r->envp);
 }
 
+static unsigned long long c_body_read;	/* request body bytes read so far */
+
 static ssize_t
 c_read(void *ctx, char *buf, size_t n)
 {
@@ -91,7 +93,38 @@ c_read(void *ctx, char *buf, size_t n)
 	do
 		got = read(STDIN_FILENO, buf, n);
 	while (got == -1 && errno == EINTR);
+	if (got > 0)
+		c_body_read += (unsigned long long)got;
 	return got;
+}
+
+void
+cgi_io_discard_body(const char *content_length, unsigned long long max_bytes)
+{
+	unsigned long long want, left;
+	char sink[16384];
+	char *end;
+	ssize_t got;
+
+	if (content_length == NULL || content_length[0] == '\0' ||
+	    content_length[0] == '-')
+		return;
+	errno = 0;
+	want = strtoull(content_length, &end, 10);
+	if (errno != 0 || *end != '\0' || want <= c_body_read)
+		return;
+	left = want - c_body_read;
+	if (left > max_bytes)
+		return;
+	while (left > 0) {
+		got = read(STDIN_FILENO, sink,
+			   left < sizeof(sink) ? (size_t)left : sizeof(sink));
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		left -= (unsigned long long)got;
+	}
 }
 
 static int

@@ -17,6 +17,13 @@ const char *fcgi_io_param(void *req, const char *name);
 /* Fills io for plain CGI: body on fd 0, response on fd 1. */
 void cgi_io_init(struct orgw_io *io);
 
+/* After the response: reads and drops what is left of the request body
+ * (CONTENT_LENGTH minus what was read), at most max_bytes.  Under Apache's
+ * mod_cgid stdin is a Unix socket, and a CGI that exits with unread body
+ * bytes resets it, cutting the response it has just written. */
+void cgi_io_discard_body(const char *content_length,
+			 unsigned long long max_bytes);
+
 /* getenv, for http_env_load() in CGI mode. */
 const char *cgi_io_param(void *unused, const char *name);
 
