@@ -532,3 +532,463 @@ double_ctl() {
 orgw_chat() {
 	node "$ORGW_ROOT/tests/js/chat.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" "$@"
 }
+
+# ---------------------------------------------------------------------------
+# Deployment servers (deploy/; tests/integration/t05*)
+# ---------------------------------------------------------------------------
+# Each web server runs in the foreground as a child of the test, with its
+# config, pid file and logs in $ORGW_T/SERVER/, on a free loopback port; the
+# system's own services are never touched.  Called after orgw_start (the
+# double, spawn-fcgi workers on $ORGW_T/orgw.sock, lighttpd).
+#
+#   deploy_fill SRC DST NAME=VALUE...
+#       copies SRC to DST with every @NAME@ replaced by VALUE; fails, naming
+#       them, when placeholders are left over.  The only change the tests
+#       make to a shipped deploy/ file.
+#   deploy_start SERVER...
+#       SERVER: lighttpd (the one orgw_start runs), caddy, nginx (both talk
+#       to the spawn-fcgi workers), apache-fcgid (mod_fcgid starts its own
+#       workers), apache-cgi (event MPM + mod_cgid) and apache-cgi-prefork
+#       (prefork MPM + mod_cgi), which run orgw.fcgi per request from a
+#       shared-hosting style public_html/cgi-bin/ with deploy/htaccess
+#       (AllowOverride All).
+#       The shipped file is used as is, filled in by deploy_fill; what a
+#       distribution supplies around it (modules, pid file, logs; for nginx
+#       and Apache a copy of Debian's defaults that matter) comes from a
+#       minimal main config written here.  Apache's workers read a copy of
+#       the config file whose STATE_PATH is under $ORGW_T/SERVER/private/.
+#       As root, nginx and Apache run their workers as www-data, like
+#       Debian's packages (the socket gets group www-data, as the unit
+#       deploy/orgw.service gives it).  Returns when GET /healthz answers
+#       200 through the server; otherwise t_fail with its logs, and exit.
+#       Sets DEPLOY_URL[SERVER]: the client base URL without /v1.
+#   deploy_stop_all   stops them all (also done on EXIT)
+#   deploy_logs SERVER   the tails of that server's logs, as "#" lines
+#   deploy_sdk BASE MODE [ARG]
+#       the official openai client (tests/js) on BASE/v1 in one node
+#       process, one JSON line out:
+#         big BYTES  one chat completion whose user message is BYTES long:
+#                    {ok, status, code, content}
+#         rtt N      one warm-up, then N non-streamed chat completions one
+#                    after the other: {ok, ms: [...], median}
+#   deploy_chat SERVER [chat.mjs ARGS...]   orgw_chat through that server
+#   deploy_gaps JSON   the gaps between a chat.mjs result's events after the
+#                      second, in ms
+#   deploy_checks SERVER   the checks every set-up must pass (see below)
+
+declare -gA DEPLOY_URL=()
+declare -gA DEPLOY_PID=()
+declare -gA DEPLOY_LOGS=()
+DEPLOY_MODEL=deepseek/deepseek-v3.2
+DEPLOY_APACHE_MODULES=/usr/lib/apache2/modules
+
+deploy_fill() {
+	local src=$1 dst=$2 a left
+	local -a sedv=()
+	shift 2
+	for a in "$@"; do
+		sedv+=(-e "s|@${a%%=*}@|$(orgw__sed_escape "${a#*=}")|g")
+	done
+	sed "${sedv[@]}" "$src" >"$dst" || return 1
+	left=$(grep -o '@[A-Z_][A-Z_]*@' "$dst" | sort -u | tr '\n' ' ')
+	if [ -n "$left" ]; then
+		orgw__log "deploy_fill: $src: placeholders left: $left"
+		return 1
+	fi
+}
+
+deploy__is_root() { [ "$(id -u)" = 0 ]; }
+
+# Every descendant of PID, each before its own children.
+deploy__descendants() {
+	local c
+	for c in $(orgw__children "$1"); do
+		echo "$c"
+		deploy__descendants "$c"
+	done
+}
+
+# TERM PID; after 5 s KILL it and whatever it had started.
+deploy__kill_tree() {
+	local pid=$1 i p left
+	local -a tree
+	orgw__alive "$pid" || { { wait "$pid"; } 2>/dev/null; return 0; }
+	mapfile -t tree < <(deploy__descendants "$pid")
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 50; i++)); do
+		orgw__alive "$pid" || break
+		sleep 0.1
+	done
+	orgw__alive "$pid" && kill -KILL "$pid" 2>/dev/null
+	{ wait "$pid"; } 2>/dev/null
+	for ((i = 0; i < 20; i++)); do
+		left=
+		for p in "${tree[@]}"; do
+			orgw__alive "$p" && left=1
+		done
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	for p in "${tree[@]}"; do
+		orgw__alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	return 0
+}
+
+deploy_stop_all() {
+	local s
+	for s in "${!DEPLOY_PID[@]}"; do
+		[ -n "${DEPLOY_PID[$s]}" ] && deploy__kill_tree "${DEPLOY_PID[$s]}"
+		unset "DEPLOY_PID[$s]"
+	done
+}
+
+deploy__on_exit() {
+	local rc=$? s
+	if [ "$T_FAILED" -gt 0 ]; then
+		for s in "${!DEPLOY_LOGS[@]}"; do
+			deploy_logs "$s"
+		done
+	fi
+	deploy_stop_all
+	# orgw_start's own handler: dumps its logs on failure, stops the rest.
+	(exit $rc)
+	orgw__on_exit
+}
+
+deploy_logs() {
+	local f
+	for f in ${DEPLOY_LOGS[$1]:-}; do
+		[ -s "$f" ] || continue
+		printf '# --- %s: %s (last 30 lines)\n' "$1" "${f#"$ORGW_T"/}"
+		tail -n 30 "$f" | sed -e 's/^/#   /'
+	done
+}
+
+# The Apache workers' config: the test's, with a state file of their own
+# (they run as www-data when the test is root).
+deploy__apache_private() {
+	local dir=$1
+	mkdir -p "$dir/private/state" || return 1
+	sed -e "s|^STATE_PATH=.*|STATE_PATH=$(orgw__sed_escape "$dir/private/state/state.gdbm")|" \
+		"$ORGW_CONFIG_FILE" >"$dir/private/orgw.conf" || return 1
+	chmod 600 "$dir/private/orgw.conf"
+}
+
+# The server-wide part of Debian's /etc/apache2/apache2.conf (and of the
+# modules it enables by default), every path in DIR.  KIND: fcgid or cgi.
+deploy__apache_main() {
+	local dir=$1 kind=$2 m
+	local mods="authz_core authz_host alias env setenvif reqtimeout mime deflate filter"
+	case $kind in
+	fcgid) mods="mpm_event $mods fcgid" ;;
+	cgi) mods="mpm_event $mods cgid rewrite" ;;
+	cgi-prefork) mods="mpm_prefork $mods cgi rewrite" ;;
+	esac
+	{
+		printf '# apache2.conf written by tests/lib.sh: what Debian'\''s apache2.conf\n'
+		printf '# supplies around a site, with every path in this directory.\n'
+		printf 'ServerRoot "%s"\n' "$dir"
+		printf 'ServerName 127.0.0.1\n'
+		printf 'DefaultRuntimeDir "%s/run"\n' "$dir"
+		printf 'PidFile "%s/apache2.pid"\n' "$dir"
+		printf 'Mutex file:%s/run default\n' "$dir"
+		printf 'ErrorLog "%s/error.log"\n' "$dir"
+		printf 'LogLevel warn\n'
+		if deploy__is_root; then
+			printf 'User www-data\nGroup www-data\n'
+		fi
+		for m in $mods; do
+			printf 'LoadModule %s_module %s/mod_%s.so\n' "$m" "$DEPLOY_APACHE_MODULES" "$m"
+		done
+		printf 'TypesConfig /etc/mime.types\n'
+		# Debian's mods-available/deflate.conf and reqtimeout.conf ...
+		printf 'AddOutputFilterByType DEFLATE text/html text/plain text/xml text/css text/javascript\n'
+		printf 'AddOutputFilterByType DEFLATE application/x-javascript application/javascript application/ecmascript\n'
+		printf 'AddOutputFilterByType DEFLATE application/rss+xml application/wasm application/xml\n'
+		printf 'RequestReadTimeout header=20-40,minrate=500\nRequestReadTimeout body=10,minrate=500\n'
+		# ... and what a host that compresses JSON adds: the shipped
+		# files must keep it off orgw's answers (event streams would
+		# be held back).
+		printf 'AddOutputFilterByType DEFLATE application/json text/event-stream\n'
+		# Debian's apache2.conf
+		printf 'Timeout 300\nKeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5\n'
+		printf 'HostnameLookups Off\nAccessFileName .htaccess\n'
+		printf '<Directory />\n\tOptions FollowSymLinks\n\tAllowOverride None\n\tRequire all denied\n</Directory>\n'
+		printf '<FilesMatch "^\\.ht">\n\tRequire all denied\n</FilesMatch>\n'
+		case $kind in
+		fcgid)
+			# Debian's mods-available/fcgid.conf, and the paths
+			# Debian keeps under /var/lib/apache2/fcgid.
+			printf 'FcgidConnectTimeout 20\nAddHandler fcgid-script .fcgi\n'
+			printf 'FcgidIPCDir "%s/run/fcgid"\n' "$dir"
+			printf 'FcgidProcessTableFile "%s/run/fcgid-shm"\n' "$dir"
+			printf 'Include "%s/site.conf"\n' "$dir"
+			;;
+		cgi | cgi-prefork)
+			[ "$kind" = cgi ] && printf 'ScriptSock "%s/run/cgisock"\n' "$dir"
+			# A shared host's account: its web root, and what
+			# hosts typically let .htaccess files do.
+			printf 'Listen 127.0.0.1:%s\n' "$3"
+			printf 'DocumentRoot "%s/public_html"\n' "$dir"
+			printf '<Directory "%s/public_html">\n' "$dir"
+			printf '\tOptions SymLinksIfOwnerMatch\n\tAllowOverride All\n\tRequire all granted\n</Directory>\n'
+			;;
+		esac
+	} >"$dir/apache2.conf"
+}
+
+# deploy__start_one SERVER PORT: writes the configs, starts the server.
+deploy__start_one() {
+	local s=$1 port=$2 dir=$ORGW_T/$1 bin sock=$ORGW_T/orgw.sock m
+	bin=${ORGW_FCGI_BIN:-$ORGW_ROOT/cgi-bin/orgw.fcgi}
+	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
+	rm -rf "$dir"
+	mkdir -p "$dir/run" || return 1
+	case $s in
+	caddy)
+		mkdir -p "$dir/home" "$dir/data" "$dir/config"
+		deploy_fill "$ORGW_ROOT/deploy/Caddyfile" "$dir/site.caddy" \
+			PORT="$port" SOCKET="$sock" || return 1
+		# Global options a packaged Caddy does not need: no admin
+		# endpoint (port 2019 is shared by everything on the machine).
+		printf '{\n\tadmin off\n}\n\nimport %s\n' \
+			"$dir/site.caddy" >"$dir/Caddyfile"
+		DEPLOY_LOGS[$s]="$dir/caddy.log"
+		HOME=$dir/home XDG_DATA_HOME=$dir/data XDG_CONFIG_HOME=$dir/config \
+			caddy run --config "$dir/Caddyfile" --adapter caddyfile \
+			>"$dir/caddy.log" 2>&1 </dev/null &
+		;;
+	nginx)
+		mkdir -p "$dir/tmp"
+		deploy_fill "$ORGW_ROOT/deploy/nginx.conf" "$dir/site.conf" \
+			PORT="$port" SOCKET="$sock" || return 1
+		# The shipped file's `include fastcgi_params` is relative to
+		# the main config's directory, as /etc/nginx is on Debian.
+		cp /etc/nginx/fastcgi_params "$dir/fastcgi_params" || return 1
+		{
+			printf '# nginx.conf written by tests/lib.sh: Debian'\''s /etc/nginx/nginx.conf\n'
+			printf '# around the site, with every path in this directory.\n'
+			deploy__is_root && printf 'user www-data www-data;\n'
+			printf 'worker_processes 2;\npid %s/nginx.pid;\n' "$dir"
+			printf 'error_log %s/error.log info;\n' "$dir"
+			printf 'events {\n\tworker_connections 768;\n}\n'
+			printf 'http {\n\tsendfile on;\n\ttcp_nopush on;\n\ttypes_hash_max_size 2048;\n'
+			printf '\tinclude /etc/nginx/mime.types;\n\tdefault_type application/octet-stream;\n'
+			printf '\taccess_log %s/access.log;\n\tgzip on;\n' "$dir"
+			for m in client_body fastcgi proxy scgi uwsgi; do
+				printf '\t%s_temp_path %s/tmp/%s;\n' "$m" "$dir" "$m"
+			done
+			printf '\tinclude %s/site.conf;\n}\n' "$dir"
+		} >"$dir/nginx.conf"
+		if deploy__is_root; then
+			# The unit's Group=www-data, in the test's terms.
+			chgrp www-data "$sock" && chmod 0711 "$ORGW_T" || return 1
+		fi
+		DEPLOY_LOGS[$s]="$dir/error.log $dir/nginx.out"
+		nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' \
+			>"$dir/nginx.out" 2>&1 </dev/null &
+		;;
+	apache-fcgid | apache-cgi | apache-cgi-prefork)
+		deploy__apache_private "$dir" || return 1
+		if [ "$s" = apache-fcgid ]; then
+			# `make install` puts orgw.fcgi in a cgi-bin directory.
+			mkdir -p "$dir/cgi-bin" && cp "$bin" "$dir/cgi-bin/orgw.fcgi" || return 1
+			deploy_fill "$ORGW_ROOT/deploy/apache-fcgid.conf" "$dir/site.conf" \
+				PORT="$port" CGIDIR="$dir/cgi-bin" \
+				CONFIG="$dir/private/orgw.conf" || return 1
+			deploy__apache_main "$dir" fcgid || return 1
+		else
+			# The upload: the binary into the account's cgi-bin,
+			# deploy/htaccess beside it, the config outside the
+			# web root.
+			mkdir -p "$dir/public_html/cgi-bin" &&
+				cp "$bin" "$dir/public_html/cgi-bin/orgw.fcgi" || return 1
+			deploy_fill "$ORGW_ROOT/deploy/htaccess" \
+				"$dir/public_html/cgi-bin/.htaccess" \
+				CONFIG="$dir/private/orgw.conf" || return 1
+			deploy__apache_main "$dir" "${s#apache-}" "$port" || return 1
+		fi
+		if deploy__is_root; then
+			chmod 0711 "$ORGW_T" && chown -R www-data:www-data "$dir" || return 1
+			chown root:root "$dir/apache2.conf"
+		fi
+		DEPLOY_LOGS[$s]="$dir/error.log $dir/apache2.out"
+		# A process group of its own: on stop, prefork's parent sends
+		# SIGTERM to its whole group (it expects to lead one, as a
+		# daemon), which would include this test.  deploy_stop_all
+		# (the EXIT trap) stops it and everything it started.
+		setsid env -i PATH="$PATH" LANG=C APACHE_RUN_DIR="$dir/run" \
+			/usr/sbin/apache2 -f "$dir/apache2.conf" -DFOREGROUND \
+			>"$dir/apache2.out" 2>&1 </dev/null &
+		;;
+	*)
+		orgw__log "deploy_start: unknown server $s"
+		return 1
+		;;
+	esac
+	DEPLOY_PID[$s]=$!
+	case $s in
+	apache-cgi*) DEPLOY_URL[$s]=http://127.0.0.1:$port/cgi-bin/orgw.fcgi ;;
+	*) DEPLOY_URL[$s]=http://127.0.0.1:$port ;;
+	esac
+}
+
+deploy__wait_ready() { # SERVER PORT
+	local s=$1 port=$2 i code
+	for ((i = 0; i < 150; i++)); do
+		orgw__alive "${DEPLOY_PID[$s]}" || return 1
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+				"${DEPLOY_URL[$s]}/healthz" 2>/dev/null)
+			[ "$code" = 200 ] && return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+deploy_start() {
+	local s try port
+	[ -n "${ORGW_T:-}" ] || { t_fail "deploy_start: orgw_start first"; exit 1; }
+	trap deploy__on_exit EXIT
+	for s in "$@"; do
+		if [ "$s" = lighttpd ]; then
+			DEPLOY_URL[$s]=$ORGW_URL
+			DEPLOY_LOGS[$s]="$ORGW_T/lighttpd.log $ORGW_T/lighttpd.out"
+			continue
+		fi
+		for try in 1 2 3; do
+			port=$(orgw__free_port) || break
+			if deploy__start_one "$s" "$port" && deploy__wait_ready "$s" "$port"; then
+				continue 2
+			fi
+			deploy_logs "$s" >&2
+			[ -n "${DEPLOY_PID[$s]:-}" ] && deploy__kill_tree "${DEPLOY_PID[$s]}"
+			unset "DEPLOY_PID[$s]"
+		done
+		t_fail "deploy_start: $s did not answer /healthz with 200"
+		exit 1
+	done
+}
+
+deploy_chat() {
+	local s=$1
+	shift
+	ORGW_URL=${DEPLOY_URL[$s]} orgw_chat "$@"
+}
+
+deploy_gaps() { # from the 2nd event on: orgw holds the role-only chunk
+	# until the first content chunk (t0110), so those two arrive together.
+	json_get "$1" 'j.event_times_ms.slice(2).map((t, i) => Math.round(t - j.event_times_ms[i + 1])).join(" ")'
+}
+
+deploy_sdk() {
+	(cd "$ORGW_ROOT/tests/js" && node --input-type=module -e '
+import OpenAI from "openai";
+const [base, key, model, mode, arg] = process.argv.slice(1);
+const client = new OpenAI({ baseURL: base + "/v1", apiKey: key, maxRetries: 0, timeout: 120000 });
+const ask = (content) => client.chat.completions.create({ model, messages: [{ role: "user", content }] });
+const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
+if (mode === "big") {
+  const n = Number(arg);
+  const text = "All work and no play makes Jack a dull boy. ".repeat(Math.ceil(n / 44)).slice(0, n);
+  try {
+    const r = await ask(text);
+    out({ ok: true, status: 200, code: null, content: r.choices[0].message.content });
+  } catch (e) {
+    out({ ok: false, status: e.status ?? null, code: e.code ?? e.error?.code ?? null, content: null, message: String(e.message).slice(0, 300) });
+  }
+} else if (mode === "rtt") {
+  const n = Number(arg);
+  const ms = [];
+  try {
+    await ask("warm up");
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await ask("ping " + i);
+      ms.push(Math.round((performance.now() - t0) * 10) / 10);
+    }
+    const s = [...ms].sort((a, b) => a - b);
+    const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    out({ ok: true, ms, median });
+  } catch (e) {
+    out({ ok: false, ms, median: null, message: String(e.message).slice(0, 300) });
+  }
+} else {
+  process.stderr.write("deploy_sdk: unknown mode " + mode + "\n");
+  process.exit(2);
+}
+' "$1" "$ORGW_KEY" "$DEPLOY_MODEL" "$2" "${3-}")
+}
+
+# deploy_checks SERVER: what every deployment must do, through that server,
+# with the official openai client: /healthz; the client key passes (the
+# gateway saw the header: a wrong key is "incorrect", not "missing"); both
+# base URLs; a 1 MiB body is accepted and one over MAX_BODY_BYTES gets the
+# gateway's own 413; events the double spaces 200 ms apart arrive 150-250
+# ms apart; the round-trip time of a non-streamed completion, median of 20.
+# Prints the measurements as "#" lines, one of them
+#   # deploy-metrics SERVER gap_median_ms=.. gap_min_ms=.. gap_max_ms=.. rtt_median_ms=..
+# and sets DEPLOY_GAPS (ms, space separated) and DEPLOY_RTT (ms).
+deploy_checks() {
+	local s=$1 url=${DEPLOY_URL[$1]} out code n bad min max med try
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url/healthz")
+	t_eq "$s: GET /healthz answers 200" 200 "$code"
+
+	double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":0}' >/dev/null
+	out=$(deploy_chat "$s" --model "$DEPLOY_MODEL")
+	t_eq "$s: the client key passes (openai client)" "true 200 Hello from deepseek" \
+		"$(json_get "$out" '[j.ok, j.status, j.content].join(" ")')"
+	t_match "$s: orgw's X-Orgw-* headers reach the client" '^(scored|locked) deepseek 1$' \
+		"$(json_get "$out" '[j.headers["x-orgw-route"], j.headers["x-orgw-provider"], j.headers["x-orgw-attempts"]].join(" ")')"
+	out=$(ORGW_KEY=wrong-key deploy_chat "$s" --model "$DEPLOY_MODEL")
+	t_eq "$s: a wrong key reaches orgw and gets its 401" \
+		"401 invalid_api_key incorrect API key provided" \
+		"$(json_get "$out" '[j.status, j.error?.code, j.error?.message].join(" ")')"
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url/v1/models")
+	t_eq "$s: no Authorization header: 401" 401 "$code"
+	out=$(ORGW_URL=$url/api orgw_chat --model "$DEPLOY_MODEL")
+	t_eq "$s: the /api/v1 base URL works too" "true 200" \
+		"$(json_get "$out" '[j.ok, j.status].join(" ")')"
+
+	double_ctl DELETE log >/dev/null
+	out=$(deploy_sdk "$url" big 1048576)
+	t_eq "$s: a 1 MiB request body is accepted" "true 200 Hello from deepseek" \
+		"$(json_get "$out" '[j.ok, j.status, j.content].join(" ")')"
+	n=$(double_ctl GET 'log?limit=1' | json_get - 'j.requests[0]?.body?._bytes ?? 0')
+	t_check "$s: ... and reaches upstream whole ($n bytes)" test "$n" -gt 1048576
+	out=$(deploy_sdk "$url" big $((9 * 1048576)))
+	t_eq "$s: a 9 MiB body gets orgw's own 413, not the server's" "413 request_too_large" \
+		"$(json_get "$out" '[j.status, j.code].join(" ")')"
+
+	double_ctl POST config '{"spacing_ms":200,"chunks":6}' >/dev/null
+	for try in 1 2; do
+		out=$(deploy_chat "$s" --model "$DEPLOY_MODEL" --stream)
+		DEPLOY_GAPS=$(deploy_gaps "$out")
+		bad=$(json_get "$out" \
+			'j.event_times_ms.slice(2).map((t, i) => t - j.event_times_ms[i + 1]).filter(g => g < 150 || g > 250).length')
+		[ "$bad" = 0 ] && break
+		# One more try absorbs a scheduling hiccup on a busy machine;
+		# a server that buffers fails both.
+		[ "$try" = 1 ] && printf '# %s: gaps %s ms on the first try; trying once more\n' \
+			"$s" "$DEPLOY_GAPS"
+	done
+	t_eq "$s: the spaced stream completes with [DONE]" "true true" \
+		"$(json_get "$out" '[j.ok, j.done].join(" ")')"
+	n=$(json_get "$out" 'j.event_times_ms.length')
+	t_check "$s: the client saw at least 8 events (got $n)" test "$n" -ge 8
+	t_eq "$s: events sent 200 ms apart arrive 150-250 ms apart (gaps: $DEPLOY_GAPS)" 0 "$bad"
+	read -r min med max < <(tr ' ' '\n' <<<"$DEPLOY_GAPS" | sort -n |
+		awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %.1f %s\n", v[1], m, v[NR] }')
+
+	double_ctl POST config '{"spacing_ms":0}' >/dev/null
+	out=$(deploy_sdk "$url" rtt 20)
+	t_eq "$s: 20 non-streamed completions in a row succeed" true "$(json_get "$out" 'j.ok')"
+	DEPLOY_RTT=$(json_get "$out" 'j.median?.toFixed(1)')
+	printf '# %s: gaps between events at the client (ms): %s\n' "$s" "$DEPLOY_GAPS"
+	printf '# %s: round-trip time of a non-streamed completion (ms): %s\n' "$s" \
+		"$(json_get "$out" 'j.ms.join(" ")')"
+	printf '# deploy-metrics %s gap_median_ms=%s gap_min_ms=%s gap_max_ms=%s rtt_median_ms=%s\n' \
+		"$s" "$med" "$min" "$max" "$DEPLOY_RTT"
+}
