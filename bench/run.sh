@@ -31,7 +31,8 @@
 #                        quick: $BENCH_OUT/results.svg)
 #   BENCH_PORTKEY=0      leave out the peer gateway
 #   BENCH_DURATION, BENCH_CONC ("16 64 256"), BENCH_REPEAT (3),
-#   BENCH_WORKERS (256), BENCH_HOLD (256), BENCH_SEQ ("15 7 25": warm-up,
+#   BENCH_WORKERS (16: the pool for phases 1-4), BENCH_HOLD (256: streams
+#   held in phase 5, with as many workers), BENCH_SEQ ("15 7 25": warm-up,
 #   rounds, per round)
 #
 # Bench-only packages (wrk, gnuplot) come from deploy/install-deps.sh with
@@ -66,7 +67,12 @@ else
 	DUR=${BENCH_DURATION:-10}
 	CONC=${BENCH_CONC:-"16 64 256"}
 	REPEAT=${BENCH_REPEAT:-3}
-	WORKERS=${BENCH_WORKERS:-256}
+	# Phases 1-4 (short requests) run on a pool sized for the two cores:
+	# with one worker per connection every request lands on a cache-cold
+	# process (bench/rtt.sh: 0.59 ms added with 4 workers, 0.77 with 16,
+	# 1.16 with 256).  The memory phase needs one worker per stream and
+	# restarts the pool with $HOLD workers.
+	WORKERS=${BENCH_WORKERS:-16}
 	HOLD=${BENCH_HOLD:-256}
 	SEQ=${BENCH_SEQ:-"15 7 25"}
 	STREAM_ROUNDS="5 4"
@@ -422,6 +428,14 @@ mem_gateway() { # PHASE NAME: every process of that gateway
 }
 
 say "5/6 memory: idle, then $HOLD concurrent slow streams per gateway"
+if [ "$WORKERS" -lt "$HOLD" ]; then
+	# One worker per stream; $HOLD sequential requests first, so most of
+	# the fresh workers have handled one before the idle figures.
+	say "restarting orgw with $HOLD workers for the streams"
+	ORGW_WORKERS=$HOLD orgw_restart_workers || die "restart with $HOLD workers"
+	node bench/seq.mjs --targets "$TARGETS" --only orgw --warmup 0 \
+		--rounds 1 --per_round "$HOLD" >/dev/null || die "warm-up"
+fi
 for n in $NAMES; do
 	[ "$n" = direct ] || mem_gateway idle "$n"
 done
@@ -455,7 +469,7 @@ mem_gateway after orgw
 
 say "6/6 state-lock hold time (ORGW_TRACE_LOCK build)"
 ORGW_FCGI_BIN=build/locktrace/orgw.fcgi
-orgw_restart_workers
+ORGW_WORKERS=$WORKERS orgw_restart_workers
 mark=$(wc -l <"$ORGW_LOG")
 node bench/seq.mjs --targets "$TARGETS" --only orgw --warmup 5 --rounds 4 \
 	--per_round 50 >"$OUT/trace-seq.json" || die "lock-trace sequential run"
