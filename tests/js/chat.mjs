@@ -30,6 +30,7 @@
 // bug in this helper.  maxRetries is 0: the gateway does the retrying.
 
 import OpenAI from 'openai';
+import { watchingFetch } from './watch-fetch.mjs';
 
 function usage(msg) {
   process.stderr.write(`chat.mjs: ${msg}\n` +
@@ -88,27 +89,6 @@ function pickHeaders(h) {
     out[n] = v ?? null;
   }
   return out;
-}
-
-// Watch the raw response bytes for "data: [DONE]" without changing them.
-function watchingFetch(state) {
-  return async (url, init) => {
-    const res = await fetch(url, init);
-    if (!res.body) return res;
-    const dec = new TextDecoder();
-    let tail = '';
-    const watch = new TransformStream({
-      transform(chunk, ctl) {
-        const text = tail + dec.decode(chunk, { stream: true });
-        if (/(^|\n)data: ?\[DONE\]/.test(text)) state.done = true;
-        tail = text.slice(-64);
-        ctl.enqueue(chunk);
-      },
-    });
-    return new Response(res.body.pipeThrough(watch), {
-      status: res.status, statusText: res.statusText, headers: res.headers,
-    });
-  };
 }
 
 function errorInfo(e) {

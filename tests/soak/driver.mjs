@@ -41,6 +41,7 @@
 
 // The SDK lives with the other JS helpers (tests/js, npm ci'd by make deps).
 import OpenAI from '../js/node_modules/openai/index.mjs';
+import { watchingFetch } from '../js/watch-fetch.mjs';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -125,32 +126,6 @@ function fdCount(pid) {
 
 // ---- one request ----
 
-// Watches the raw response bytes for "data: [DONE]" and error events
-// without changing them (the SDK hides both).
-function watchingFetch(st) {
-  return async (url, init) => {
-    const res = await fetch(url, init);
-    st.status = res.status;
-    st.ctype = res.headers.get('content-type');
-    st.attempts = res.headers.get('x-orgw-attempts');
-    st.route = res.headers.get('x-orgw-route');
-    if (!res.body) return res;
-    const dec = new TextDecoder();
-    let tail = '';
-    const watch = new TransformStream({
-      transform(chunk, ctl) {
-        const text = tail + dec.decode(chunk, { stream: true });
-        if (/(^|\n)data: ?\[DONE\]/.test(text)) st.done = true;
-        tail = text.slice(-64);
-        ctl.enqueue(chunk);
-      },
-    });
-    return new Response(res.body.pipeThrough(watch), {
-      status: res.status, statusText: res.statusText, headers: res.headers,
-    });
-  };
-}
-
 function wellFormedError(e) {
   const b = e?.error;
   return b !== null && typeof b === 'object' && typeof b.message === 'string' && b.message.length > 0;
@@ -161,7 +136,12 @@ async function oneRequest(o, id, model, stream) {
   const r = { id, model, stream, t_start: now(), t_end: null, class: null, detail: null,
     status: null, attempts: null, route: null };
   const client = new OpenAI({
-    baseURL: o.base, apiKey: o.key, maxRetries: 0, timeout: o.timeoutMs, fetch: watchingFetch(st),
+    baseURL: o.base, apiKey: o.key, maxRetries: 0, timeout: o.timeoutMs, fetch: watchingFetch(st, (res) => {
+      st.status = res.status;
+      st.ctype = res.headers.get('content-type');
+      st.attempts = res.headers.get('x-orgw-attempts');
+      st.route = res.headers.get('x-orgw-route');
+    }),
   });
   const body = { model, messages: [{ role: 'user', content: `soak request ${id}` }] };
   if (stream) body.stream = true;
