@@ -103,15 +103,10 @@ cgi_io_discard_body(const char *content_length, unsigned long long max_bytes)
 {
 	unsigned long long want, left;
 	char sink[16384];
-	char *end;
 	ssize_t got;
 
-	if (content_length == NULL || content_length[0] == '\0' ||
-	    content_length[0] == '-')
-		return;
-	errno = 0;
-	want = strtoull(content_length, &end, 10);
-	if (errno != 0 || *end != '\0' || want <= c_body_read)
+	if (http_content_length(content_length, &want) != ORGW_OK ||
+	    want <= c_body_read)
 		return;
 	left = want - c_body_read;
 	if (left > max_bytes)

@@ -6,7 +6,6 @@
  * (413, before reading a byte), body read in full (400), then the
  * handler.  Every error is OpenAI-shaped JSON (http_error).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,18 +148,16 @@ handle_chat(const struct orgw_io *io, const struct orgw_env *env,
 {
 	struct buf body = {0};
 	unsigned long long cl;
-	char *end, chunk[16384];
+	char chunk[16384];
 	ssize_t n;
 	size_t want;
 	int rc;
 
-	if (env->content_length == NULL || env->content_length[0] == '\0')
+	if (!http_content_length_set(env->content_length))
 		return http_error(io, 411, "invalid_request_error",
 				  "length_required", NULL,
 				  "a Content-Length is required", NULL);
-	errno = 0;
-	cl = strtoull(env->content_length, &end, 10);
-	if (errno != 0 || *end != '\0' || env->content_length[0] == '-')
+	if (http_content_length(env->content_length, &cl) != ORGW_OK)
 		return http_error(io, 400, "invalid_request_error",
 				  "invalid_request", NULL,
 				  "Content-Length is not a number", NULL);

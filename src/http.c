@@ -3,6 +3,7 @@
  * OpenAI-shaped JSON errors out.  Escaping happens here, at the output
  * edge, with cJSON (never string concatenation of untrusted text).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,29 @@ http_route_path(const struct orgw_env *e, char *dst, size_t n)
 		return;
 	memcpy(dst, p, len);
 	dst[len] = '\0';
+}
+
+bool
+http_content_length_set(const char *s)
+{
+	return s != NULL && s[0] != '\0';
+}
+
+enum orgw_err
+http_content_length(const char *s, unsigned long long *out)
+{
+	char *end;
+
+	*out = 0;
+	if (!http_content_length_set(s) || s[0] == '-')
+		return ORGW_EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0') {
+		*out = 0;
+		return ORGW_EINVAL;
+	}
+	return ORGW_OK;
 }
 
 const char *

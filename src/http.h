@@ -56,6 +56,17 @@ void http_env_free(struct orgw_env *e);
  */
 void http_route_path(const struct orgw_env *e, char *dst, size_t n);
 
+/*
+ * Parses a CONTENT_LENGTH value (RFC 3875 4.1.2) into *out.  ORGW_OK;
+ * ORGW_EINVAL when it is missing or empty (*out 0), or not a number
+ * (negative, trailing bytes, out of range).  Use http_content_length_set()
+ * to tell the two apart.
+ */
+enum orgw_err http_content_length(const char *s, unsigned long long *out);
+
+/* True when a CONTENT_LENGTH value was given at all (not NULL, not ""). */
+bool http_content_length_set(const char *s);
+
 /* The standard reason phrase for status ("OK", "Not Found", ...). */
 const char *http_reason(int status);
 

@@ -403,6 +403,29 @@ test_env(void)
 	http_env_free(NULL);
 }
 
+static void
+test_content_length(void)
+{
+	unsigned long long n = 7;
+
+	T_ASSERT("CONTENT_LENGTH NULL is not set", !http_content_length_set(NULL));
+	T_ASSERT("CONTENT_LENGTH empty is not set", !http_content_length_set(""));
+	T_ASSERT("CONTENT_LENGTH 0 is set", http_content_length_set("0"));
+	T_ASSERT("CONTENT_LENGTH 1234 parses",
+		 http_content_length("1234", &n) == ORGW_OK && n == 1234);
+	T_ASSERT("CONTENT_LENGTH 0 parses",
+		 http_content_length("0", &n) == ORGW_OK && n == 0);
+	T_ASSERT("CONTENT_LENGTH missing refused",
+		 http_content_length(NULL, &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH negative refused",
+		 http_content_length("-1", &n) == ORGW_EINVAL);
+	T_ASSERT("CONTENT_LENGTH trailing bytes refused",
+		 http_content_length("12abc", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH out of range refused",
+		 http_content_length("99999999999999999999999", &n) ==
+			 ORGW_EINVAL);
+}
+
 int
 main(void)
 {
@@ -411,5 +434,6 @@ main(void)
 	test_error();
 	test_reason();
 	test_env();
+	test_content_length();
 	return T_REPORT();
 }
