@@ -30,6 +30,25 @@ rescore_params(const struct orgw_conf *c, struct score_params *p)
 }
 
 enum orgw_err
+rescore_answer(const struct score_params *p, long status, const char *body,
+	       size_t len, int utc_hhmm, struct score_result *res, char *err,
+	       size_t errlen)
+{
+	enum orgw_err e;
+
+	memset(res, 0, sizeof(*res));
+	if (status != 200) {
+		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
+		snprintf(err, errlen, "endpoints HTTP %ld", status);
+		return ORGW_EUPSTREAM;
+	}
+	e = score_endpoints(body, len, utc_hhmm, p, res);
+	if (e != ORGW_OK)
+		snprintf(err, errlen, "endpoints response unreadable");
+	return e;
+}
+
+enum orgw_err
 rescore_fetch(const struct orgw_conf *c, const char *model,
 	      int64_t timeout_ms, struct score_result *res, char *err,
 	      size_t errlen)
@@ -54,15 +73,9 @@ rescore_fetch(const struct orgw_conf *c, const char *model,
 		free(body);
 		return e;
 	}
-	if (status != 200) {
-		snprintf(err, errlen, "endpoints HTTP %ld", status);
-		free(body);
-		return ORGW_EUPSTREAM;
-	}
 	rescore_params(c, &p);
-	e = score_endpoints(body, len, clock_utc_hhmm(), &p, res);
+	e = rescore_answer(&p, status, body, len, clock_utc_hhmm(), res, err,
+			   errlen);
 	free(body);
-	if (e != ORGW_OK)
-		snprintf(err, errlen, "endpoints response unreadable");
 	return e;
 }

@@ -31,6 +31,17 @@ bool rescore_url(const struct orgw_conf *c, const char *model, char *dst,
 void rescore_params(const struct orgw_conf *c, struct score_params *p);
 
 /*
+ * Scores an endpoints answer that arrived with HTTP status at clock time
+ * utc_hhmm.  On ORGW_OK the caller owns *res (score_result_free);
+ * otherwise err says why ("endpoints HTTP 404", "endpoints response
+ * unreadable").  Shared by rescore_fetch() and the parallel scorer.
+ */
+enum orgw_err rescore_answer(const struct score_params *p, long status,
+			     const char *body, size_t len, int utc_hhmm,
+			     struct score_result *res, char *err,
+			     size_t errlen);
+
+/*
  * GETs and scores the endpoints of model at the current UTC time.  On
  * ORGW_OK the caller owns *res (score_result_free).  Otherwise err holds
  * a short reason ("endpoints HTTP 404", "timeout", ...).

@@ -47,7 +47,6 @@ run_done(void *arg, size_t i, struct fetchmany_item *it)
 {
 	struct run_ctx *x = arg;
 	struct scorerun_model *r = &x->v[x->map[i]];
-	enum orgw_err e;
 
 	r->ms = it->ms;
 	r->scored_at = clock_now_s();
@@ -56,18 +55,11 @@ run_done(void *arg, size_t i, struct fetchmany_item *it)
 		r->err = it->err;
 		snprintf(r->error, sizeof(r->error), "endpoints fetch: %.100s",
 			 it->error);
-	} else if (it->status != 200) {
-		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
-		r->err = ORGW_EUPSTREAM;
-		snprintf(r->error, sizeof(r->error), "endpoints HTTP %ld",
-			 it->status);
-	} else if ((e = score_endpoints(it->body, it->len, r->utc_hhmm,
-					&x->p, &r->res)) != ORGW_OK) {
-		r->err = e;
-		snprintf(r->error, sizeof(r->error),
-			 "endpoints response unreadable");
-	} else
-		r->err = ORGW_OK;
+	} else {
+		r->err = rescore_answer(&x->p, it->status, it->body, it->len,
+					r->utc_hhmm, &r->res, r->error,
+					sizeof(r->error));
+	}
 	if (x->dry_run)
 		return;
 	r->save_err = state_store_candidates(x->c, r->model,
