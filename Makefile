@@ -157,4 +157,5 @@ install: all
 clean:
 	rm -rf build run $(GATEWAY) $(SCORER)
 
--include $(OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
+	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d

@@ -903,6 +903,10 @@ done:
 	total = clock_mono_ms() - ch.t0;
 	if (ch.a.t_first)
 		ttfb = ch.a.t_first - ch.t0;
+	/* The client has all it will get: let the web server end its
+	 * response now rather than after the state write and the log. */
+	if (io->finish)
+		io->finish(io->ctx);
 	if (ok) {
 		/* Before a possible re-lock below changes ch.route. */
 		check_served(&ch);

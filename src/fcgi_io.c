@@ -6,6 +6,8 @@
  * stops and aborts upstream (STYLE.md 3: a client disconnect is not a
  * provider failure).  CGI: plain read(2)/write(2) on fds 0 and 1.
  */
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -20,6 +22,8 @@ f_read(void *ctx, char *buf, size_t n)
 	FCGX_Request *r = ctx;
 	int got;
 
+	if (r->in == NULL)
+		return -1;
 	if (n > 1u << 30)
 		n = 1u << 30;
 	got = FCGX_GetStr(buf, (int)n, r->in);
@@ -33,6 +37,8 @@ f_write(void *ctx, const char *p, size_t n)
 {
 	FCGX_Request *r = ctx;
 
+	if (r->out == NULL)
+		return -1;
 	while (n > 0) {
 		int chunk = n > 1u << 30 ? 1 << 30 : (int)n;
 		if (FCGX_PutStr(p, chunk, r->out) != chunk)
@@ -48,6 +54,8 @@ f_flush(void *ctx)
 {
 	FCGX_Request *r = ctx;
 
+	if (r->out == NULL)
+		return -1;
 	return FCGX_FFlush(r->out) == 0 ? 0 : -1;
 }
 
@@ -57,8 +65,44 @@ f_drain(void *ctx)
 	FCGX_Request *r = ctx;
 	char sink[4096];
 
+	if (r->in == NULL)
+		return;
 	while (FCGX_GetStr(sink, sizeof(sink), r->in) > 0)
 		;
+}
+
+/*
+ * True when fd is a Unix-domain socket (the web server on this machine).
+ * Asked once: every connection of a process comes from one listening
+ * socket.
+ */
+static bool
+unix_socket(int fd)
+{
+	static int known = -1;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (known == -1)
+		known = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+			ss.ss_family == AF_UNIX;
+	return known == 1;
+}
+
+/*
+ * FCGX_Finish_r: flushes, sends FCGI_END_REQUEST and closes the
+ * connection, freeing the streams (so the checks above).  main()'s own
+ * FCGX_Finish_r after the handler is then a no-op, as it already is for
+ * the one FCGX_Accept_r makes.
+ */
+static void
+f_finish(void *ctx)
+{
+	FCGX_Request *r = ctx;
+
+	if (r->out != NULL && unix_socket(r->ipcFd))
+		FCGX_Detach(r);
+	FCGX_Finish_r(r);
 }
 
 void
@@ -71,6 +115,7 @@ fcgi_io_init(struct orgw_io *io, void *req)
 	io->write = f_write;
 	io->flush = f_flush;
 	io->drain = f_drain;
+	io->finish = f_finish;
 	io->client_fd = r->ipcFd;
 }
 
@@ -155,6 +200,7 @@ cgi_io_init(struct orgw_io *io)
 	io->write = c_write;
 	io->flush = c_flush;
 	io->drain = NULL;
+	io->finish = NULL;
 	io->client_fd = -1;
 }
 

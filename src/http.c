@@ -190,7 +190,17 @@ int
 http_json(const struct orgw_io *io, int status, const char *extra,
 	  const char *body, size_t len)
 {
-	if (http_head(io, status, "application/json", extra) != 0 ||
+	char h[1024];
+	int n;
+
+	/* The length lets the web server pass the body on as it is and
+	 * end the client's response with its last byte, not when this
+	 * worker ends the request (lighttpd otherwise chunks it and waits
+	 * for FCGI_END_REQUEST). */
+	n = snprintf(h, sizeof(h), "%sContent-Length: %zu\r\n",
+		     extra ? extra : "", len);
+	if (n < 0 || (size_t)n >= sizeof(h) ||
+	    http_head(io, status, "application/json", h) != 0 ||
 	    io->write(io->ctx, body, len) != 0)
 		return -1;
 	return io->flush(io->ctx);

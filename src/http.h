@@ -24,6 +24,10 @@ struct orgw_io {
 	/* Reads and drops any rest of the request body (so the client
 	 * socket is quiet while we wait on upstream). */
 	void (*drain)(void *ctx);
+	/* Ends the response now, so the web server can finish it towards
+	 * the client while the caller does its bookkeeping; any later
+	 * write or flush fails.  NULL when the transport cannot. */
+	void (*finish)(void *ctx);
 	int client_fd;		/* polled for hang-up; -1 when unknown */
 };
 

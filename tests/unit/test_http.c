@@ -236,6 +236,14 @@ test_error(void)
 	         s.out.p && (v = strstr(s.out.p, "WWW-Authenticate: Bearer\r\n")) &&
 	             body_of(&s) && v < body_of(&s));
 	body = body_of(&s);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "\r\nContent-Length: %zu\r\n",
+			 body ? strlen(body) : 0);
+		T_ASSERT("Content-Length is the body's length, in the header "
+			 "block",
+			 body && (v = strstr(s.out.p, want)) && v < body);
+	}
 	o = body ? cJSON_Parse(body) : NULL;
 	T_ASSERT("body is a JSON object", cJSON_IsObject(o));
 	T_ASSERT("body has only \"error\"",
