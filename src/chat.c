@@ -27,6 +27,7 @@
 #include "buf.h"
 #include "chat.h"
 #include "clock.h"
+#include "jsonout.h"
 #include "log.h"
 #include "reqval.h"
 #include "rescore.h"
@@ -615,7 +616,7 @@ send_stream_error(struct chat *ch, const char *code, const char *msg)
 	     cJSON_AddStringToObject(e, "message", msg) &&
 	     cJSON_AddStringToObject(e, "type", "upstream_error") &&
 	     cJSON_AddStringToObject(e, "code", code);
-	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL &&
+	if (ok && (s = jsonout_print(o)) != NULL &&
 	    send_stream_head(ch) == 0) {
 		if (ch->io->write(ch->io->ctx, "data: ", 6) == 0 &&
 		    ch->io->write(ch->io->ctx, s, strlen(s)) == 0 &&

@@ -1,9 +1,10 @@
 /*
  * record.c - JSON codecs for the GDBM values of SPEC section 7.
  *
- * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
- * text; decoders copy into fixed structs with bounded string copies, so
- * a damaged or hostile value can at worst read as zeroes.
+ * Pure.  Encoders build with cJSON and return jsonout_print() text (the
+ * bytes cJSON_PrintUnformatted() gives, printed faster); decoders copy
+ * into fixed structs with bounded string copies, so a damaged or hostile
+ * value can at worst read as zeroes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "jsonout.h"
 #include "record.h"
 #include "score.h"
 
@@ -92,7 +94,7 @@ finish(cJSON *o, bool ok)
 	char *s = NULL;
 
 	if (ok)
-		s = cJSON_PrintUnformatted(o);
+		s = jsonout_print(o);
 	cJSON_Delete(o);
 	return s;
 }

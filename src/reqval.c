@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "jsonout.h"
 #include "reqval.h"
 
 bool
@@ -207,7 +208,7 @@ reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "model");
 	if (cJSON_AddStringToObject(root, "model", r->model) == NULL)
 		return NULL;
-	return cJSON_PrintUnformatted(root);
+	return jsonout_print(root);
 }
 
 void

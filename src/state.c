@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "breaker.h"
+#include "jsonout.h"
 #include "log.h"
 #include "score.h"
 #include "state.h"
@@ -936,7 +937,7 @@ state_stats_json(const struct orgw_conf *c, int64_t now)
 			a.ok = false;
 	}
 	if (a.ok)
-		out = cJSON_PrintUnformatted(root);
+		out = jsonout_print(root);
 	cJSON_Delete(root);
 	return out;
 }
