@@ -267,15 +267,23 @@ static void
 mask_key(const struct chat *ch, char *p, size_t n)
 {
 	const char *k = ch->c->openrouter_api_key;
-	size_t kl = k != NULL ? strlen(k) : 0, i;
+	size_t kl = k != NULL ? strlen(k) : 0, i = 0;
+	char *q;
 
 	if (kl == 0 || p == NULL)
 		return;
-	for (i = 0; i + kl <= n; i++)
-		if (p[i] == k[0] && memcmp(p + i, k, kl) == 0) {
-			memset(p + i, '*', kl);
-			i += kl - 1;
+	/* memchr finds the candidates (word at a time), memcmp checks. */
+	while (i + kl <= n && (q = memchr(p + i, k[0], n - i)) != NULL) {
+		i = (size_t)(q - p);
+		if (i + kl > n)
+			break;
+		if (memcmp(q, k, kl) == 0) {
+			memset(q, '*', kl);
+			i += kl;
+		} else {
+			i++;
 		}
+	}
 }
 
 static int
