@@ -27,6 +27,7 @@
 #include "buf.h"
 #include "chat.h"
 #include "clock.h"
+#include "jsonin.h"
 #include "jsonout.h"
 #include "log.h"
 #include "reqval.h"
@@ -328,7 +329,7 @@ on_event(void *arg, const struct sse_event *ev)
 	}
 	if (a->t_first == 0)
 		a->t_first = clock_mono_ms();
-	o = cJSON_ParseWithLength(ev->data, ev->data_len);
+	o = jsonin_parse(ev->data, ev->data_len);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		a->why = AB_MALFORMED;
@@ -436,7 +437,7 @@ parse_body(struct attempt *a)
 
 	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
-	o = cJSON_Parse(p);
+	o = jsonin_parse(p, strlen(p) + 1);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return false;

@@ -2,7 +2,8 @@
  * record.c - JSON codecs for the GDBM values of SPEC section 7.
  *
  * Pure.  Encoders build with cJSON and return jsonout_print() text (the
- * bytes cJSON_PrintUnformatted() gives, printed faster); decoders copy
+ * bytes cJSON_PrintUnformatted() gives, printed faster); decoders parse
+ * with jsonin_parse() (cJSON_Parse()'s tree, numbers read faster) and copy
  * into fixed structs with bounded string copies, so a damaged or hostile
  * value can at worst read as zeroes.
  */
@@ -13,6 +14,7 @@
 
 #include <cJSON.h>
 
+#include "jsonin.h"
 #include "jsonout.h"
 #include "record.h"
 #include "score.h"
@@ -32,7 +34,8 @@ parse_obj(const char *text)
 
 	if (text == NULL)
 		return NULL;
-	o = cJSON_Parse(text);
+	/* strlen + 1: exactly cJSON_Parse(text), faster numbers. */
+	o = jsonin_parse(text, strlen(text) + 1);
 	if (o != NULL && !cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return NULL;

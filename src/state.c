@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "breaker.h"
+#include "jsonin.h"
 #include "jsonout.h"
 #include "log.h"
 #include "score.h"
@@ -759,7 +760,7 @@ add_lock(cJSON *m, const char *val, bool *ok)
 static void
 add_cands(cJSON *m, const char *val, bool *ok)
 {
-	cJSON *o = cJSON_Parse(val), *arr;
+	cJSON *o = jsonin_parse(val, strlen(val) + 1), *arr;
 
 	if (o == NULL)
 		return;
@@ -786,7 +787,8 @@ add_cands(cJSON *m, const char *val, bool *ok)
 static void
 add_stats(cJSON *m, const char *val, bool *ok)
 {
-	cJSON *o = cJSON_Parse(val), *it, *next, *lat, *tok;
+	cJSON *o = jsonin_parse(val, strlen(val) + 1), *it, *next, *lat,
+	      *tok;
 	double prompt, cached, n;
 
 	if (!cJSON_IsObject(o)) {
