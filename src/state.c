@@ -67,30 +67,30 @@ key3(char *k, const char *prefix, const char *model, const char *tag)
 	snprintf(k, KEY_MAX, "%s:%s:%s", prefix, model, tag);
 }
 
-/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed. */
+/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed.
+ * quiet: counters (STATS), which leave the generation alone. */
 static enum orgw_err
-put_text(struct store *s, const char *key, char *text)
+put_stored(struct store *s, const char *key, char *text, bool quiet)
 {
 	enum orgw_err err;
 
 	if (text == NULL)
 		return ORGW_ENOMEM;
-	err = store_put(s, key, text);
+	err = quiet ? store_put_quiet(s, key, text) : store_put(s, key, text);
 	record_free(text);
 	return err;
 }
 
-/* put_text for STATS:<model>: counters leave the generation alone. */
+static enum orgw_err
+put_text(struct store *s, const char *key, char *text)
+{
+	return put_stored(s, key, text, false);
+}
+
 static enum orgw_err
 put_counters(struct store *s, const char *key, char *text)
 {
-	enum orgw_err err;
-
-	if (text == NULL)
-		return ORGW_ENOMEM;
-	err = store_put_quiet(s, key, text);
-	record_free(text);
-	return err;
+	return put_stored(s, key, text, true);
 }
 
 struct cool_ctx {

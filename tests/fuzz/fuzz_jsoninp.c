@@ -12,48 +12,10 @@
 #include <cJSON.h>
 
 #include "jsonin.h"
+#include "../unit/jsontree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static bool
-same_str(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) ||
-	       (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-static bool
-links_ok(const cJSON *a)
-{
-	const cJSON *c, *last = NULL;
-
-	for (c = a->child; c != NULL; c = c->next) {
-		if (c != a->child && c->prev != last)
-			return false;
-		last = c;
-	}
-	return a->child == NULL || a->child->prev == last;
-}
-
-static bool
-same_tree(const cJSON *a, const cJSON *b)
-{
-	const cJSON *x, *y;
-
-	if (a == NULL || b == NULL)
-		return a == b;
-	if (a->type != b->type || a->valueint != b->valueint ||
-	    memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0 ||
-	    !same_str(a->string, b->string) ||
-	    !same_str(a->valuestring, b->valuestring) || !links_ok(a) ||
-	    !links_ok(b))
-		return false;
-	for (x = a->child, y = b->child; x != NULL && y != NULL;
-	     x = x->next, y = y->next)
-		if (!same_tree(x, y))
-			return false;
-	return x == NULL && y == NULL;
-}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,54 +16,12 @@
 #include <cJSON.h>
 
 #include "t.h"
+#include "jsontree.h"
 #include "jsonin.h"
 
 #define RANDOM_TEXTS 4000
 #define MUTATIONS_PER_TEXT 4
 
-static bool
-same_str(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) ||
-	       (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-/* The children of a are linked as cJSON links them: next/prev agree and
- * the first child's prev is the last child. */
-static bool
-links_ok(const cJSON *a)
-{
-	const cJSON *c, *last = NULL;
-
-	for (c = a->child; c != NULL; c = c->next) {
-		if (c != a->child && c->prev != last)
-			return false;
-		last = c;
-	}
-	return a->child == NULL || a->child->prev == last;
-}
-
-/* Equal trees: type, key, valuestring, valuedouble (bit for bit),
- * valueint, and the children in order. */
-static bool
-same_tree(const cJSON *a, const cJSON *b)
-{
-	const cJSON *x, *y;
-
-	if (a == NULL || b == NULL)
-		return a == b;
-	if (a->type != b->type || a->valueint != b->valueint ||
-	    memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0 ||
-	    !same_str(a->string, b->string) ||
-	    !same_str(a->valuestring, b->valuestring) || !links_ok(a) ||
-	    !links_ok(b))
-		return false;
-	for (x = a->child, y = b->child; x != NULL && y != NULL;
-	     x = x->next, y = y->next)
-		if (!same_tree(x, y))
-			return false;
-	return x == NULL && y == NULL;
-}
 
 static int shown;	/* differences shown so far; stop at 10 */
 

@@ -1,0 +1,59 @@
+/*
+ * jsontree.h - tree equality for the jsonin tests (the unit test and the
+ * fuzz target): type, key, valuestring, valuedouble (bit for bit),
+ * valueint, the children in order, and the links as cJSON makes them.
+ * Header-only: static functions for the two test programs.
+ */
+#ifndef ORGW_JSONTREE_H
+#define ORGW_JSONTREE_H
+
+#include <stdbool.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+static bool
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+	       (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The children of a are linked as cJSON links them: next/prev agree and
+ * the first child's prev is the last child. */
+static bool
+links_ok(const cJSON *a)
+{
+	const cJSON *c, *last = NULL;
+
+	for (c = a->child; c != NULL; c = c->next) {
+		if (c != a->child && c->prev != last)
+			return false;
+		last = c;
+	}
+	return a->child == NULL || a->child->prev == last;
+}
+
+/* Equal trees: type, key, valuestring, valuedouble (bit for bit),
+ * valueint, and the children in order. */
+static bool
+same_tree(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x, *y;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	if (a->type != b->type || a->valueint != b->valueint ||
+	    memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0 ||
+	    !same_str(a->string, b->string) ||
+	    !same_str(a->valuestring, b->valuestring) || !links_ok(a) ||
+	    !links_ok(b))
+		return false;
+	for (x = a->child, y = b->child; x != NULL && y != NULL;
+	     x = x->next, y = y->next)
+		if (!same_tree(x, y))
+			return false;
+	return x == NULL && y == NULL;
+}
+
+#endif
