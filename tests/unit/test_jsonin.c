@@ -22,7 +22,6 @@
 #define RANDOM_TEXTS 4000
 #define MUTATIONS_PER_TEXT 4
 
-
 static int shown;	/* differences shown so far; stop at 10 */
 
 static void
@@ -356,25 +355,6 @@ test_nomem(void)
 		 ok && finished && k > 10);
 }
 
-/* Pseudo-random texts (splitmix64, fixed seed). */
-static uint64_t rng = 0x6a736f6e696eULL;
-
-static uint64_t
-rnd(void)
-{
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static unsigned
-rn(unsigned n)
-{
-	return (unsigned)(rnd() % n);
-}
-
 struct tbuf {
 	char b[16384];
 	size_t n;
@@ -400,43 +380,43 @@ put_ws(struct tbuf *t)
 {
 	static const char ws[] = " \t\n\r";
 
-	while (rn(4) == 0)
-		putc1(t, rn(10) ? ws[rn(4)] : (char)rn(33));
+	while (t_below(4) == 0)
+		putc1(t, t_below(10) ? ws[t_below(4)] : (char)t_below(33));
 }
 
 static void
 put_digits(struct tbuf *t, unsigned n)
 {
 	while (n-- > 0)
-		putc1(t, (char)('0' + rn(10)));
+		putc1(t, (char)('0' + t_below(10)));
 }
 
 static void
 put_number(struct tbuf *t)
 {
-	if (rn(3) == 0)
+	if (t_below(3) == 0)
 		putc1(t, '-');
-	switch (rn(6)) {
+	switch (t_below(6)) {
 	case 0:
 		putc1(t, '0');	/* 0, -0, maybe with a fraction */
 		break;
 	case 1:	/* leading zeros, sometimes */
 		putc1(t, '0');
-		put_digits(t, 1 + rn(4));
+		put_digits(t, 1 + t_below(4));
 		break;
 	default:
-		putc1(t, (char)('1' + rn(9)));
-		put_digits(t, rn(rn(2) ? 16 : 25));
+		putc1(t, (char)('1' + t_below(9)));
+		put_digits(t, t_below(t_below(2) ? 16 : 25));
 	}
-	if (rn(4) == 0) {
+	if (t_below(4) == 0) {
 		putc1(t, '.');
-		put_digits(t, 1 + rn(18));
+		put_digits(t, 1 + t_below(18));
 	}
-	if (rn(5) == 0) {
-		putc1(t, rn(2) ? 'e' : 'E');
-		if (rn(2))
-			putc1(t, rn(2) ? '+' : '-');
-		put_digits(t, 1 + rn(3));
+	if (t_below(5) == 0) {
+		putc1(t, t_below(2) ? 'e' : 'E');
+		if (t_below(2))
+			putc1(t, t_below(2) ? '+' : '-');
+		put_digits(t, 1 + t_below(3));
 	}
 }
 
@@ -446,47 +426,49 @@ put_string(struct tbuf *t)
 	static const char esc[] = "bfnrt\"\\/";
 	static const char hex[] = "0123456789abcdefABCDEF";
 	char u[16];
-	unsigned i, n = rn(rn(4) ? 8 : 40), c;
+	unsigned i, n = t_below(t_below(4) ? 8 : 40), c;
 
 	putc1(t, '"');
 	for (i = 0; i < n; i++) {
-		switch (rn(8)) {
+		switch (t_below(8)) {
 		case 0:
 			putc1(t, '\\');
-			putc1(t, esc[rn(8)]);
+			putc1(t, esc[t_below(8)]);
 			break;
 		case 1:	/* \uXXXX, sometimes a pair, sometimes invalid */
-			switch (rn(5)) {
+			switch (t_below(5)) {
 			case 0:
-				c = 0xD800 + rn(0x400);
+				c = 0xD800 + t_below(0x400);
 				snprintf(u, sizeof(u), "\\u%04x", c);
 				put(t, u, 6);
-				c = rn(4) ? 0xDC00 + rn(0x400) : rn(0x10000);
+				c = t_below(4) ? 0xDC00 + t_below(0x400) :
+						 t_below(0x10000);
 				snprintf(u, sizeof(u), "\\u%04X", c);
 				put(t, u, 6);
 				break;
 			case 1:
 				put(t, "\\u", 2);
 				for (c = 0; c < 4; c++)
-					putc1(t, hex[rn(22)]);
+					putc1(t, hex[t_below(22)]);
 				break;
 			case 2:
-				put(t, rn(2) ? "\\u0000" : "\\udc00", 6);
+				put(t, t_below(2) ? "\\u0000" : "\\udc00", 6);
 				break;
 			default:
 				snprintf(u, sizeof(u), "\\u%04x",
-					 rn(2) ? rn(0x80) : rn(0x10000));
+					 t_below(2) ? t_below(0x80) :
+						      t_below(0x10000));
 				put(t, u, 6);
 			}
 			break;
 		case 2:	/* any byte 1..255 but the quote and backslash */
 			do
-				c = 1 + rn(255);
+				c = 1 + t_below(255);
 			while (c == '"' || c == '\\');
 			putc1(t, (char)c);
 			break;
 		default:
-			putc1(t, (char)('a' + rn(26)));
+			putc1(t, (char)('a' + t_below(26)));
 		}
 	}
 	putc1(t, '"');
@@ -498,12 +480,12 @@ put_value(struct tbuf *t, int depth)
 	unsigned i, n;
 
 	put_ws(t);
-	switch (rn(depth > 5 ? 6 : 8)) {
+	switch (t_below(depth > 5 ? 6 : 8)) {
 	case 0:
 		put(t, "null", 4);
 		break;
 	case 1:
-		if (rn(2))
+		if (t_below(2))
 			put(t, "true", 4);
 		else
 			put(t, "false", 5);
@@ -518,7 +500,7 @@ put_value(struct tbuf *t, int depth)
 		break;
 	case 6:
 		putc1(t, '[');
-		n = rn(6);
+		n = t_below(6);
 		for (i = 0; i < n; i++) {
 			if (i > 0)
 				putc1(t, ',');
@@ -529,7 +511,7 @@ put_value(struct tbuf *t, int depth)
 		break;
 	default:
 		putc1(t, '{');
-		n = rn(6);
+		n = t_below(6);
 		for (i = 0; i < n; i++) {
 			if (i > 0)
 				putc1(t, ',');
@@ -553,10 +535,11 @@ mutate(struct tbuf *t)
 
 	if (t->n == 0)
 		return;
-	at = rn((unsigned)t->n);
-	switch (rn(4)) {
+	at = t_below((unsigned)t->n);
+	switch (t_below(4)) {
 	case 0:	/* flip a byte */
-		t->b[at] = rn(2) ? (char)rn(256) : tok[rn(sizeof(tok) - 1)];
+		t->b[at] = t_below(2) ? (char)t_below(256) :
+					tok[t_below(sizeof(tok) - 1)];
 		break;
 	case 1:	/* truncate */
 		t->n = at;
@@ -564,8 +547,8 @@ mutate(struct tbuf *t)
 	case 2:	/* insert */
 		if (t->n < sizeof(t->b)) {
 			memmove(t->b + at + 1, t->b + at, t->n - at);
-			t->b[at] = rn(2) ? (char)rn(256)
-					 : tok[rn(sizeof(tok) - 1)];
+			t->b[at] = t_below(2) ? (char)t_below(256)
+					 : tok[t_below(sizeof(tok) - 1)];
 			t->n++;
 		}
 		break;
@@ -584,7 +567,7 @@ test_random(void)
 
 	for (i = 0; i < RANDOM_TEXTS; i++) {
 		t.n = 0;
-		if (rn(8) == 0)
+		if (t_below(8) == 0)
 			put(&t, "\xEF\xBB\xBF", 3);
 		put_value(&t, 0);
 		tried++;
@@ -594,7 +577,7 @@ test_random(void)
 		for (k = 0; k < MUTATIONS_PER_TEXT; k++) {
 			m = t;
 			mutate(&m);
-			if (rn(2))
+			if (t_below(2))
 				mutate(&m);
 			tried++;
 			if (!agree(m.b, m.n, &acc))
@@ -616,6 +599,7 @@ test_random(void)
 int
 main(void)
 {
+	t_seed(0x6a736f6e696eULL);	/* the same random texts every run */
 	test_numbers();
 	test_strings();
 	test_shapes();

@@ -398,25 +398,6 @@ test_nomem(void)
 	cJSON_Delete(a);
 }
 
-/* splitmix64: a fixed seed makes every run test the same trees. */
-static uint64_t rng = 0x6f72677721;
-
-static uint64_t
-rnd(void)
-{
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static unsigned
-below(unsigned n)
-{
-	return (unsigned)(rnd() % n);
-}
-
 static double
 from_bits(uint64_t u)
 {
@@ -448,51 +429,51 @@ rand_number(void)
 	/* One generator call per statement: the order of calls inside one
 	 * expression is unspecified, and the trees must not depend on the
 	 * compiler. */
-	switch (below(12)) {
+	switch (t_below(12)) {
 	case 0:	/* integers of every magnitude */
-		u = rnd();
-		d = (double)(u >> below(64));
-		return below(2) ? -d : d;
+		u = t_rand();
+		d = (double)(u >> t_below(64));
+		return t_below(2) ? -d : d;
 	case 1:
-		return (double)((int)below(2001) - 1000);
+		return (double)((int)t_below(2001) - 1000);
 	case 2:
-		return special[below(sizeof(special) / sizeof(special[0]))];
+		return special[t_below(sizeof(special) / sizeof(special[0]))];
 	case 3:	/* 0.1-style fractions */
-		d = (double)((int)below(200001) - 100000);
-		return d / pow(10, 1 + below(6));
+		d = (double)((int)t_below(200001) - 100000);
+		return d / pow(10, 1 + t_below(6));
 	case 4:	/* around the 1e15 and 2^53 edges */
-		d = below(2) ? 1e15 : 9007199254740992.0;
-		d += (double)((int)below(41) - 20);
-		return below(2) ? -d : d;
+		d = t_below(2) ? 1e15 : 9007199254740992.0;
+		d += (double)((int)t_below(41) - 20);
+		return t_below(2) ? -d : d;
 	case 5:	/* denormals */
-		d = from_bits(rnd() & ((UINT64_C(1) << 52) - 1));
-		return below(2) ? -d : d;
+		d = from_bits(t_rand() & ((UINT64_C(1) << 52) - 1));
+		return t_below(2) ? -d : d;
 	case 6: {
 		static const double bad[] = {NAN, -NAN, INFINITY, -INFINITY};
 
-		return bad[below(4)];
+		return bad[t_below(4)];
 	}
 	case 7:	/* any bit pattern: NaN payloads, huge, tiny */
-		return from_bits(rnd());
+		return from_bits(t_rand());
 	case 8:	/* a uniform mantissa at a random scale */
-		d = (double)(rnd() >> 11) / 9007199254740992.0;
-		return d * pow(10, (int)below(61) - 30);
+		d = (double)(t_rand() >> 11) / 9007199254740992.0;
+		return d * pow(10, (int)t_below(61) - 30);
 	case 9:	/* decimal text as a request body would carry it */
-		sign = below(2) ? "-" : "";
-		a = below(100000);
-		b = below(12);
-		c = below(1000000000);
-		e = (int)below(80) - 40;
+		sign = t_below(2) ? "-" : "";
+		a = t_below(100000);
+		b = t_below(12);
+		c = t_below(1000000000);
+		e = (int)t_below(80) - 40;
 		(void)snprintf(text, sizeof(text), "%s%u.%0*ue%d", sign, a,
 			       (int)b, c, e);
 		return strtod(text, NULL);
 	case 10:	/* halves and quarters of big integers */
-		u = rnd();
-		d = (double)(u >> below(64));
-		return d / (1 << below(3));
+		u = t_rand();
+		d = (double)(u >> t_below(64));
+		return d / (1 << t_below(3));
 	default:	/* integral, nearly 1e15, both sides */
-		d = 1e15 - (double)below(100000);
-		return below(2) ? d : -d + (double)below(3);
+		d = 1e15 - (double)t_below(100000);
+		return t_below(2) ? d : -d + (double)t_below(3);
 	}
 }
 
@@ -501,14 +482,14 @@ rand_number(void)
 static const char *
 rand_string(char *buf, size_t size)
 {
-	size_t n = below(4) ? below(24) : below((unsigned)size - 1), i;
-	bool any = below(2);
+	size_t n = t_below(4) ? t_below(24) : t_below((unsigned)size - 1), i;
+	bool any = t_below(2);
 
 	for (i = 0; i < n; i++) {
-		if (any || below(16) == 0)
-			buf[i] = (char)(1 + below(255));
+		if (any || t_below(16) == 0)
+			buf[i] = (char)(1 + t_below(255));
 		else
-			buf[i] = (char)(' ' + below(95));
+			buf[i] = (char)(' ' + t_below(95));
 	}
 	buf[n] = '\0';
 	return buf;
@@ -523,39 +504,39 @@ rand_leaf(const cJSON *shared)
 	char s[400];
 	cJSON *j;
 
-	switch (below(40)) {
+	switch (t_below(40)) {
 	case 0:
 	case 1:
 		return cJSON_CreateNull();
 	case 2:
 	case 3:
-		return cJSON_CreateBool(below(2) != 0);
+		return cJSON_CreateBool(t_below(2) != 0);
 	case 4:
 		return cJSON_CreateRaw(rand_string(s, sizeof(s)));
 	case 5:
-		return cJSON_CreateStringReference(ref_strings[below(4)]);
+		return cJSON_CreateStringReference(ref_strings[t_below(4)]);
 	case 6:
 		j = cJSON_CreateString("");
 		cJSON_free(j->valuestring);
 		j->valuestring = NULL;
 		return j;
 	case 7:
-		return below(2) ? cJSON_CreateArrayReference(shared->child) :
+		return t_below(2) ? cJSON_CreateArrayReference(shared->child) :
 				  cJSON_CreateObjectReference(NULL);
 	case 8:
 		j = cJSON_CreateNull();
-		if (below(50) == 0)	/* about one tree in 30 */
+		if (t_below(50) == 0)	/* about one tree in 30 */
 			/* Raw without text, no type, two types */
-			j->type = below(3) == 0 ? cJSON_Raw :
-				  below(2)      ? cJSON_Invalid :
+			j->type = t_below(3) == 0 ? cJSON_Raw :
+				  t_below(2)      ? cJSON_Invalid :
 						  cJSON_String | cJSON_Number;
 		return j;
 	default:
-		if (below(3) == 0)
+		if (t_below(3) == 0)
 			return cJSON_CreateString(rand_string(s, sizeof(s)));
 		j = cJSON_CreateNumber(rand_number());
-		if (below(8) == 0)	/* stale valueint, ignored */
-			j->valueint = (int)below(100);
+		if (t_below(8) == 0)	/* stale valueint, ignored */
+			j->valueint = (int)t_below(100);
 		return j;
 	}
 }
@@ -568,14 +549,14 @@ rand_tree(const cJSON *shared, int depth, int *budget)
 	unsigned n, i;
 	bool obj;
 
-	if (--*budget <= 0 || depth > 7 || below(3) == 0)
+	if (--*budget <= 0 || depth > 7 || t_below(3) == 0)
 		return rand_leaf(shared);
-	obj = below(2);
+	obj = t_below(2);
 	j = obj ? cJSON_CreateObject() : cJSON_CreateArray();
-	n = below(4) ? below(6) : below(20);
+	n = t_below(4) ? t_below(6) : t_below(20);
 	for (i = 0; i < n; i++) {
 		c = rand_tree(shared, depth + 1, budget);
-		if (!obj || below(30) == 0)	/* NULL key in an object */
+		if (!obj || t_below(30) == 0)	/* NULL key in an object */
 			cJSON_AddItemToArray(j, c);
 		else
 			cJSON_AddItemToObject(j, rand_string(key, sizeof(key)),
@@ -598,7 +579,7 @@ test_random(void)
 	cJSON_AddItemToArray(shared, cJSON_CreateObject());
 
 	for (i = 0; i < RANDOM_TREES; i++) {
-		budget = 1 + (int)below(300);
+		budget = 1 + (int)t_below(300);
 		j = rand_tree(shared, 0, &budget);
 		if (same(j)) {
 			s = jsonout_print(j);
@@ -630,6 +611,7 @@ test_random(void)
 int
 main(void)
 {
+	t_seed(0x6f72677721);	/* the same random trees every run */
 	test_numbers();
 	test_strings();
 	test_shapes();
