@@ -3,6 +3,23 @@
  * accept what cJSON_ParseWithLength() accepts and build the same tree
  * (types, keys, strings, valueint, valuedouble bit for bit, child order
  * and prev links), and refuse what it refuses.  A difference aborts.
+ *
+ * jsonin_parse_ex() too.  The first input byte picks a keep list
+ * (byte % KEEP_LISTS); on the whole input and on the input after that
+ * byte, with that list and with none, require_end false and true:
+ *
+ *   ex(keep, false) == keep_only(cJSON_ParseWithLength)
+ *   ex(keep, true)  == keep_only(cJSON_ParseWithLengthOpts(.., NULL, 1))
+ *
+ * (keep_only, jsontree.h: the root object's members not in the list
+ * deleted; NULL keeps all).  Both require_end values are checked every
+ * time rather than picked by a bit, so no input tests one and not the
+ * other.  Checking the whole input keeps the old seeds, which start
+ * with '{', useful; checking the rest lets a seed choose its list.
+ *
+ * jsonin_strict() on every input: it stays in bounds (the ASan replay)
+ * and never calls text with a control byte other than tab, newline and
+ * return strict.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,16 +33,63 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static const char *const keep_meta[] = {"provider", "usage", "error", NULL};
+static const char *const keep_none[] = {NULL};
+static const char *const keep_short[] = {"a", "", "b", NULL};
+static const char *const keep_req[] = {"model", "messages", "stream", "models",
+                                       NULL};
+static const char *const keep_twice[] = {"provider", "provider", NULL};
+static const char *const keep_odd[] = {"\xf0\x9f\x98\x80", "a\nb", "\xc3\xa9",
+                                       NULL};
+static const char *const keep_chat[] = {"id",      "object", "created", "model",
+                                        "choices", "usage",  NULL};
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static const char *const *const keep_lists[] = {
+    keep_meta,  keep_none, keep_short, keep_req,
+    keep_twice, keep_odd,  keep_chat,  NULL,
+};
+
+#define KEEP_LISTS (sizeof(keep_lists) / sizeof(keep_lists[0]))
+
+/* want (consumed) equals got (consumed), or abort. */
+static void
+same(cJSON *want, cJSON *got)
 {
-	cJSON *want = cJSON_ParseWithLength((const char *)data, size);
-	cJSON *got = jsonin_parse((const char *)data, size);
-
 	if (!same_tree(want, got))
 		abort();
 	cJSON_Delete(want);
 	cJSON_Delete(got);
+}
+
+static void
+check_ex(const char *s, size_t n, const char *const *keep)
+{
+	same(keep_only(cJSON_ParseWithLength(s, n), keep),
+	     jsonin_parse_ex(s, n, keep, false));
+	same(keep_only(cJSON_ParseWithLengthOpts(s, n, NULL, 1), keep),
+	     jsonin_parse_ex(s, n, keep, true));
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	const char *const *keep;
+
+	same(cJSON_ParseWithLength(s, size), jsonin_parse(s, size));
+	if (jsonin_strict(s, size))
+		for (size_t i = 0; i < size; i++)
+			if (data[i] < 0x20 && data[i] != '\t' &&
+			    data[i] != '\n' && data[i] != '\r')
+				abort();
+	if (size == 0) {
+		check_ex(s, 0, keep_meta);
+		return 0;
+	}
+	keep = keep_lists[data[0] % KEEP_LISTS];
+	check_ex(s, size, keep);
+	check_ex(s + 1, size - 1, keep);
+	if (keep != NULL)
+		check_ex(s + 1, size - 1, NULL);
 	return 0;
 }

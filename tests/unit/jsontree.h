@@ -1,7 +1,8 @@
 /*
  * jsontree.h - tree equality for the jsonin tests (the unit test and the
  * fuzz target): type, key, valuestring, valuedouble (bit for bit),
- * valueint, the children in order, and the links as cJSON makes them.
+ * valueint, the children in order, and the links as cJSON makes them;
+ * and keep_only(), the tree jsonin_parse_ex() with a keep list must give.
  * Header-only: static functions for the two test programs.
  */
 #ifndef ORGW_JSONTREE_H
@@ -54,6 +55,37 @@ same_tree(const cJSON *a, const cJSON *b)
 		if (!same_tree(x, y))
 			return false;
 	return x == NULL && y == NULL;
+}
+
+/* True when key (a C string, or NULL) is one of the NULL-terminated
+ * keep list. */
+static bool
+kept_key(const char *key, const char *const *keep)
+{
+	for (; key != NULL && *keep != NULL; keep++)
+		if (strcmp(key, *keep) == 0)
+			return true;
+	return false;
+}
+
+/* What jsonin_parse_ex(text, len, keep, ...) must return, made from the
+ * full tree of the same text: when root is an object, its members whose
+ * key is not in keep are deleted (cJSON's own detach keeps the links
+ * right); anything else is left whole.  keep NULL keeps everything.
+ * Returns root. */
+static cJSON *
+keep_only(cJSON *root, const char *const *keep)
+{
+	cJSON *c, *next;
+
+	if (root == NULL || keep == NULL || !cJSON_IsObject(root))
+		return root;
+	for (c = root->child; c != NULL; c = next) {
+		next = c->next;
+		if (!kept_key(c->string, keep))
+			cJSON_Delete(cJSON_DetachItemViaPointer(root, c));
+	}
+	return root;
 }
 
 #endif

@@ -4,7 +4,11 @@
  * edge cases one by one (numbers, strings and escapes, whitespace, BOM,
  * trailing bytes, nesting), under failing allocations, and for thousands
  * of pseudo-random texts (fixed seed) and mutations of them, compared
- * node by node with the real cJSON.
+ * node by node with the real cJSON.  jsonin_parse_ex() the same way:
+ * with a keep list it must give cJSON's tree minus the root members not
+ * listed (and refuse exactly what cJSON refuses, whatever the skipped
+ * members hold), with require_end what cJSON_ParseWithLengthOpts(..., 1)
+ * gives; plus every short number run, and the allocations skipping saves.
  */
 #include <limits.h>
 #include <math.h>
@@ -596,6 +600,640 @@ test_random(void)
 			 mtook < RANDOM_TEXTS * MUTATIONS_PER_TEXT);
 }
 
+/*
+ * jsonin_parse_ex().  The reference is cJSON itself: for every text,
+ * each of the four ways to call jsonin_parse_ex must give what cJSON
+ * gives, with the root members not in keep deleted from cJSON's tree
+ * (keep_only, jsontree.h):
+ *
+ *   ex(NULL, false) == cJSON_ParseWithLength
+ *   ex(keep, false) == keep_only(cJSON_ParseWithLength)
+ *                   == keep_only(jsonin_parse), NULL iff jsonin_parse is
+ *   ex(NULL, true)  == cJSON_ParseWithLengthOpts(.., NULL, 1)
+ *   ex(keep, true)  == keep_only(cJSON_ParseWithLengthOpts(.., NULL, 1))
+ */
+struct exstats {
+	long texts, took, took_end, pruned, refused_end;
+};
+
+static bool
+agree_one(const char *what, const char *s, size_t n, cJSON *want,
+	  cJSON *got)
+{
+	bool ok = same_tree(want, got);
+
+	if (!ok && shown++ < 10) {
+		show(s, n);
+		printf("#   %s: want %s, jsonin_parse_ex %s\n", what,
+		       want ? "tree" : "NULL", got ? "tree" : "NULL");
+	}
+	cJSON_Delete(want);
+	cJSON_Delete(got);
+	return ok;
+}
+
+static bool
+agree_ex(const char *s, size_t n, const char *const *keep,
+	 struct exstats *st)
+{
+	char *copy = malloc(n ? n : 1);
+	cJSON *full, *end;
+	bool ok;
+	int before = 0;
+
+	if (copy == NULL)
+		return false;
+	memcpy(copy, s, n);
+	full = cJSON_ParseWithLength(copy, n);
+	end = cJSON_ParseWithLengthOpts(copy, n, NULL, 1);
+	if (st != NULL) {
+		st->texts++;
+		st->took += full != NULL;
+		st->took_end += end != NULL;
+		st->refused_end += full != NULL && end == NULL;
+		before = cJSON_GetArraySize(full);
+	}
+	ok = agree_one("ex(NULL,false)", s, n,
+		       cJSON_ParseWithLength(copy, n),
+		       jsonin_parse_ex(copy, n, NULL, false));
+	ok = agree_one("ex(NULL,true)", s, n,
+		       cJSON_ParseWithLengthOpts(copy, n, NULL, 1),
+		       jsonin_parse_ex(copy, n, NULL, true)) && ok;
+	ok = agree_one("ex(keep,false) vs jsonin_parse", s, n,
+		       keep_only(jsonin_parse(copy, n), keep),
+		       jsonin_parse_ex(copy, n, keep, false)) && ok;
+	ok = agree_one("ex(keep,true)", s, n, keep_only(end, keep),
+		       jsonin_parse_ex(copy, n, keep, true)) && ok;
+	keep_only(full, keep);
+	if (st != NULL && cJSON_IsObject(full) &&
+	    cJSON_GetArraySize(full) < before)
+		st->pruned++;
+	ok = agree_one("ex(keep,false)", s, n, full,
+		       jsonin_parse_ex(copy, n, keep, false)) && ok;
+	free(copy);
+	return ok;
+}
+
+static const char *const meta_keys[] = {"provider", "usage", "error", NULL};
+
+static bool
+ex_agrees_n(const char *s, size_t n)
+{
+	return agree_ex(s, n, meta_keys, NULL);
+}
+
+#define EX_AGREES(lit) ex_agrees_n(lit, sizeof(lit) - 1)
+
+/* s (strlen) parses with keep to an object whose root keys are, in
+ * order, the names in want, each ended by '|' ("" for none, "||" for two
+ * empty keys), and agrees with cJSON every way (agree_ex). */
+static bool
+keeps(const char *s, const char *const *keep, const char *want)
+{
+	cJSON *j = jsonin_parse_ex(s, strlen(s), keep, false), *c;
+	const char *w = want, *bar;
+	bool ok = cJSON_IsObject(j);
+
+	for (c = ok ? j->child : NULL; ok && c != NULL; c = c->next) {
+		bar = strchr(w, '|');
+		ok = bar != NULL && strlen(c->string) == (size_t)(bar - w) &&
+		     memcmp(c->string, w, (size_t)(bar - w)) == 0;
+		w = ok ? bar + 1 : w;
+	}
+	ok = ok && *w == '\0';
+	cJSON_Delete(j);
+	return ok && agree_ex(s, strlen(s), keep, NULL);
+}
+
+/* s[0..n) is refused by jsonin_parse_ex with meta_keys (and agrees). */
+static bool
+ex_refused(const char *s, size_t n)
+{
+	cJSON *j = jsonin_parse_ex(s, n, meta_keys, false);
+	bool ok = j == NULL;
+
+	cJSON_Delete(j);
+	return ok && ex_agrees_n(s, n);
+}
+
+#define EX_REFUSED(lit) ex_refused(lit, sizeof(lit) - 1)
+
+/* {"skip":<depth arrays>,"provider":1}, a C string of *n bytes: the
+ * root object is level 1. */
+static char *
+deep_member(size_t depth, size_t *n)
+{
+	static const char head[] = "{\"skip\":", tail[] = ",\"provider\":1}";
+	char *t = malloc(sizeof(head) + 2 * depth + sizeof(tail));
+	size_t i, k = sizeof(head) - 1;
+
+	if (t == NULL)
+		return NULL;
+	memcpy(t, head, k);
+	for (i = 0; i < depth; i++)
+		t[k++] = '[';
+	for (i = 0; i < depth; i++)
+		t[k++] = ']';
+	memcpy(t + k, tail, sizeof(tail));	/* with its NUL */
+	*n = k + sizeof(tail) - 1;
+	return t;
+}
+
+static void
+test_keep_cases(void)
+{
+	static const char *const none[] = {NULL};
+	static const char *const empty_key[] = {"", NULL};
+	static const char *const emoji[] = {"\xf0\x9f\x98\x80", NULL};
+	static const char *const twice[] = {"usage", "usage", NULL};
+	char *t, *long_key;
+	size_t n, i;
+	bool ok;
+	cJSON *j;
+
+	T_ASSERT("only the listed root members, in document order",
+		 keeps("{\"id\":\"x\",\"usage\":{\"a\":1},\"choices\":[1],"
+		       "\"provider\":\"p\",\"model\":\"m\"}",
+		       meta_keys, "usage|provider|"));
+	T_ASSERT("a kept key twice gives both members, in order",
+		 keeps("{\"provider\":\"a\",\"x\":1,\"provider\":\"b\"}",
+		       meta_keys, "provider|provider|"));
+	j = jsonin_parse_ex("{\"provider\":\"a\",\"provider\":\"b\"}", 31,
+			    meta_keys, false);
+	T_ASSERT("... with their own values",
+		 cJSON_GetArraySize(j) == 2 &&
+			 strcmp(j->child->valuestring, "a") == 0 &&
+			 strcmp(j->child->next->valuestring, "b") == 0 &&
+			 j->child->prev == j->child->next);
+	cJSON_Delete(j);
+	T_ASSERT("a key listed twice in keep still builds the member once",
+		 keeps("{\"usage\":1}", twice, "usage|"));
+	T_ASSERT("keys compare decoded: pro\\u0076ider is provider",
+		 keeps("{\"pro\\u0076ider\":\"p\",\"\\u0075sage\":1}",
+		       meta_keys, "provider|usage|"));
+	T_ASSERT("... up to the C string's NUL: provider\\u0000x and a raw NUL",
+		 keeps("{\"provider\\u0000x\":1}", meta_keys, "provider|") &&
+			 agree_ex("{\"error\0x\":1}", 13, meta_keys, NULL));
+	j = jsonin_parse_ex("{\"error\0x\":1}", 13, meta_keys, false);
+	T_ASSERT("... the raw-NUL key is kept",
+		 cJSON_GetArraySize(j) == 1);
+	cJSON_Delete(j);
+	T_ASSERT("case and spacing matter: Provider, \"provider \", provide",
+		 keeps("{\"Provider\":1,\"provider \":2,\"provide\":3,"
+		       "\"providers\":4}",
+		       meta_keys, ""));
+	T_ASSERT("a surrogate-pair key matches its UTF-8",
+		 keeps("{\"\\ud83d\\ude00\":1,\"\xf0\x9f\x98\x80\":2,\"x\":3}",
+		       emoji, "\xf0\x9f\x98\x80|\xf0\x9f\x98\x80|"));
+	T_ASSERT("an empty keep list gives an empty object",
+		 keeps("{\"provider\":1}", none, "") &&
+			 keeps("{}", none, ""));
+	T_ASSERT("the empty key can be kept",
+		 keeps("{\"\":1,\"a\":2,\"\":3}", empty_key, "||"));
+	T_ASSERT("nested members are built whole, whatever their keys",
+		 keeps("{\"usage\":{\"x\":1,\"provider\":[{\"id\":2}]}}",
+		       meta_keys, "usage|") &&
+			 EX_AGREES("{\"a\":{\"provider\":1},\"error\":{\"b\":2}}"));
+	T_ASSERT("a root that is not an object is built whole",
+		 EX_AGREES("[{\"id\":1,\"provider\":2}]") &&
+			 EX_AGREES("\"provider\"") && EX_AGREES("12") &&
+			 EX_AGREES("null"));
+	/* A key of 128+ raw bytes with an escape: decoded on the heap. */
+	long_key = malloc(400);
+	if (long_key == NULL)
+		return;
+	n = (size_t)snprintf(long_key, 400, "{\"a\":1,\"\\u0070rovider\\u0000");
+	for (i = 0; i < 150; i++)
+		long_key[n++] = 'x';
+	memcpy(long_key + n, "\":2,\"\\u0070", 11);
+	n += 11;
+	for (i = 0; i < 150; i++)
+		long_key[n++] = 'y';
+	memcpy(long_key + n, "\":3}", 5);
+	n += 4;
+	ok = keeps(long_key, meta_keys, "provider|");
+	long_key[n - 4] = '\\';	/* "...yy\:3}": unterminated now */
+	ok = ok && ex_refused(long_key, n);
+	free(long_key);
+	T_ASSERT("long escaped keys compare right, kept or not", ok);
+
+	T_ASSERT("bad escapes in a skipped member are refused",
+		 EX_REFUSED("{\"skip\":\"\\x\",\"provider\":1}") &&
+			 EX_REFUSED("{\"skip\":[\"\\a\"],\"provider\":1}") &&
+			 EX_REFUSED("{\"s\\q\":1,\"provider\":1}") &&
+			 EX_REFUSED("{\"skip\":\"\\u12\"}") &&
+			 EX_REFUSED("{\"skip\":{\"k\":\"\\u\"}}"));
+	T_ASSERT("bad surrogates in a skipped member or key are refused",
+		 EX_REFUSED("{\"skip\":\"\\ud800\",\"provider\":1}") &&
+			 EX_REFUSED("{\"skip\":\"\\udc00\"}") &&
+			 EX_REFUSED("{\"skip\":\"\\ud800\\u0041\"}") &&
+			 EX_REFUSED("{\"\\ud800x\\udc00\":1}") &&
+			 EX_REFUSED("{\"provider\":1,\"s\":[\"\\udbff\"]}"));
+	T_ASSERT("... and the quirks cJSON takes are taken",
+		 keeps("{\"skip\":\"\\u00zz\\uG000\",\"provider\":1}",
+		       meta_keys, "provider|") &&
+			 keeps("{\"s\":\"\\u000\\\\\",\"error\":2}", meta_keys,
+			       "error|") &&
+			 keeps("{\"s\":\"a\x01\\ud83d\\ude00\",\"usage\":3}",
+			       meta_keys, "usage|"));
+	T_ASSERT("unterminated strings in a skipped member are refused",
+		 EX_REFUSED("{\"provider\":1,\"skip\":\"abc}") &&
+			 EX_REFUSED("{\"provider\":1,\"skip\":\"abc\\\"}") &&
+			 EX_REFUSED("{\"provider\":1,\"skip\":\"abc\\") &&
+			 EX_REFUSED("{\"provider\":1,\"skip") &&
+			 EX_REFUSED("{\"provider\":1,\"skip\":[\"a"));
+	T_ASSERT("huge and odd numbers in a skipped member",
+		 keeps("{\"s\":1e999,\"t\":-1e999,\"u\":[1e-999,-0,-.5],"
+		       "\"provider\":1}",
+		       meta_keys, "provider|") &&
+			 keeps("{\"s\":12345678901234567890123456789012345678"
+			       "90123456789012345678901234567890123456789012"
+			       "3456789012345678901234567890,\"usage\":1}",
+			       meta_keys, "usage|") &&
+			 EX_REFUSED("{\"s\":1.2.3,\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":1e,\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":-,\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":[0x10],\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":+1}") && EX_REFUSED("{\"s\":.5}"));
+	T_ASSERT("bad literals and shapes in a skipped member are refused",
+		 EX_REFUSED("{\"s\":nul,\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":[1,],\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":{\"a\"},\"provider\":1}") &&
+			 EX_REFUSED("{\"s\":[1}") && EX_REFUSED("{\"s\":tru") &&
+			 EX_REFUSED("{\"s\":{\"a\":1,}}") &&
+			 EX_REFUSED("{\"provider\":1,}"));
+
+	/* Nesting: the root object is level 1, so a skipped member may open
+	 * 999 more and no more. */
+	t = deep_member(999, &n);
+	ok = t != NULL && keeps(t, meta_keys, "provider|");
+	free(t);
+	t = deep_member(1000, &n);
+	ok = t != NULL && ex_refused(t, n) && ok;
+	free(t);
+	t = deep_member(5000, &n);
+	ok = t != NULL && ex_refused(t, n) && ok;
+	free(t);
+	T_ASSERT("999 levels inside a skipped member parse, 1000 are refused",
+		 ok);
+}
+
+static void
+test_require_end(void)
+{
+	/* Each must agree with cJSON_ParseWithLengthOpts(.., 1); the ones
+	 * marked also check the answer itself. */
+	static const struct {
+		const char *s;
+		size_t n;
+		bool take;
+	} cases[] = {
+		{"1", 1, false},	  {"1\0", 2, true},
+		{"1 \0", 3, true},	  {"1\0 ", 3, false},
+		{"1\0x", 3, false},	  {"1\0\0\0", 4, true},
+		{"[1] \t\r\n\0", 8, true}, {"[1] \t", 5, false},
+		{"[1]", 3, false},	  {"", 0, false},
+		{"\0", 1, false},	  {" \0", 2, false},
+		{"{}\0\0", 4, true},	  {"1 2\0", 4, false},
+		{"\"a\"\0", 4, true},	  {"\"a\"\"b\"\0", 7, false},
+		{"1.2.3\0", 6, false},	  {"1e\0", 3, false},
+		{"1e5\0", 4, true},	  {"-0\0", 3, true},
+		{"null\0", 5, true},	  {"nullx\0", 6, false},
+		{"\xEF\xBB\xBF" "1\0", 5, true},
+		{"\x01[\x02]\x03\x1f\0", 7, true},
+		{"[1]\0\x01\0", 6, true}, {"[1]\0\x01\0\x21", 7, false},
+		{"{\"a\":1}\n", 8, false},
+	};
+	size_t i;
+	bool ok = true, answers = true;
+	cJSON *j;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ok = agree_ex(cases[i].s, cases[i].n, meta_keys, NULL) && ok;
+		j = jsonin_parse_ex(cases[i].s, cases[i].n, NULL, true);
+		if ((j != NULL) != cases[i].take) {
+			answers = false;
+			show(cases[i].s, cases[i].n);
+		}
+		cJSON_Delete(j);
+	}
+	T_ASSERT("require_end agrees with cJSON on the hand-made tails", ok);
+	T_ASSERT("... whitespace then a final NUL, nothing else", answers);
+	T_ASSERT("NULL text refused",
+		 jsonin_parse_ex(NULL, 3, NULL, true) == NULL &&
+			 jsonin_parse_ex(NULL, 3, meta_keys, false) == NULL);
+}
+
+/*
+ * num_len() must be strtod's prefix exactly.  Every run of up to 6 bytes
+ * over "05+-eE." (which has every kind of byte a run can hold) is parsed
+ * alone, with a NUL after it (require_end), in an array, and as a skipped
+ * and a kept member, against cJSON.
+ */
+static void
+test_number_runs(void)
+{
+	static const char alpha[] = "05+-eE.";
+	char run[8], buf[64];
+	size_t len, i, k, n;
+	long tried = 0, bad = 0, took = 0;
+	unsigned idx[6];
+	bool acc;
+
+	for (len = 1; len <= 6; len++) {
+		memset(idx, 0, sizeof(idx));
+		for (;;) {
+			for (i = 0; i < len; i++)
+				run[i] = alpha[idx[i]];
+			run[len] = '\0';
+			tried++;
+			if (!agree(run, len, &acc))
+				bad++;
+			took += acc;
+			n = (size_t)snprintf(buf, sizeof(buf), "%s", run);
+			if (!agree_ex(buf, n + 1, meta_keys, NULL))
+				bad++;
+			n = (size_t)snprintf(buf, sizeof(buf), "[%s]", run);
+			if (!agree(buf, n, NULL))
+				bad++;
+			n = (size_t)snprintf(buf, sizeof(buf),
+					     "{\"s\":%s,\"usage\":%s}", run,
+					     run);
+			if (!agree_ex(buf, n, meta_keys, NULL))
+				bad++;
+			for (k = 0; k < len && ++idx[k] == sizeof(alpha) - 1;
+			     k++)
+				idx[k] = 0;
+			if (k == len)
+				break;
+		}
+	}
+	printf("# %ld number runs, %ld taken by cJSON; %ld differ\n", tried,
+	       took, bad);
+	T_ASSERT("every short number run reads as strtod reads it",
+		 bad == 0 && took > 1000 && took < tried);
+}
+
+/* Skipping allocates nothing: a text whose root members are all skipped
+ * costs one allocation (the root), however big its members. */
+static long allocs;
+
+static void *
+counting_malloc(size_t n)
+{
+	allocs++;
+	return malloc(n);
+}
+
+static void
+test_skip_allocs(void)
+{
+	static const char text[] =
+		"{\"id\":\"gen-1\",\"choices\":[{\"message\":{\"content\":"
+		"\"a\\nb\\\"c\\u00e9\\ud83d\\ude00\"},\"logprobs\":null}],"
+		"\"big\":1234567890123456789012345678901234567890123456789012"
+		"34567890123456789012345678901234567890,\"f\":-2.5e-7,"
+		"\"k\\u0065y\":[true,false,{}],\"usage\":{\"total\":3}}";
+	cJSON_Hooks h = {counting_malloc, free};
+	cJSON *j, *full;
+	long skipped, built;
+
+	cJSON_InitHooks(&h);
+	allocs = 0;
+	j = jsonin_parse_ex(text, sizeof(text) - 1, meta_keys, false);
+	built = allocs;
+	cJSON_Delete(j);
+	j = jsonin_parse_ex(text, sizeof(text) - 1, meta_keys + 2, false);
+	skipped = allocs - built;
+	cJSON_InitHooks(NULL);
+	T_ASSERT("all members skipped: one allocation, an empty object",
+		 skipped == 1 && cJSON_IsObject(j) && j->child == NULL);
+	cJSON_Delete(j);
+	full = jsonin_parse(text, sizeof(text) - 1);
+	T_ASSERT("usage kept: root, usage node and key, total node and key (5)",
+		 built == 5 && full != NULL);
+	cJSON_Delete(full);
+}
+
+/* Failing allocations with a keep list (the heap key path included). */
+static void
+test_nomem_ex(void)
+{
+	char text[512];
+	cJSON_Hooks h = {nomem_malloc, free};
+	cJSON *j, *want;
+	size_t n;
+	long k;
+	bool ok = true, finished = false;
+
+	n = (size_t)snprintf(
+		text, sizeof(text),
+		"{\"a\":[1,2.5,\"x\\n\"],\"provider\":\"p\\u00e9\","
+		"\"usage\":{\"b\":12345678901234567890123456789012345678901"
+		"234567890123456789012345678901234567890123456789},"
+		"\"\\u0065rror%0140d\":1,\"error\":{\"c\":[null]}}",
+		0);
+	want = keep_only(jsonin_parse(text, n), meta_keys);
+	cJSON_InitHooks(&h);
+	for (k = 0; k < 100 && !finished; k++) {
+		nomem_left = k;
+		j = jsonin_parse_ex(text, n + 1, meta_keys, true);
+		if (j != NULL) {
+			finished = true;
+			ok = ok && same_tree(want, j);
+		}
+		cJSON_Delete(j);
+	}
+	cJSON_InitHooks(NULL);
+	printf("# keep: succeeded with %ld allocations\n", k - 1);
+	T_ASSERT("keep: each failed allocation gives NULL, no leak; then the "
+		 "tree",
+		 ok && finished && k > 8 && cJSON_GetArraySize(want) == 3);
+	cJSON_Delete(want);
+}
+
+/* Raw JSON keys that decode to kept names, near misses, and others. */
+static const struct {
+	const char *s;
+	size_t n;
+} key_pool[] = {
+#define K(lit) {lit, sizeof(lit) - 1}
+	K("\"provider\""),	 K("\"usage\""),
+	K("\"error\""),		 K("\"id\""),
+	K("\"choices\""),	 K("\"\""),
+	K("\"pro\\u0076ider\""), K("\"usage\\u0000x\""),
+	K("\"error\0x\""),	 K("\"Provider\""),
+	K("\"provider \""),	 K("\"\\ud83d\\ude00\""),
+	K("\"\\u0075sag\\u0065\""), K("\"e\\rror\""),
+#undef K
+};
+
+/* Decoded names to draw a keep list from. */
+static const char *const keep_pool[] = {
+	"provider", "usage", "error", "id", "", "\xf0\x9f\x98\x80",
+	"choices",  "e\rror", "x",
+};
+
+#define KEEP_POOL (sizeof(keep_pool) / sizeof(keep_pool[0]))
+
+/* A random keep list of 0 to 4 names into keep[0..5). */
+static void
+draw_keep(const char *keep[5])
+{
+	unsigned i, n = t_below(5);
+
+	for (i = 0; i < n; i++)
+		keep[i] = keep_pool[t_below(KEEP_POOL)];
+	keep[n] = NULL;
+}
+
+/* A root object whose keys mostly come from key_pool. */
+static void
+put_root_object(struct tbuf *t)
+{
+	unsigned i, n = t_below(9), k;
+
+	put_ws(t);
+	putc1(t, '{');
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			putc1(t, ',');
+		put_ws(t);
+		if (t_below(4) != 0) {
+			k = t_below(sizeof(key_pool) / sizeof(key_pool[0]));
+			put(t, key_pool[k].s, key_pool[k].n);
+		} else {
+			put_string(t);
+		}
+		put_ws(t);
+		putc1(t, ':');
+		put_value(t, 1);
+	}
+	put_ws(t);
+	putc1(t, '}');
+}
+
+/* What may follow a value: nothing, NULs, whitespace, garbage. */
+static void
+put_tail(struct tbuf *t)
+{
+	static const char junk[] = "x]}1,\"\x7f\xff";
+
+	switch (t_below(7)) {
+	case 0:
+		break;
+	case 1:
+		putc1(t, '\0');
+		break;
+	case 2:	/* whitespace, then a NUL, sometimes more NULs */
+		put_ws(t);
+		putc1(t, '\0');
+		while (t_below(3) == 0)
+			putc1(t, '\0');
+		break;
+	case 3:	/* whitespace only */
+		putc1(t, (char)(1 + t_below(32)));
+		put_ws(t);
+		break;
+	case 4:	/* a NUL, then garbage */
+		putc1(t, '\0');
+		putc1(t, junk[t_below(sizeof(junk) - 1)]);
+		break;
+	case 5:	/* garbage */
+		putc1(t, junk[t_below(sizeof(junk) - 1)]);
+		put_ws(t);
+		break;
+	default:	/* NUL, whitespace, NUL */
+		putc1(t, '\0');
+		put_ws(t);
+		putc1(t, (char)t_below(2));
+	}
+}
+
+static void
+test_random_ex(void)
+{
+	static struct tbuf t, m;
+	struct exstats st = {0, 0, 0, 0, 0};
+	const char *keep[5];
+	long i, k, bad = 0;
+
+	for (i = 0; i < RANDOM_TEXTS; i++) {
+		t.n = 0;
+		if (t_below(8) == 0)
+			put(&t, "\xEF\xBB\xBF", 3);
+		if (t_below(4) != 0)
+			put_root_object(&t);
+		else
+			put_value(&t, 0);
+		put_tail(&t);
+		draw_keep(keep);
+		if (!agree_ex(t.b, t.n, keep, &st))
+			bad++;
+		for (k = 0; k < MUTATIONS_PER_TEXT; k++) {
+			m = t;
+			mutate(&m);
+			if (t_below(2))
+				mutate(&m);
+			draw_keep(keep);
+			if (!agree_ex(m.b, m.n, keep, &st))
+				bad++;
+		}
+	}
+	printf("# %ld texts: %ld accepted, %ld with require_end (%ld refused "
+	       "only for their tail), %ld pruned by keep; %ld differ\n",
+	       st.texts, st.took, st.took_end, st.refused_end, st.pruned,
+	       bad);
+	T_ASSERT("random texts, tails and keep lists: jsonin_parse_ex agrees "
+		 "with cJSON",
+		 bad == 0);
+	T_ASSERT("... with many texts accepted, pruned, and refused by their "
+		 "tail",
+		 st.took > st.texts / 4 && st.took < st.texts &&
+			 st.took_end > st.took / 5 &&
+			 st.refused_end > st.took / 5 &&
+			 st.pruned > st.texts / 10);
+}
+
+/* jsonin_strict(): what cJSON takes but JSON.parse would not. */
+static void
+test_strict(void)
+{
+	static const struct {
+		const char *text;
+		bool strict;
+	} cases[] = {
+		{"{\"a\":[1,-0,0.5,10,1e5,1E+5,-1.25e-3,true,false,null]}", true},
+		{"{ \"a\" :\t[ \"x\\ny\\\"\\\\\" ]\r\n}", true},
+		{"\"\\u00e9\\ud83d\\ude00\"", true},
+		{"{\"e\":\"true false null 01 1. \\u0001\"}", true},
+		{"01", false},
+		{"-01", false},
+		{"1.", false},
+		{"-.5", false},
+		{"1.e5", false},
+		{"[1e5,00]", false},
+		{"\"tab\there\"", false},
+		{"\"nl\nhere\"", false},
+		{"[1,\x01 2]", false},
+		{"[1,\x0b 2]", false},
+		{"[\"a\"]\x1f", false},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].text;
+		cJSON *o = jsonin_parse(t, strlen(t) + 1);
+		T_ASSERT("strict: cJSON takes the case", o != NULL);
+		T_ASSERT(cases[i].strict ? "strict: taken as strict JSON" :
+					   "strict: refused as not strict JSON",
+			 jsonin_strict(t, strlen(t)) == cases[i].strict);
+		cJSON_Delete(o);
+	}
+	T_ASSERT("strict: a NUL among the bytes is not strict",
+		 !jsonin_strict("[1]\0", 4));
+}
+
 int
 main(void)
 {
@@ -605,5 +1243,12 @@ main(void)
 	test_shapes();
 	test_nomem();
 	test_random();
+	test_keep_cases();
+	test_require_end();
+	test_number_runs();
+	test_skip_allocs();
+	test_nomem_ex();
+	test_random_ex();
+	test_strict();
 	return T_REPORT();
 }
