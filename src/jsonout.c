@@ -17,6 +17,10 @@
  *  - cJSON scans each string twice (count the escapes, then copy byte by
  *    byte); we copy runs of plain bytes with memcpy.
  *
+ * jsonout_number() is the number printer on its own, for codecs that
+ * print without a tree (record.c's STATS codec), so one piece of code
+ * decides how every number orgw stores looks.
+ *
  * Memory: one buffer from cJSON_malloc(), grown by doubling with
  * allocate, copy, free (cJSON exports no realloc, and the caller frees
  * the text with cJSON_free(), so hooks installed with cJSON_InitHooks
@@ -100,45 +104,52 @@ same_double(double a, double b)
 	return fabs(a - b) <= max * DBL_EPSILON;
 }
 
-static bool
-put_int(struct jout *o, int64_t i)
+/* i in decimal at buf (room for 20 bytes); returns the length.  The
+ * digits are counted first so they go straight to buf. */
+static size_t
+int_digits(char *buf, int64_t i)
 {
-	char buf[24], *q = buf + sizeof(buf);
-	uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+	uint64_t u = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i, t;
+	size_t n = i < 0 ? 2 : 1, k;
 
+	for (t = u; t >= 10; t /= 10)
+		n++;
+	k = n;
 	do {
-		*--q = (char)('0' + u % 10);
+		buf[--k] = (char)('0' + u % 10);
 		u /= 10;
 	} while (u != 0);
 	if (i < 0)
-		*--q = '-';
-	return jout_put(o, q, (size_t)(buf + sizeof(buf) - q));
+		buf[0] = '-';
+	return n;
 }
 
 /* cJSON.c print_number(). */
-static bool
-put_number(struct jout *o, double d)
+size_t
+jsonout_number(char *buf, double d)
 {
-	char nb[26], *end;	/* 26: cJSON's number_buffer */
+	char *end;
 	int64_t i;
 	double back;
 	int n, k;
 
-	if (isnan(d) || isinf(d))
-		return jout_put(o, "null", 4);
+	if (isnan(d) || isinf(d)) {
+		memcpy(buf, "null", 4);
+		return 4;
+	}
 	if (d > -1e15 && d < 1e15) {
 		i = (int64_t)d;	/* defined: |d| < 1e15 < 2^63 */
 		if ((double)i == d && !(i == 0 && signbit(d)))
-			return put_int(o, i);
+			return int_digits(buf, i);
 	}
-	n = snprintf(nb, sizeof(nb), "%1.15g", d);
-	if (n > 0 && (size_t)n < sizeof(nb)) {
-		back = strtod(nb, &end);	/* what cJSON's "%lg" reads */
-		if (end == nb || !same_double(back, d))
-			n = snprintf(nb, sizeof(nb), "%1.17g", d);
+	n = snprintf(buf, JSONOUT_NUMBER_BYTES, "%1.15g", d);
+	if (n > 0 && n < JSONOUT_NUMBER_BYTES) {
+		back = strtod(buf, &end);	/* what cJSON's "%lg" reads */
+		if (end == buf || !same_double(back, d))
+			n = snprintf(buf, JSONOUT_NUMBER_BYTES, "%1.17g", d);
 	}
-	if (n <= 0 || (size_t)n >= sizeof(nb))
-		return false;
+	if (n <= 0 || n >= JSONOUT_NUMBER_BYTES)
+		return 0;
 	/*
 	 * cJSON swaps the locale's decimal point for '.'.  orgw never calls
 	 * setlocale (conf.c, score.c), so this is the C locale's '.'; any
@@ -146,10 +157,27 @@ put_number(struct jout *o, double d)
 	 * which also covers a one-byte point of any other locale.
 	 */
 	for (k = 0; k < n; k++)
-		if ((nb[k] < '0' || nb[k] > '9') && nb[k] != '-' &&
-		    nb[k] != '+' && nb[k] != 'e')
-			nb[k] = '.';
-	return jout_put(o, nb, (size_t)n);
+		if ((buf[k] < '0' || buf[k] > '9') && buf[k] != '-' &&
+		    buf[k] != '+' && buf[k] != 'e')
+			buf[k] = '.';
+	return (size_t)n;
+}
+
+static bool
+put_number(struct jout *o, double d)
+{
+	char nb[JSONOUT_NUMBER_BYTES];
+	size_t n;
+
+	/* Straight into the text when it has room, else through nb. */
+	if (o->cap - o->len > JSONOUT_NUMBER_BYTES) {
+		if ((n = jsonout_number(o->p + o->len, d)) == 0)
+			return false;
+		o->len += n;
+		return true;
+	}
+	n = jsonout_number(nb, d);
+	return n != 0 && jout_put(o, nb, n);
 }
 
 /* The escape for byte c, which is < 0x20, '"' or '\\': cJSON.c

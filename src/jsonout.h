@@ -6,6 +6,8 @@
 #ifndef ORGW_JSONOUT_H
 #define ORGW_JSONOUT_H
 
+#include <stddef.h>
+
 struct cJSON;
 
 /*
@@ -18,5 +20,18 @@ struct cJSON;
  * failure.
  */
 char *jsonout_print(const struct cJSON *item);
+
+/* Room jsonout_number() needs: cJSON's number_buffer. */
+#define JSONOUT_NUMBER_BYTES 26
+
+/*
+ * Writes the bytes jsonout_print() (and so cJSON_PrintUnformatted())
+ * prints for a number holding d into buf, which has room for
+ * JSONOUT_NUMBER_BYTES bytes; the text is not NUL-terminated.  Returns
+ * its length (1 to JSONOUT_NUMBER_BYTES - 1), or 0 when cJSON's print
+ * would fail.  For codecs that print numbers without a cJSON tree
+ * (record.c), so one piece of code decides how every number looks.
+ */
+size_t jsonout_number(char *buf, double d);
 
 #endif

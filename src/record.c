@@ -6,7 +6,13 @@
  * with jsonin_parse() (cJSON_Parse()'s tree, numbers read faster) and copy
  * into fixed structs with bounded string copies, so a damaged or hostile
  * value can at worst read as zeroes.
+ *
+ * STATS:<model> is rewritten by every request, so record_stats_apply()
+ * first tries a flat codec without a tree (at the end of this file) and
+ * keeps the cJSON version, record_stats_apply_tree(), as the reference
+ * and the fallback for anything the flat codec does not take.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +25,6 @@
 #include "record.h"
 #include "score.h"
 
-#define RECORD_VERSION 1
 
 void
 record_free(char *text)
@@ -479,7 +484,7 @@ bump_tokens(cJSON *o, const struct stats_delta *d)
 }
 
 char *
-record_stats_apply(const char *text, const struct stats_delta *d)
+record_stats_apply_tree(const char *text, const struct stats_delta *d)
 {
 	cJSON *o = parse_obj(text), *e, *lat, *bp, *p;
 	bool ok;
@@ -520,4 +525,19 @@ record_stats_apply(const char *text, const struct stats_delta *d)
 		cJSON_SetNumberValue(v, RECORD_VERSION);
 	}
 	return finish(o, ok);
+}
+
+char *
+record_stats_apply(const char *text, const struct stats_delta *d)
+{
+	char *s;
+
+	switch (record_stats_apply_flat(text, d, &s)) {
+	case ORGW_OK:
+		return s;
+	case ORGW_EINVAL:
+		return record_stats_apply_tree(text, d);
+	default:
+		return NULL;
+	}
 }
