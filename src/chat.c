@@ -287,6 +287,12 @@ mask_key(const struct chat *ch, char *p, size_t n)
 	}
 }
 
+/* The members read_meta() and carries_content() read; the parser checks
+ * the others and builds nothing for them (jsonin.h). */
+static const char *const meta_keys[] = {"provider", "usage", "error", NULL};
+static const char *const chunk_keys[] = {"provider", "usage", "error",
+					 "choices", NULL};
+
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
@@ -329,7 +335,7 @@ on_event(void *arg, const struct sse_event *ev)
 	}
 	if (a->t_first == 0)
 		a->t_first = clock_mono_ms();
-	o = jsonin_parse(ev->data, ev->data_len);
+	o = jsonin_parse_ex(ev->data, ev->data_len, chunk_keys, false);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		a->why = AB_MALFORMED;
@@ -437,7 +443,9 @@ parse_body(struct attempt *a)
 
 	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
-	o = jsonin_parse(p, strlen(p) + 1);
+	/* Only what read_meta() reads is built; "choices" (the answer
+	 * itself, most of the bytes) is checked and skipped. */
+	o = jsonin_parse_ex(p, strlen(p) + 1, meta_keys, false);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return false;

@@ -9,12 +9,16 @@
 void
 log_msg(const char *level, const char *fmt, ...)
 {
+	/* Read once: orgw never forks, and getpid(2) is a system call
+	 * per request otherwise. */
+	static pid_t pid;
 	char line[2048];
 	va_list ap;
 	int n, m;
 
-	n = snprintf(line, sizeof(line), "orgw[%ld]: %s: ", (long)getpid(),
-		     level);
+	if (pid == 0)
+		pid = getpid();
+	n = snprintf(line, sizeof(line), "orgw[%ld]: %s: ", (long)pid, level);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
 	va_start(ap, fmt);

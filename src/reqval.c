@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "jsonin.h"
 #include "jsonout.h"
 #include "reqval.h"
 
@@ -81,19 +82,21 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 	static const char *const limits[] = {"max_tokens",
 					     "max_completion_tokens"};
 	cJSON *root, *m, *msgs, *st, *mt;
-	const char *end = NULL;
 	const char *model, *dup;
 	size_t k;
 
 	memset(r, 0, sizeof(*r));
+	r->body = body;
+	r->body_len = len;
+	r->verbatim = -1;
 	if (param)
 		*param = NULL;
 	if (len == 0)
 		return fail(err, errlen, param, NULL,
 			    "request body is empty; expected a JSON object");
-	/* len + 1: with require_null_terminated the length counts the
-	 * NUL (cJSON.c ParseWithLengthOpts). */
-	root = cJSON_ParseWithLengthOpts(body, len + 1, &end, 1);
+	/* len + 1: as cJSON_ParseWithLengthOpts with
+	 * require_null_terminated, the length counts the NUL. */
+	root = jsonin_parse_ex(body, len + 1, NULL, true);
 	if (root == NULL)
 		return fail(err, errlen, param, NULL,
 			    "request body is not valid JSON");
@@ -170,20 +173,133 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 	return ORGW_OK;
 }
 
+/* True when the number at key would be clamped to max_out. */
+static bool
+over(const cJSON *root, const char *key, int64_t max_out)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	return max_out > 0 && cJSON_IsNumber(it) &&
+	       it->valuedouble > (double)max_out;
+}
+
 /* Clamps the number at key to max_out when it is larger. */
 static void
 clamp(cJSON *root, const char *key, int64_t max_out)
 {
-	cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+	if (over(root, key, max_out))
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(root, key),
+				     (double)max_out);
+}
 
-	if (cJSON_IsNumber(it) && it->valuedouble > (double)max_out)
-		cJSON_SetNumberValue(it, (double)max_out);
+/* A tag that goes into JSON as it is: no quote, backslash, control or
+ * non-ASCII byte (OpenRouter's tags are like "deepinfra/fp8"). */
+static bool
+plain_tag(const char *t)
+{
+	for (; *t != '\0'; t++) {
+		unsigned char c = (unsigned char)*t;
+		if (c < 0x20 || c > 0x7e || c == '"' || c == '\\')
+			return false;
+	}
+	return true;
+}
+
+/*
+ * True when the n bytes at p hold "\u0000" (or a backslash-escaped
+ * backslash before "u0000": the cheap test errs toward the printer).
+ * cJSON ends a string there, so a model "a/b\u0000X" is checked and
+ * routed as "a/b": the bytes would say something else upstream.
+ */
+static bool
+has_nul_escape(const char *p, size_t n)
+{
+	const char *e = p + n, *q;
+
+	for (q = p; (q = memchr(q, '\\', (size_t)(e - q))) != NULL; q++)
+		if (e - q >= 6 && memcmp(q + 1, "u0000", 5) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The client's own object with the pin added before its closing brace,
+ * or NULL when the fast way does not apply (*oom false) or memory ran
+ * out (*oom true).  It applies when the document was never edited and
+ * this call would change nothing but add the pin: the client sent a
+ * string model, no "provider" (not even null), nothing to clamp, and
+ * the bytes are strict JSON without a \u0000 (a JSON.parse upstream
+ * must read what cJSON read here).  Saves printing the whole body per attempt, which
+ * for the long prompts prompt caching is about is most of the request.
+ */
+static char *
+splice_pin(struct chat_req *r, const char *pin_tag, int64_t max_out,
+	   bool *oom)
+{
+	static const char pre[] = ",\"provider\":{\"order\":[\"";
+	static const char post[] = "\"],\"allow_fallbacks\":false}";
+	const cJSON *root = r->root;
+	const char *open, *close;
+	size_t n, tn, len;
+	char *out, *o;
+
+	*oom = false;
+	if (r->edited || r->has_provider ||
+	    cJSON_GetObjectItemCaseSensitive(root, "provider") != NULL ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "model")) ||
+	    over(root, "max_tokens", max_out) ||
+	    over(root, "max_completion_tokens", max_out) ||
+	    (pin_tag != NULL && !plain_tag(pin_tag)))
+		return NULL;
+	/* The root is an object: its '{' is the first one (only a BOM and
+	 * whitespace come before), its '}' the last byte above 0x20. */
+	if ((open = memchr(r->body, '{', r->body_len)) == NULL)
+		return NULL;
+	for (close = r->body + r->body_len;
+	     close > open && (unsigned char)close[-1] <= 0x20; close--)
+		;
+	if (close == open || close[-1] != '}')
+		return NULL;
+	close--;
+	n = (size_t)(close - open);
+	if (r->verbatim < 0)
+		r->verbatim = jsonin_strict(open, n + 1) &&
+			      !has_nul_escape(open, n + 1);
+	if (!r->verbatim)
+		return NULL;
+	tn = pin_tag != NULL ? strlen(pin_tag) : 0;
+	len = n + (pin_tag != NULL ? sizeof(pre) - 1 + tn + sizeof(post) - 1 :
+				     0) +
+	      2;
+	if ((out = cJSON_malloc(len)) == NULL) {
+		*oom = true;
+		return NULL;
+	}
+	memcpy(out, open, n);
+	o = out + n;
+	if (pin_tag != NULL) {
+		memcpy(o, pre, sizeof(pre) - 1);
+		o += sizeof(pre) - 1;
+		memcpy(o, pin_tag, tn);
+		o += tn;
+		memcpy(o, post, sizeof(post) - 1);
+		o += sizeof(post) - 1;
+	}
+	*o++ = '}';
+	*o = '\0';
+	return out;
 }
 
 char *
 reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 {
 	cJSON *root = r->root, *prov = NULL, *order;
+	char *s;
+	bool oom;
+
+	if ((s = splice_pin(r, pin_tag, max_out, &oom)) != NULL || oom)
+		return s;
+	r->edited = true;
 
 	if (!r->has_provider) {
 		cJSON_DeleteItemFromObjectCaseSensitive(root, "provider");
@@ -201,10 +317,8 @@ reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 			}
 		}
 	}
-	if (max_out > 0) {
-		clamp(root, "max_tokens", max_out);
-		clamp(root, "max_completion_tokens", max_out);
-	}
+	clamp(root, "max_tokens", max_out);
+	clamp(root, "max_completion_tokens", max_out);
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "model");
 	if (cJSON_AddStringToObject(root, "model", r->model) == NULL)
 		return NULL;

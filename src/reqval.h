@@ -13,13 +13,18 @@
 
 struct chat_req {
 	void *root;			/* cJSON *, owned */
+	const char *body;		/* the client's bytes, borrowed */
+	size_t body_len;
 	char model[ORGW_MODEL_MAX];
 	bool stream;
 	bool has_provider;		/* the client sent its own "provider" */
+	bool edited;			/* root no longer matches body */
+	signed char verbatim;		/* body can go as it is: -1 not known */
 };
 
 /*
- * Parses body (len bytes followed by a NUL, as buf.h guarantees).
+ * Parses body (len bytes followed by a NUL, as buf.h guarantees), which
+ * must outlive r: reqval_forward() may send its bytes.
  * default_model (may be NULL) is used when "model" is absent.  On
  * ORGW_EINVAL, err holds a message for the client (param name in
  * *param, static, may be NULL).  On ORGW_OK the caller owns r
@@ -40,6 +45,10 @@ bool reqval_model_ok(const char *id);
  * "allow_fallbacks":false}; a NULL pin_tag removes a pin added by an
  * earlier call.  max_tokens and max_completion_tokens above max_out
  * (when max_out > 0) are clamped to it.  Always writes the resolved model.
+ * When nothing but the pin changes and the client's bytes mean to a
+ * strict JSON parser what the tree means here, those bytes are sent with
+ * the pin spliced in before the closing brace; otherwise the edited
+ * document is printed.
  */
 char *reqval_forward(struct chat_req *r, const char *pin_tag,
 		     int64_t max_out);

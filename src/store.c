@@ -45,10 +45,10 @@ struct store {
 	bool have_gen;		/* gen read from the lock file */
 	bool raised;		/* ...and raised by this transaction */
 	uint64_t gen;
-	char path[4096];
 #ifdef ORGW_TRACE_LOCK
 	int64_t t_ask_us, t_got_us;	/* flock asked for, and taken */
 #endif
+	char path[];		/* sized to fit: no 4 KiB calloc per txn */
 };
 
 static int
@@ -213,12 +213,14 @@ store_open(struct store **out, const char *path, bool write,
 	   int64_t timeout_ms)
 {
 	struct store *s;
+	size_t n = strlen(path) + 1;
 	int e;
 
 	*out = NULL;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
+	if ((s = malloc(sizeof(*s) + n)) == NULL)
 		return ORGW_ENOMEM;
-	snprintf(s->path, sizeof(s->path), "%s", path);
+	memset(s, 0, sizeof(*s));
+	memcpy(s->path, path, n);
 	s->write = write;
 #ifdef ORGW_TRACE_LOCK
 	s->t_ask_us = clock_mono_us();

@@ -1,9 +1,10 @@
 /*
  * upstream.c - libcurl transfers to OpenRouter.
  *
- * Ownership: the process-wide easy and multi handles live in statics,
- * created on first use and kept (connection reuse); everything a call
- * allocates (header list) is freed before upstream_perform returns.
+ * Ownership: the process-wide easy and multi handles and the request
+ * header list live in statics, created on first use and kept (connection
+ * reuse; the options and headers are the same for every transfer) until
+ * upstream_global_cleanup().
  * Callbacks run in the caller's stack frame; their arg is borrowed.
  */
 #include <poll.h>
@@ -23,6 +24,8 @@
 
 static CURL *up_easy;
 static CURLM *up_multi;
+static struct curl_slist *up_headers;	/* for up_headers_key */
+static char *up_headers_key;
 
 struct xfer {
 	const struct upstream_call *c;
@@ -41,6 +44,18 @@ upstream_global_init(void)
 	return ORGW_OK;
 }
 
+/* Drops the kept header list and wipes the copy of the key. */
+static void
+forget_headers(void)
+{
+	curl_slist_free_all(up_headers);
+	up_headers = NULL;
+	if (up_headers_key != NULL)
+		memset(up_headers_key, 0, strlen(up_headers_key));
+	free(up_headers_key);
+	up_headers_key = NULL;
+}
+
 void
 upstream_global_cleanup(void)
 {
@@ -50,6 +65,7 @@ upstream_global_cleanup(void)
 		curl_easy_cleanup(up_easy);
 	up_multi = NULL;
 	up_easy = NULL;
+	forget_headers();
 	curl_global_cleanup();
 }
 
@@ -130,66 +146,110 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-static bool
-setup(const struct upstream_call *c, struct xfer *x, struct curl_slist **hl)
+/*
+ * The request headers: built once for a key and kept with the handle,
+ * since every transfer of a process sends the same ones.  "Expect:" is
+ * off: no 100-continue round trip for large bodies.
+ */
+static struct curl_slist *
+headers_for(const char *key)
 {
 	struct buf auth = {0};
 	struct curl_slist *h = NULL, *t;
-	bool ok = true;
-
-	if (up_easy == NULL && (up_easy = curl_easy_init()) == NULL)
-		return false;
-	if (up_multi == NULL && (up_multi = curl_multi_init()) == NULL)
-		return false;
-	curl_easy_reset(up_easy);
-	if (buf_adds(&auth, "Authorization: Bearer ") ||
-	    buf_adds(&auth, c->key ? c->key : "")) {
-		buf_free(&auth);
-		return false;
-	}
-	/* "Expect:" off: no 100-continue round trip for large bodies. */
-	const char *fixed[] = {auth.p, "Content-Type: application/json",
+	const char *fixed[] = {NULL, "Content-Type: application/json",
 			       "Expect:", "HTTP-Referer: https://github.com/orgw",
 			       "X-OpenRouter-Title: orgw", NULL};
+
+	if (key == NULL)
+		key = "";
+	if (up_headers != NULL && strcmp(up_headers_key, key) == 0)
+		return up_headers;
+	if (buf_adds(&auth, "Authorization: Bearer ") || buf_adds(&auth, key))
+		goto fail;
+	fixed[0] = auth.p;
 	for (size_t i = 0; fixed[i] != NULL; i++) {
-		if ((t = curl_slist_append(h, fixed[i])) == NULL) {
-			ok = false;
-			break;
-		}
+		if ((t = curl_slist_append(h, fixed[i])) == NULL)
+			goto fail;
 		h = t;
 	}
 	/* The slist holds its own copy; wipe ours of the key. */
 	memset(auth.p, 0, auth.len);
 	buf_free(&auth);
-	*hl = h;
-	if (!ok)
+	/* The old list may still be set on the handle: the caller sets the
+	 * new one before the next transfer. */
+	forget_headers();
+	if ((up_headers_key = strdup(key)) == NULL) {
+		curl_slist_free_all(h);
+		return NULL;
+	}
+	up_headers = h;
+	return up_headers;
+fail:
+	if (auth.p != NULL)
+		memset(auth.p, 0, auth.len);
+	buf_free(&auth);
+	curl_slist_free_all(h);
+	return NULL;
+}
+
+/* Options every transfer shares, set once on a new handle. */
+static bool
+setup_once(CURL *e)
+{
+	return curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) ==
+		       CURLE_OK &&
+	       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) ==
+		       CURLE_OK &&
+	       curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+	       curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK &&
+	       curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK &&
+	       curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") ==
+		       CURLE_OK;
+}
+
+/*
+ * Sets what differs between transfers.  The handle is not reset between
+ * them (curl_easy_reset and the fixed options cost more than the
+ * transfer's own set-up), so every option any call sets is set by every
+ * call.
+ */
+static bool
+setup(const struct upstream_call *c, struct xfer *x)
+{
+	struct curl_slist *h;
+
+	if (up_easy == NULL) {
+		if ((up_easy = curl_easy_init()) == NULL)
+			return false;
+		if (!setup_once(up_easy)) {
+			curl_easy_cleanup(up_easy);
+			up_easy = NULL;
+			return false;
+		}
+	}
+	if (up_multi == NULL && (up_multi = curl_multi_init()) == NULL)
 		return false;
-	ok = curl_easy_setopt(up_easy, CURLOPT_URL, c->url) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_HEADERFUNCTION, header_cb) ==
-		     CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_HEADERDATA, x) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_WRITEFUNCTION, write_cb) ==
-		     CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_TCP_KEEPALIVE, 1L) ==
-		     CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_CONNECTTIMEOUT_MS,
-			      (long)c->connect_timeout_ms) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_TIMEOUT_MS,
-			      (long)c->total_timeout_ms) == CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_ACCEPT_ENCODING, "") ==
-		     CURLE_OK &&
-	     curl_easy_setopt(up_easy, CURLOPT_PROTOCOLS_STR, "http,https") ==
-		     CURLE_OK;
-	if (ok && c->body != NULL)
-		ok = curl_easy_setopt(up_easy, CURLOPT_POST, 1L) == CURLE_OK &&
-		     curl_easy_setopt(up_easy, CURLOPT_POSTFIELDS, c->body) ==
-			     CURLE_OK &&
-		     curl_easy_setopt(up_easy, CURLOPT_POSTFIELDSIZE_LARGE,
-				      (curl_off_t)c->body_len) == CURLE_OK;
-	return ok;
+	if ((h = headers_for(c->key)) == NULL)
+		return false;
+	if (curl_easy_setopt(up_easy, CURLOPT_URL, c->url) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_HTTPHEADER, h) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_HEADERDATA, x) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_CONNECTTIMEOUT_MS,
+			     (long)c->connect_timeout_ms) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_TIMEOUT_MS,
+			     (long)c->total_timeout_ms) != CURLE_OK)
+		return false;
+	/* No pointer to an earlier call's (freed) body stays set. */
+	if (c->body == NULL)
+		return curl_easy_setopt(up_easy, CURLOPT_POSTFIELDS, NULL) ==
+			       CURLE_OK &&
+		       curl_easy_setopt(up_easy, CURLOPT_HTTPGET, 1L) ==
+			       CURLE_OK;
+	return curl_easy_setopt(up_easy, CURLOPT_POSTFIELDSIZE_LARGE,
+				(curl_off_t)c->body_len) == CURLE_OK &&
+	       curl_easy_setopt(up_easy, CURLOPT_POSTFIELDS, c->body) ==
+		       CURLE_OK;
 }
 
 static enum up_fail
@@ -225,7 +285,6 @@ enum orgw_err
 upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 {
 	struct xfer x;
-	struct curl_slist *hl = NULL;
 	struct curl_waitfd wfd;
 	CURLMsg *msg;
 	CURLcode rc = CURLE_OK;
@@ -236,14 +295,9 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.retry_after = -1;
-	if (!setup(c, &x, &hl)) {
-		curl_slist_free_all(hl);
+	if (!setup(c, &x) ||
+	    curl_multi_add_handle(up_multi, up_easy) != CURLM_OK)
 		return ORGW_ENOMEM;
-	}
-	if (curl_multi_add_handle(up_multi, up_easy) != CURLM_OK) {
-		curl_slist_free_all(hl);
-		return ORGW_ENOMEM;
-	}
 	while (!done) {
 		if (curl_multi_perform(up_multi, &running) != CURLM_OK)
 			break;
@@ -278,7 +332,6 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 		}
 	}
 	curl_multi_remove_handle(up_multi, up_easy);
-	curl_slist_free_all(hl);
 	res->status = x.status;
 	res->fail = x.aborted ? UP_ABORTED : classify(rc);
 	if (res->fail != UP_OK)

@@ -547,11 +547,117 @@ test_forward(void)
 	}
 }
 
+/* The client's bytes, spliced, when they are strict JSON and only the
+ * pin changes; the printed tree otherwise. */
+static void
+test_splice(void)
+{
+	static const char strict[] =
+		"\xEF\xBB\xBF \n{ \"model\" : \"a/b\",\r\n\t\"messages\":[{\"role\":"
+		"\"user\",\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
+		"\"max_tokens\":100}  \n";
+	static const char *const loose[] = {
+		"{\"model\":\"a\",\"messages\":[],\"n\":01}",
+		"{\"model\":\"a\",\"messages\":[],\"n\":1.}",
+		"{\"model\":\"a\",\"messages\":[],\"n\":-.5}",
+		"{\"model\":\"a\",\"messages\":[\"tab\there\"]}",
+		"{\"model\":\"a\",\x01\"messages\":[]}",
+	};
+	struct chat_req r;
+	cJSON *out;
+	char *s;
+	size_t i;
+
+	if (parse(strict, NULL, &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "deepinfra/fp8", 0);
+	T_ASSERT("splice: the client's object, pin before its last brace",
+	         s != NULL &&
+	                 strcmp(s, "{ \"model\" : \"a/b\",\r\n\t\"messages\":[{"
+	                           "\"role\":\"user\",\"content\":\"x\\u00e9\\n"
+	                           "\\\"y\"}],\"n\":-0.5e+2,\"max_tokens\":100,"
+	                           "\"provider\":{\"order\":[\"deepinfra/fp8\"],"
+	                           "\"allow_fallbacks\":false}}") == 0);
+	cJSON_free(s);
+	s = reqval_forward(&r, NULL, 100);
+	T_ASSERT("splice: no tag, max_tokens at the cap: the object as sent",
+	         s != NULL && strncmp(s, "{ \"model\"", 9) == 0 &&
+	                 strcmp(s + strlen(s) - 17, "\"max_tokens\":100}") == 0);
+	cJSON_free(s);
+	s = reqval_forward(&r, "t", 99);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("clamp: printed, clamped, pinned",
+	         out != NULL && s[1] == '"' &&
+	                 cJSON_GetObjectItem(out, "max_tokens")->valuedouble == 99 &&
+	                 cJSON_GetObjectItem(out, "provider") != NULL);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	s = reqval_forward(&r, "t", 0);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("after an edit, never the client's bytes again (still 99)",
+	         out != NULL &&
+	                 cJSON_GetObjectItem(out, "max_tokens")->valuedouble == 99);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	for (i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
+		if (parse(loose[i], NULL, &r) != ORGW_OK)
+			abort();
+		s = reqval_forward(&r, "t", 0);
+		out = s ? cJSON_Parse(s) : NULL;
+		T_ASSERT("not strict JSON: printed by cJSON's rules instead",
+		         out != NULL && s[1] == '"' && strchr(s, '\t') == NULL &&
+		                 strchr(s, '\x01') == NULL &&
+		                 cJSON_GetObjectItem(out, "provider") != NULL);
+		cJSON_Delete(out);
+		cJSON_free(s);
+		reqval_free(&r);
+	}
+
+	if (parse("{\"model\":\"a\",\"messages\":[],\"provider\":null}", NULL,
+	          &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "t", 0);
+	T_ASSERT("provider null: dropped by the printed path, one pin",
+	         s != NULL && strstr(s, "null") == NULL &&
+	                 strstr(s, "\"order\":[\"t\"]") != NULL);
+	cJSON_free(s);
+	s = reqval_forward(&r, "q\"uote", 0);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("a tag needing escapes goes through the printer",
+	         out != NULL && strstr(s, "q\\\"uote") != NULL);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* cJSON ends the model at \u0000: orgw checked and routes "a/b",
+	 * so "a/b" is what goes upstream, not the client's bytes. */
+	if (parse("{\"model\":\"a/b\\u0000X\",\"messages\":[]}", NULL, &r) !=
+	    ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "t", 0);
+	T_ASSERT("a \\u0000 in the body: printed, the model as checked",
+	         s != NULL && strstr(s, "u0000") == NULL &&
+	                 strstr(s, "\"model\":\"a/b\"") != NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	if (parse("{\"messages\":[]}", "d/m", &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "t", 0);
+	T_ASSERT("default model: printed with the model written in",
+	         s != NULL && strstr(s, "\"model\":\"d/m\"") != NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+}
+
 int
 main(void)
 {
 	test_parse();
 	test_model_ok();
 	test_forward();
+	test_splice();
 	return T_REPORT();
 }
