@@ -73,6 +73,7 @@ const memTotal = (phase, g) => {
   return ms.length ? { n: ms.length, rss: sum(ms, 'rss_kb'), pss: sum(ms, 'pss_kb'), pd: sum(ms, 'private_dirty_kb') } : null;
 };
 const workerIdle = memOf('idle', 'orgw-worker');
+const curlFloor = memOf('idle', 'curl-floor');
 const workerAfter = memOf('after', 'orgw-worker');
 const workerHold = memOf('hold', 'orgw-worker');
 const holds = Object.fromEntries(['proxy', 'orgw', 'portkey'].map((g) => [g, json(`hold-${g}.json`)]));
@@ -165,7 +166,7 @@ p(`| throughput at concurrency ${S.tput_c} ≥ 0.7× bare proxy | ${S.tput_vs_pr
 p(`| throughput at concurrency ${S.tput_c} ≥ 5× Portkey | ${S.tput_vs_portkey == null ? 'n/a' : `${S.tput_vs_portkey.toFixed(2)}×`} | ${yes(S.tput_vs_portkey == null ? null : S.tput_vs_portkey >= 5)} |`);
 p(`| streaming first token within 1 ms of the bare proxy | ${S.first_token_vs_proxy_ms == null ? 'n/a' : `${S.first_token_vs_proxy_ms >= 0 ? '+' : ''}${f(S.first_token_vs_proxy_ms, 3)} ms`} | ${yes(S.first_token_vs_proxy_ms == null ? null : S.first_token_vs_proxy_ms <= 1)} |`);
 p(`| streaming spacing preserved (median gap within 1 ms of direct, p5 ≥ half the spacing) | median gap ${st.orgw ? f(st.orgw.gap_median_ms, 2) : 'n/a'} ms (direct ${st.direct ? f(st.direct.gap_median_ms, 2) : 'n/a'}) for ${stream ? stream.spacing_ms : '?'} ms sent, p5 ${st.orgw ? f(st.orgw.gap_p5_ms, 2) : 'n/a'} ms, ${st.orgw ? st.orgw.batched : 'n/a'} of ${st.orgw ? st.orgw.gaps : 'n/a'} gaps under half | ${yes(S.spacing_ok)} |`);
-p(`| idle worker < 4 MiB RSS | ${mib(S.idle_worker_rss_kb)} MiB (median of ${workerIdle.length}) | ${yes(S.idle_worker_rss_kb == null ? null : S.idle_worker_rss_kb < 4096)} |`);
+p(`| idle worker < 4 MiB RSS | ${mib(S.idle_worker_rss_kb)} MiB (median of ${workerIdle.length}; libcurl alone: ${curlFloor.length ? `${mib(curlFloor[0].rss_kb)} MiB` : 'n/a'}) | ${yes(S.idle_worker_rss_kb == null ? null : S.idle_worker_rss_kb < 4096)} |`);
 p(`| ${meta.hold} concurrent streams < 512 MiB in all | ${mib(S.hold_pss_kb)} MiB PSS (RSS summed: ${mib(S.hold_rss_kb)} MiB), ${S.hold_streams ?? 'n/a'}/${meta.hold} streams completed | ${yes(S.hold_pss_kb == null ? null : S.hold_pss_kb < 512 * 1024 && S.hold_streams === Number(meta.hold))} |`);
 p();
 p('"In all" is the proportional set size (PSS) summed over every orgw process (workers, lighttpd, multiwatch): shared library pages are counted once, split among the processes that map them. The plain RSS sum counts them once per process.');
@@ -256,6 +257,7 @@ p('| --- | --- | --- | --- | --- | --- |');
 row('orgw worker, idle', workerIdle);
 row(`orgw worker, during ${meta.hold} streams`, workerHold);
 row('orgw worker, idle again afterwards', workerAfter);
+row('libcurl alone (bench/curlfloor.c: linked, initialised, idle)', curlFloor);
 row('orgw lighttpd, idle', memOf('idle', 'orgw-lighttpd'));
 row(`orgw lighttpd, during ${meta.hold} streams`, memOf('hold', 'orgw-lighttpd'));
 row('multiwatch', memOf('idle', 'orgw-multiwatch'));

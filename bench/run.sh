@@ -439,6 +439,19 @@ fi
 for n in $NAMES; do
 	[ "$n" = direct ] || mem_gateway idle "$n"
 done
+# The floor: a process that only links and initialises libcurl.
+# shellcheck disable=SC2046
+if cc -O2 -o "$OUT/curlfloor" bench/curlfloor.c $(pkg-config --libs libcurl) \
+	2>"$OUT/curlfloor.log"; then
+	"$OUT/curlfloor" &
+	fp=$!
+	sleep 0.3
+	mem_sample idle curl-floor "$fp"
+	kill "$fp" 2>/dev/null
+	wait "$fp" 2>/dev/null
+else
+	say "could not build bench/curlfloor.c (see $OUT/curlfloor.log)"
+fi
 # Slow streams: 40 chunks 250 ms apart (10 s each), sampled once all
 # $HOLD have their first token.
 double_ctl POST config '{"chunks":40,"spacing_ms":250}' >/dev/null || die "double config"
