@@ -137,6 +137,9 @@ orgw_headers(const struct chat *ch, char *dst, size_t n)
 		 route_name(ch->route.kind), ch->attempts);
 }
 
+/* Writes the stream's head and what was held back, unflushed: the
+ * caller flushes after the event that follows, so the head and the first
+ * token leave in one write. */
 static int
 send_stream_head(struct chat *ch)
 {
@@ -156,7 +159,7 @@ send_stream_head(struct chat *ch)
 	if (ch->held.len && io->write(io->ctx, ch->held.p, ch->held.len))
 		return -1;
 	buf_reset(&ch->held);
-	return io->flush(io->ctx);
+	return 0;
 }
 
 /* A token count from usage: a non-negative number, else 0. */
@@ -320,7 +323,7 @@ on_event(void *arg, const struct sse_event *ev)
 		    buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK)
 			return 0;
 		if (clock_mono_ms() - ch->t0 >= KEEPALIVE_COMMIT_MS &&
-		    send_stream_head(ch) != 0)
+		    (send_stream_head(ch) != 0 || io->flush(io->ctx)))
 			goto gone;
 		return 0;
 	case SSE_DONE:
