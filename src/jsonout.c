@@ -124,6 +124,57 @@ int_digits(char *buf, int64_t i)
 	return n;
 }
 
+/*
+ * "%1.15g" for the non-integral numbers that are short decimals (money,
+ * rates: 0.000123), without snprintf and the strtod of cJSON's round
+ * trip: the bytes at buf and their length, or 0 to take the long way.
+ *
+ * If some m < 10^15 gives m / 10^k == |d| exactly (m and 10^k are exact
+ * doubles and the division is correctly rounded, so that is what strtod
+ * reads from the decimal m * 10^-k), that decimal is the one "%1.15g"
+ * prints: a 15-digit decimal reading back as d lies within half an ulp
+ * of it, and 15-digit decimals are more than four ulps apart, so it is
+ * the nearest.  It reads back as d, so cJSON keeps it (no "%1.17g").
+ * Only for 1e-4 <= |d| < 1e15, where "%g" prints no exponent.
+ */
+static size_t
+short_decimal(char *buf, double d)
+{
+	static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6,
+				     1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+				     1e14, 1e15, 1e16, 1e17, 1e18, 1e19};
+	double a = fabs(d), m;
+	uint64_t mi, scale, ip, fp;
+	size_t n = 0, k, f;
+	char digits[20];
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (k = 1; k < sizeof(p10) / sizeof(p10[0]); k++) {
+		if ((m = a * p10[k]) >= 1e15)
+			return 0;
+		mi = (uint64_t)(m + 0.5);
+		if ((double)mi / p10[k] == a)
+			break;
+	}
+	if (k == sizeof(p10) / sizeof(p10[0]))
+		return 0;
+	scale = (uint64_t)p10[k];
+	ip = mi / scale;
+	fp = mi % scale;
+	if (fp == 0)
+		return 0;	/* an integer: not this path's (cannot be) */
+	if (d < 0)
+		buf[n++] = '-';
+	n += int_digits(buf + n, (int64_t)ip);
+	buf[n++] = '.';
+	/* The smallest k leaves no trailing zero ("%g" strips them). */
+	for (f = k; f > 0; f--, fp /= 10)
+		digits[f - 1] = (char)('0' + fp % 10);
+	memcpy(buf + n, digits, k);
+	return n + k;
+}
+
 /* cJSON.c print_number(). */
 size_t
 jsonout_number(char *buf, double d)
@@ -142,6 +193,8 @@ jsonout_number(char *buf, double d)
 		if ((double)i == d && !(i == 0 && signbit(d)))
 			return int_digits(buf, i);
 	}
+	if ((n = (int)short_decimal(buf, d)) > 0)
+		return (size_t)n;
 	n = snprintf(buf, JSONOUT_NUMBER_BYTES, "%1.15g", d);
 	if (n > 0 && n < JSONOUT_NUMBER_BYTES) {
 		back = strtod(buf, &end);	/* what cJSON's "%lg" reads */

@@ -72,6 +72,17 @@ prints(cJSON *j, const char *want)
 	return ok;
 }
 
+/* jsonout and cJSON print d alike (shows the first differences). */
+static bool
+same_num(double d)
+{
+	cJSON *j = cJSON_CreateNumber(d);
+	bool ok = j == NULL || same(j);
+
+	cJSON_Delete(j);
+	return ok;
+}
+
 static bool
 num_prints(double d, const char *want)
 {
@@ -608,6 +619,58 @@ test_random(void)
 	cJSON_Delete(shared);
 }
 
+/*
+ * Short decimals (jsonout.c short_decimal): m / 10^k for random m of 1
+ * to 16 digits and k of 0 to 20, sums of them as costs add up, their
+ * neighbours one ulp away, and the edges of the range, each against
+ * cJSON's own print.  Counts how many took the short way, so the test
+ * fails if the fast path never runs.
+ */
+static void
+test_short_decimals(void)
+{
+	static const double edges[] = {1e-4, 9.999999999999999e-5, 1.0001e-4,
+				       0.1, 0.7, 999999999999999.9,
+				       99999999999999.98, 1e15 - 0.5,
+				       0.000123, 1.5e-4, 12.5, -0.25};
+	long tried = 0, bad = 0, shortened = 0;
+	double sum = 0, d, p;
+	char buf[JSONOUT_NUMBER_BYTES], ref[64];
+	size_t i, n;
+	int k;
+
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		tried++;
+		bad += !same_num(edges[i]);
+	}
+	for (i = 0; i < 40000; i++) {
+		uint64_t m = t_rand() % 10000000000000000ULL >>
+			     t_below(50);
+		k = (int)t_below(21);
+		for (p = 1, d = (double)m; k > 0; k--)
+			p *= 10;
+		d /= p;
+		if (t_below(2))
+			d = -d;
+		if (t_below(4) == 0)
+			d = nextafter(d, t_below(2) ? INFINITY : -INFINITY);
+		sum += fabs(d) < 1 ? fabs(d) : 0;
+		tried += 2;
+		bad += !same_num(d) + !same_num(sum);
+		n = jsonout_number(buf, d);
+		snprintf(ref, sizeof(ref), "%1.15g", d);
+		if (n > 0 && fabs(d) >= 1e-4 && fabs(d) < 1e15 &&
+		    d != floor(d) && n == strlen(ref) &&
+		    memcmp(buf, ref, n) == 0 && strtod(ref, NULL) == d)
+			shortened++;
+	}
+	T_ASSERT("short decimals: jsonout prints what cJSON prints", bad == 0);
+	T_ASSERT("short decimals: many were in the short-decimal domain",
+		 shortened > 1000);
+	printf("# short decimals: %ld numbers, %ld differ, %ld short\n", tried,
+	       bad, shortened);
+}
+
 int
 main(void)
 {
@@ -618,5 +681,6 @@ main(void)
 	test_big();
 	test_nomem();
 	test_random();
+	test_short_decimals();
 	return T_REPORT();
 }
