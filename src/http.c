@@ -200,11 +200,15 @@ http_json(const struct orgw_io *io, int status, const char *extra,
 	 * for FCGI_END_REQUEST). */
 	n = snprintf(h, sizeof(h), "%sContent-Length: %zu\r\n",
 		     extra ? extra : "", len);
+	/* Not flushed: every caller ends the request next, and the end
+	 * (FCGX_Finish_r) flushes, so the body and FCGI_END_REQUEST leave
+	 * in one write.  Flushed apart, lighttpd had the whole body first,
+	 * closed, and the END_REQUEST met EPIPE and a SIGPIPE per request. */
 	if (n < 0 || (size_t)n >= sizeof(h) ||
 	    http_head(io, status, "application/json", h) != 0 ||
 	    io->write(io->ctx, body, len) != 0)
 		return -1;
-	return io->flush(io->ctx);
+	return 0;
 }
 
 int

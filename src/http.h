@@ -82,7 +82,8 @@ const char *http_reason(int status);
 int http_head(const struct orgw_io *io, int status, const char *ctype,
 	      const char *extra);
 
-/* Writes a complete JSON response (header block and body). */
+/* Writes a complete JSON response (header block and body), unflushed:
+ * the caller ends the request next (io->finish or FCGX_Finish_r). */
 int http_json(const struct orgw_io *io, int status, const char *extra,
 	      const char *body, size_t len);
 
