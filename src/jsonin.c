@@ -1,6 +1,6 @@
 /*
  * jsonin.c - cJSON_ParseWithLength() with faster numbers, and a variant
- * that builds only the root members a caller reads.
+ * that builds only the root members a caller reads, some of them shallow.
  *
  * Pure.  Accepts exactly the texts cJSON 1.7.15 (Debian 12,
  * 1.7.15-1+deb12u4) accepts through cJSON_ParseWithLength(), and builds
@@ -45,18 +45,22 @@
  *    score.c), so that point is '.' and the bytes are passed unchanged.
  *  - strings are scanned and decoded with memchr(); strings without
  *    escapes are copied with memcpy.
- *  - jsonin_parse_ex() with a keep list builds only the root object's
+ *  - jsonin_parse_top() with a keep list builds only the root object's
  *    members whose key is listed.  The rest go through the very same
  *    functions with no node to fill (item == NULL, out == NULL): every
  *    check runs and only the allocating and storing is left out, so
- *    building and skipping cannot disagree on what is valid.
+ *    building and skipping cannot disagree on what is valid.  A member
+ *    listed in shallow gets its node and key, and an array or object
+ *    value is then skipped that same way (parse_shallow()), leaving the
+ *    node typed but childless.
  *
  * Memory: every node, key and string comes from cJSON_malloc(), so
  * cJSON_Delete() frees the tree (and cJSON_InitHooks hooks pair up).
  * Children are linked into their parent as soon as they are allocated,
  * so on any failure one cJSON_Delete() of the root frees everything.
  * Skipping allocates nothing, but for a root key with an escape that is
- * JSONIN_KEYBUF_BYTES or longer, decoded to the heap for the comparison.
+ * JSONIN_KEYBUF_BYTES or longer, decoded to the heap for the comparison
+ * (a shallow member: its node and key only).
  * Recursion is one level per open array or object, bounded by
  * CJSON_NESTING_LIMIT like cJSON's, whether building or skipping.
  */
@@ -78,8 +82,8 @@
 #define JSONIN_FAST_DIGITS 15
 
 /* A root key with an escape is decoded here to be compared with the
- * keep list; a longer one (rare: keys are short) goes to the heap.
- * jsonin.h quotes this number. */
+ * keep and shallow lists; a longer one (rare: keys are short) goes to
+ * the heap.  jsonin.h quotes this number. */
 #define JSONIN_KEYBUF_BYTES 128
 
 struct jin {
@@ -88,6 +92,7 @@ struct jin {
 	size_t pos;
 	size_t depth; /* open arrays and objects, as cJSON counts them */
 	const char *const *keep; /* root members to build; NULL: all */
+	const char *const *shallow; /* root members built without children */
 };
 
 static bool parse_value(struct jin *in, cJSON *item);
@@ -439,23 +444,37 @@ parse_string(struct jin *in, char **out)
 	return true;
 }
 
+/* The n bytes at name (a C string's length; name may hold no NUL) equal
+ * one of the NULL-terminated list. */
+static bool
+listed(const char *const *list, const unsigned char *name, size_t n)
+{
+	/* (*k)[n] is read only when *k has n bytes before its NUL. */
+	for (; *list != NULL; list++)
+		if (strncmp(*list, (const char *)name, n) == 0 &&
+		    (*list)[n] == '\0')
+			return true;
+	return false;
+}
+
 /*
- * Whether the root member whose key starts at s[pos] is to be built: its
- * key, as the C string the tree would hold (up to a raw NUL or a
- * \u0000), equals one of in->keep.  pos does not move.  A key cJSON
- * would refuse reads as not kept; parse_string() refuses it next.
- * false only when out of memory.
+ * How the root member whose key starts at s[pos] is to be built: its key,
+ * as the C string the tree would hold (up to a raw NUL or a \u0000), is
+ * looked up in in->shallow (*shallow: built without children) and, when
+ * not there, in in->keep (a NULL list takes every key); *build when
+ * either takes it.  pos does not move.  A key cJSON would refuse reads
+ * as neither; parse_string() refuses it next.  false only when out of
+ * memory.
  */
 static bool
-key_kept(const struct jin *in, bool *kept)
+key_class(const struct jin *in, bool *build, bool *shallow)
 {
 	const unsigned char *start = in->s + in->pos + 1, *e = in->s + in->len;
 	const unsigned char *end, *name = start, *nul;
 	unsigned char stackbuf[JSONIN_KEYBUF_BYTES], *buf = NULL;
-	const char *const *k;
 	size_t n;
 
-	*kept = false;
+	*build = *shallow = false;
 	if ((end = string_end(start, e)) == NULL)
 		return true;
 	n = (size_t)(end - start);
@@ -468,19 +487,37 @@ key_kept(const struct jin *in, bool *kept)
 			name = buf;
 			n = strlen((const char *)buf);
 		} else {
-			n = 0;
 			name = NULL;
 		}
 	} else if ((nul = memchr(start, '\0', n)) != NULL) {
 		n = (size_t)(nul - start);
 	}
-	/* n is the C string's length, so (*k)[n] is read only when *k has
-	 * n bytes before its NUL. */
-	for (k = in->keep; name != NULL && *k != NULL && !*kept; k++)
-		*kept =
-		    strncmp(*k, (const char *)name, n) == 0 && (*k)[n] == '\0';
+	if (name != NULL) {
+		*shallow = in->shallow != NULL && listed(in->shallow, name, n);
+		*build = *shallow || in->keep == NULL ||
+			 listed(in->keep, name, n);
+	}
 	if (buf != NULL && buf != stackbuf)
 		cJSON_free(buf);
+	return true;
+}
+
+/*
+ * A shallow root member's value at pos into item: an array or object is
+ * checked and stepped over by the same code as a skipped member (item
+ * NULL), then item gets its type and no children; any other value is
+ * built as parse_value() builds it.
+ */
+static bool
+parse_shallow(struct jin *in, cJSON *item)
+{
+	unsigned char c = in->pos < in->len ? in->s[in->pos] : 0;
+
+	if (c != '[' && c != '{')
+		return parse_value(in, item);
+	if (!parse_value(in, NULL))
+		return false;
+	item->type = c == '{' ? cJSON_Object : cJSON_Array;
 	return true;
 }
 
@@ -489,15 +526,17 @@ key_kept(const struct jin *in, bool *kept)
  * or '{'.  Children are linked into item as they are made, so the
  * caller's cJSON_Delete() of the root frees them on failure.  item NULL
  * checks and steps over the container only; so does a root object's
- * member whose key is not in in->keep.
+ * member that key_class() does not build, and the value of one it builds
+ * shallow (parse_shallow()).
  */
 static bool
 parse_container(struct jin *in, cJSON *item, bool obj)
 {
 	cJSON *last = NULL, *c;
 	unsigned char close = obj ? '}' : ']';
-	bool filter = obj && item != NULL && in->keep != NULL && in->depth == 0;
-	bool build;
+	bool filter = obj && item != NULL && in->depth == 0 &&
+		      (in->keep != NULL || in->shallow != NULL);
+	bool build, shallow = false;
 
 	if (in->depth >= CJSON_NESTING_LIMIT)
 		return false;
@@ -517,7 +556,7 @@ parse_container(struct jin *in, cJSON *item, bool obj)
 		 * refuse anyway. */
 		if (obj && (in->pos >= in->len || in->s[in->pos] != '"'))
 			return false;
-		if (filter && !key_kept(in, &build))
+		if (filter && !key_class(in, &build, &shallow))
 			return false;
 		c = NULL;
 		if (build) {
@@ -540,7 +579,8 @@ parse_container(struct jin *in, cJSON *item, bool obj)
 			in->pos++;
 			skip_ws(in);
 		}
-		if (!parse_value(in, c))
+		if (!(shallow && c != NULL ? parse_shallow(in, c) :
+					     parse_value(in, c)))
 			return false;
 		skip_ws(in);
 		if (in->pos < in->len && in->s[in->pos] == ',') {
@@ -627,10 +667,10 @@ parse_value(struct jin *in, cJSON *item)
 }
 
 cJSON *
-jsonin_parse_ex(const char *text, size_t len, const char *const *keep,
-                bool require_end)
+jsonin_parse_top(const char *text, size_t len, const char *const *keep,
+                 const char *const *shallow, bool require_end)
 {
-	struct jin in = {(const unsigned char *)text, len, 0, 0, keep};
+	struct jin in = {(const unsigned char *)text, len, 0, 0, keep, shallow};
 	cJSON *root;
 
 	if (text == NULL || len == 0)
@@ -655,6 +695,13 @@ jsonin_parse_ex(const char *text, size_t len, const char *const *keep,
 fail:
 	cJSON_Delete(root);
 	return NULL;
+}
+
+cJSON *
+jsonin_parse_ex(const char *text, size_t len, const char *const *keep,
+                bool require_end)
+{
+	return jsonin_parse_top(text, len, keep, NULL, require_end);
 }
 
 cJSON *
@@ -697,6 +744,20 @@ strict_number(const unsigned char *p, const unsigned char *e)
 	return (size_t)(q - p);
 }
 
+/* The bytes that end a plain run inside a string for jsonin_strict():
+ * the quote, the backslash and the control bytes. */
+static const bool str_stop[256] = {
+	[0x00] = true, [0x01] = true, [0x02] = true, [0x03] = true,
+	[0x04] = true, [0x05] = true, [0x06] = true, [0x07] = true,
+	[0x08] = true, [0x09] = true, [0x0a] = true, [0x0b] = true,
+	[0x0c] = true, [0x0d] = true, [0x0e] = true, [0x0f] = true,
+	[0x10] = true, [0x11] = true, [0x12] = true, [0x13] = true,
+	[0x14] = true, [0x15] = true, [0x16] = true, [0x17] = true,
+	[0x18] = true, [0x19] = true, [0x1a] = true, [0x1b] = true,
+	[0x1c] = true, [0x1d] = true, [0x1e] = true, [0x1f] = true,
+	['"'] = true, ['\\'] = true,
+};
+
 bool
 jsonin_strict(const char *text, size_t len)
 {
@@ -706,12 +767,18 @@ jsonin_strict(const char *text, size_t len)
 	while (p < e) {
 		if (*p == '"') {
 			/* The parser checked the escapes; only raw control
-			 * bytes are left to refuse. */
-			for (p++; p < e && *p != '"'; p++) {
-				if (*p < 0x20)
-					return false;
+			 * bytes are left to refuse, after a backslash too
+			 * (which jsonin refuses anyway).  Plain bytes, most
+			 * of a long prompt, go one table lookup each. */
+			for (p++; p < e; p++) {
+				while (p < e && !str_stop[*p])
+					p++;
+				if (p == e || *p == '"')
+					break;
 				if (*p == '\\' && p + 1 < e)
 					p++;
+				if (*p < 0x20)
+					return false;
 			}
 			if (p < e)
 				p++;

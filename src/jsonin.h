@@ -1,6 +1,7 @@
 /*
  * jsonin.h - cJSON_ParseWithLength() with a fast path for small integers,
- * and a variant that builds only the root object's members a caller reads.
+ * and a variant that builds only the root object's members a caller reads,
+ * the big ones it only needs the type of without their contents.
  * Pure.  The header stays cJSON-free: struct cJSON is the tag behind
  * cJSON.h's typedef, so callers get a cJSON * they use unchanged.
  */
@@ -49,9 +50,33 @@ struct cJSON *jsonin_parse(const char *text, size_t len);
  * jsonin_parse() does.
  *
  * Returns a tree the caller frees with cJSON_Delete(), as jsonin_parse().
+ * Same as jsonin_parse_top(text, len, keep, NULL, require_end).
  */
 struct cJSON *jsonin_parse_ex(const char *text, size_t len,
                               const char *const *keep, bool require_end);
+
+/*
+ * jsonin_parse_ex() that can also build root members shallow.
+ *
+ * shallow: NULL, or a NULL-terminated list of keys, borrowed for the
+ * call and compared as keep's are.  When the root value is an object,
+ * each of its members whose key is listed is built whether or not keep
+ * lists it, but shallow: a member whose value is an array or object gets
+ * its node (type and key) with no children, the contents checked by the
+ * same code with the same grammar and limits as a skipped member's and
+ * left out; a string, number, true, false or null is built as usual.
+ * keep still decides the other members (NULL: all of them, whole).
+ *
+ * So the result is NULL exactly when jsonin_parse(text, len) refuses the
+ * text (or, with require_end, when jsonin_parse_ex would), and otherwise
+ * jsonin_parse_ex(text, len, keep, require_end)'s tree with the members
+ * in shallow added back where keep left them out, each with its children
+ * deleted.  Out of memory also gives NULL; a shallow member allocates
+ * its node and key only.  The caller frees the tree with cJSON_Delete().
+ */
+struct cJSON *jsonin_parse_top(const char *text, size_t len,
+                               const char *const *keep,
+                               const char *const *shallow, bool require_end);
 
 /*
  * For text that is one value jsonin accepted, with nothing around it

@@ -2,10 +2,17 @@
  * reqval.c - validate an OpenAI chat-completions body and build the body
  * forwarded to OpenRouter.
  *
- * The client's document is kept whole: OpenRouter accepts many fields
- * the gateway has no business checking (tools, reasoning, plugins, ...,
- * OPENROUTER.md section 5), so only what orgw itself relies on is
+ * The client's document goes upstream whole: OpenRouter accepts many
+ * fields the gateway has no business checking (tools, reasoning, plugins,
+ * ..., OPENROUTER.md section 5), so only what orgw itself relies on is
  * validated here.  cJSON's nesting limit (1000) bounds recursion.
+ *
+ * The body is parsed and checked whole, but the tree holds only the root
+ * members orgw reads (read_keys), and "messages" (a long conversation is
+ * most of the body) as an empty array node: enough for its type and for
+ * dup_key().  Most requests go upstream as the client's own bytes
+ * (splice_pin()); only a body that must be printed is parsed again into
+ * the whole tree, once, the first time reqval_forward() prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +82,13 @@ dup_key(const cJSON *root)
 	return NULL;
 }
 
+/* The root members reqval reads, built in full (dup_key() checks them
+ * all), and the one it only needs the type of. */
+static const char *const read_keys[] = {"model", "stream", "max_tokens",
+					"max_completion_tokens", "provider",
+					NULL};
+static const char *const shallow_keys[] = {"messages", NULL};
+
 enum orgw_err
 reqval_parse(const char *body, size_t len, const char *default_model,
 	     struct chat_req *r, char *err, size_t errlen, const char **param)
@@ -95,8 +109,9 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 		return fail(err, errlen, param, NULL,
 			    "request body is empty; expected a JSON object");
 	/* len + 1: as cJSON_ParseWithLengthOpts with
-	 * require_null_terminated, the length counts the NUL. */
-	root = jsonin_parse_ex(body, len + 1, NULL, true);
+	 * require_null_terminated, the length counts the NUL.  Refuses
+	 * what cJSON would, whatever the members left out hold. */
+	root = jsonin_parse_top(body, len + 1, read_keys, shallow_keys, true);
 	if (root == NULL)
 		return fail(err, errlen, param, NULL,
 			    "request body is not valid JSON");
@@ -293,13 +308,24 @@ splice_pin(struct chat_req *r, const char *pin_tag, int64_t max_out,
 char *
 reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 {
-	cJSON *root = r->root, *prov = NULL, *order;
+	cJSON *root, *prov = NULL, *order;
 	char *s;
 	bool oom;
 
 	if ((s = splice_pin(r, pin_tag, max_out, &oom)) != NULL || oom)
 		return s;
-	r->edited = true;
+	if (!r->edited) {
+		/* The first print: swap the partial tree for the whole one.
+		 * The same text jsonin took once, so only memory can fail;
+		 * r is then left as it was. */
+		if ((root = jsonin_parse_ex(r->body, r->body_len + 1, NULL,
+					    true)) == NULL)
+			return NULL;
+		cJSON_Delete(r->root);
+		r->root = root;
+		r->edited = true;
+	}
+	root = r->root;
 
 	if (!r->has_provider) {
 		cJSON_DeleteItemFromObjectCaseSensitive(root, "provider");

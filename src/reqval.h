@@ -2,23 +2,31 @@
  * reqval.h - an OpenAI chat-completions request body, validated (pure).
  *
  * reqval_parse() checks what the gateway relies on (SPEC section 4 step
- * 1) and keeps the parsed document so reqval_forward() can produce the
- * body sent upstream: the client's JSON with the provider pin added and
- * max_tokens clamped, every other field untouched.
+ * 1) and keeps what reqval_forward() needs to produce the body sent
+ * upstream: the client's JSON with the provider pin added and max_tokens
+ * clamped, every other field untouched.
  */
 #ifndef ORGW_REQVAL_H
 #define ORGW_REQVAL_H
 
 #include "orgw.h"
 
+/*
+ * root: until edited, only the root members reqval reads ("model",
+ * "stream", "max_tokens", "max_completion_tokens", "provider", each
+ * copy of a duplicate included), plus "messages" built shallow (its node
+ * with no children: an empty array); other members are left out.  Once
+ * edited, the whole document with reqval_forward()'s edits.
+ */
 struct chat_req {
-	void *root;			/* cJSON *, owned */
+	void *root;			/* cJSON *, owned; see above */
 	const char *body;		/* the client's bytes, borrowed */
 	size_t body_len;
 	char model[ORGW_MODEL_MAX];
 	bool stream;
 	bool has_provider;		/* the client sent its own "provider" */
-	bool edited;			/* root no longer matches body */
+	bool edited;			/* root is whole and no longer matches
+					 * body */
 	signed char verbatim;		/* body can go as it is: -1 not known */
 };
 
@@ -47,8 +55,9 @@ bool reqval_model_ok(const char *id);
  * (when max_out > 0) are clamped to it.  Always writes the resolved model.
  * When nothing but the pin changes and the client's bytes mean to a
  * strict JSON parser what the tree means here, those bytes are sent with
- * the pin spliced in before the closing brace; otherwise the edited
- * document is printed.
+ * the pin spliced in before the closing brace; otherwise the first such
+ * call parses body again into the whole document (r->edited), and the
+ * edited document is printed.
  */
 char *reqval_forward(struct chat_req *r, const char *pin_tag,
 		     int64_t max_out);

@@ -17,6 +17,14 @@
  * other.  Checking the whole input keeps the old seeds, which start
  * with '{', useful; checking the rest lets a seed choose its list.
  *
+ * jsonin_parse_top() the same way: the first byte also picks a shallow
+ * list ((byte / KEEP_LISTS) % SHALLOW_LISTS), and with both lists
+ *
+ *   top(keep, shallow, e) == top_only(cJSON's tree, keep, shallow)
+ *
+ * for e false and true (top_only, jsontree.h: the members in shallow
+ * without their children, the others not in keep deleted).
+ *
  * jsonin_strict() on every input: it stays in bounds (the ASan replay)
  * and never calls text with a control byte other than tab, newline and
  * return strict.
@@ -51,6 +59,16 @@ static const char *const *const keep_lists[] = {
 
 #define KEEP_LISTS (sizeof(keep_lists) / sizeof(keep_lists[0]))
 
+static const char *const shallow_msgs[] = {"messages", NULL};
+static const char *const shallow_a[] = {"a", NULL};
+static const char *const shallow_two[] = {"provider", "choices", "b", NULL};
+
+static const char *const *const shallow_lists[] = {
+    shallow_msgs, shallow_a, NULL, shallow_two, keep_short, keep_odd,
+};
+
+#define SHALLOW_LISTS (sizeof(shallow_lists) / sizeof(shallow_lists[0]))
+
 /* want (consumed) equals got (consumed), or abort. */
 static void
 same(cJSON *want, cJSON *got)
@@ -70,11 +88,21 @@ check_ex(const char *s, size_t n, const char *const *keep)
 	     jsonin_parse_ex(s, n, keep, true));
 }
 
+static void
+check_top(const char *s, size_t n, const char *const *keep,
+          const char *const *shallow)
+{
+	same(top_only(cJSON_ParseWithLength(s, n), keep, shallow),
+	     jsonin_parse_top(s, n, keep, shallow, false));
+	same(top_only(cJSON_ParseWithLengthOpts(s, n, NULL, 1), keep, shallow),
+	     jsonin_parse_top(s, n, keep, shallow, true));
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data;
-	const char *const *keep;
+	const char *const *keep, *const *shallow;
 
 	same(cJSON_ParseWithLength(s, size), jsonin_parse(s, size));
 	if (jsonin_strict(s, size))
@@ -84,12 +112,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 	if (size == 0) {
 		check_ex(s, 0, keep_meta);
+		check_top(s, 0, NULL, shallow_msgs);
 		return 0;
 	}
 	keep = keep_lists[data[0] % KEEP_LISTS];
+	shallow = shallow_lists[(data[0] / KEEP_LISTS) % SHALLOW_LISTS];
 	check_ex(s, size, keep);
 	check_ex(s + 1, size - 1, keep);
 	if (keep != NULL)
 		check_ex(s + 1, size - 1, NULL);
+	check_top(s, size, keep, shallow);
+	check_top(s + 1, size - 1, keep, shallow);
+	check_top(s + 1, size - 1, NULL, shallow_msgs);
 	return 0;
 }

@@ -11,7 +11,13 @@
  *     resolved model, whose "provider" is the pin (or the client's own,
  *     untouched) and whose max_tokens/max_completion_tokens are <= 4096;
  *   - a second call with another tag re-pins, a NULL tag unpins, and the
- *     client's provider object survives both.
+ *     client's provider object survives both;
+ *   - after reqval_parse, the tree's "messages" has no children (built
+ *     shallow) and nothing is edited; every forwarded body (spliced or
+ *     printed) holds, in order, exactly the client's members other than
+ *     model, provider, max_tokens and max_completion_tokens, each
+ *     printing as cJSON's parse of the body prints it: the whole
+ *     messages array included.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -69,6 +75,39 @@ same_printed(const cJSON *a, const cJSON *b)
 	return same;
 }
 
+/* The next member of o from it on whose key reqval leaves alone. */
+static const cJSON *
+untouched(const cJSON *it)
+{
+	static const char *const mine[] = {"model", "provider", "max_tokens",
+	                                   "max_completion_tokens"};
+	size_t k;
+
+	for (; it != NULL; it = it->next) {
+		for (k = 0; k < 4; k++)
+			if (it->string != NULL && strcmp(it->string, mine[k]) == 0)
+				break;
+		if (k == 4)
+			return it;
+	}
+	return NULL;
+}
+
+/* in and out hold the same untouched members, in order (none of them
+ * dropped, added or changed). */
+static void
+check_others(const cJSON *in, const cJSON *out)
+{
+	const cJSON *a = untouched(in->child), *b = untouched(out->child);
+
+	for (; a != NULL && b != NULL;
+	     a = untouched(a->next), b = untouched(b->next))
+		if (strcmp(a->string, b->string) != 0 || !same_printed(a, b))
+			abort();
+	if (a != NULL || b != NULL)
+		abort();
+}
+
 /* Parses s and checks what every forwarded body must hold. */
 static cJSON *
 check_out(const char *s, const struct chat_req *r, int64_t clamp)
@@ -101,7 +140,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct chat_req r;
 	char err[128], *body, *s;
 	const char *param = NULL, *def = size % 2 ? "dflt/model-1" : NULL;
-	cJSON *out, *in_prov = NULL, *first;
+	cJSON *out, *in_prov = NULL, *first, *in = NULL, *m;
 	enum orgw_err e;
 
 	if ((body = malloc(size + 1)) == NULL)
@@ -117,8 +156,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 		return 0;
 	}
-	if (!reqval_model_ok(r.model) || r.root == NULL)
+	if (!reqval_model_ok(r.model) || r.root == NULL || r.edited)
 		abort();
+	m = cJSON_GetObjectItemCaseSensitive(r.root, "messages");
+	if (!cJSON_IsArray(m) || m->child != NULL)
+		abort();
+	/* What cJSON makes of the body; NULL only when out of memory. */
+	if ((in = cJSON_ParseWithLengthOpts(body, size + 1, NULL, 1)) == NULL)
+		goto out;
 	if (r.has_provider) {
 		first = cJSON_GetObjectItemCaseSensitive(r.root, "provider");
 		if ((in_prov = cJSON_Duplicate(first, 1)) == NULL)
@@ -127,6 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	s = reqval_forward(&r, "deepseek", CLAMP);
 	out = check_out(s, &r, CLAMP);
+	check_others(in, out);
 	if (r.has_provider) {
 		if (!same_printed(in_prov, cJSON_GetObjectItemCaseSensitive(
 						   out, "provider")))
@@ -139,6 +185,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	s = reqval_forward(&r, "deepinfra/fp8", 0);
 	out = check_out(s, &r, CLAMP);	/* already clamped */
+	check_others(in, out);
 	if (!r.has_provider)
 		check_pin(out, "deepinfra/fp8");
 	cJSON_Delete(out);
@@ -146,6 +193,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	s = reqval_forward(&r, NULL, 1);
 	out = check_out(s, &r, 1);
+	check_others(in, out);
 	if (r.has_provider ?
 		    !same_printed(in_prov, cJSON_GetObjectItemCaseSensitive(
 						   out, "provider")) :
@@ -154,6 +202,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON_Delete(out);
 	cJSON_free(s);
 out:
+	cJSON_Delete(in);
 	cJSON_Delete(in_prov);
 	reqval_free(&r);
 	free(body);

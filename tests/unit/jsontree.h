@@ -2,7 +2,8 @@
  * jsontree.h - tree equality for the jsonin tests (the unit test and the
  * fuzz target): type, key, valuestring, valuedouble (bit for bit),
  * valueint, the children in order, and the links as cJSON makes them;
- * and keep_only(), the tree jsonin_parse_ex() with a keep list must give.
+ * and keep_only() and top_only(), the trees jsonin_parse_ex() with a keep
+ * list and jsonin_parse_top() with keep and shallow lists must give.
  * Header-only: static functions for the two test programs.
  */
 #ifndef ORGW_JSONTREE_H
@@ -68,24 +69,38 @@ kept_key(const char *key, const char *const *keep)
 	return false;
 }
 
-/* What jsonin_parse_ex(text, len, keep, ...) must return, made from the
- * full tree of the same text: when root is an object, its members whose
- * key is not in keep are deleted (cJSON's own detach keeps the links
- * right); anything else is left whole.  keep NULL keeps everything.
+/* What jsonin_parse_top(text, len, keep, shallow, ...) must return, made
+ * from the full tree of the same text: when root is an object, each
+ * member whose key is in shallow loses its children (cJSON_Delete frees
+ * the whole list), and each other member whose key is not in keep is
+ * deleted (cJSON's own detach keeps the links right); anything else is
+ * left whole.  keep NULL keeps every member, shallow NULL lists none.
  * Returns root. */
 static cJSON *
-keep_only(cJSON *root, const char *const *keep)
+top_only(cJSON *root, const char *const *keep, const char *const *shallow)
 {
 	cJSON *c, *next;
 
-	if (root == NULL || keep == NULL || !cJSON_IsObject(root))
+	if (root == NULL || !cJSON_IsObject(root))
 		return root;
 	for (c = root->child; c != NULL; c = next) {
 		next = c->next;
-		if (!kept_key(c->string, keep))
+		if (shallow != NULL && kept_key(c->string, shallow)) {
+			cJSON_Delete(c->child);
+			c->child = NULL;
+		} else if (keep != NULL && !kept_key(c->string, keep)) {
 			cJSON_Delete(cJSON_DetachItemViaPointer(root, c));
+		}
 	}
 	return root;
+}
+
+/* What jsonin_parse_ex(text, len, keep, ...) must return:
+ * top_only(root, keep, NULL). */
+static cJSON *
+keep_only(cJSON *root, const char *const *keep)
+{
+	return top_only(root, keep, NULL);
 }
 
 #endif

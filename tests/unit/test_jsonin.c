@@ -9,6 +9,9 @@
  * listed (and refuse exactly what cJSON refuses, whatever the skipped
  * members hold), with require_end what cJSON_ParseWithLengthOpts(..., 1)
  * gives; plus every short number run, and the allocations skipping saves.
+ * jsonin_parse_top() with a shallow list: cJSON's tree with the listed
+ * root members' children deleted (top_only, jsontree.h), by hand-made
+ * cases and the random texts, refusing exactly what cJSON refuses.
  */
 #include <limits.h>
 #include <math.h>
@@ -1234,6 +1237,303 @@ test_strict(void)
 		 !jsonin_strict("[1]\0", 4));
 }
 
+
+/*
+ * jsonin_parse_top().  For every text, with keep and shallow lists:
+ *
+ *   top(keep, shallow, false) == top_only(cJSON_ParseWithLength)
+ *                             == top_only(jsonin_parse)
+ *   top(keep, shallow, true)  == top_only(cJSON_ParseWithLengthOpts(..1))
+ *   top(keep, NULL, x)        == ex(keep, x)
+ *
+ * *emptied counts the texts where a shallow member lost children, so a
+ * caller can tell the lists did something.
+ */
+static bool
+agree_top(const char *s, size_t n, const char *const *keep,
+	  const char *const *shallow, long *emptied)
+{
+	char *copy = malloc(n ? n : 1);
+	cJSON *full, *c;
+	bool ok;
+
+	if (copy == NULL)
+		return false;
+	memcpy(copy, s, n);
+	full = cJSON_ParseWithLength(copy, n);
+	if (emptied != NULL && cJSON_IsObject(full) && shallow != NULL) {
+		for (c = full->child; c != NULL; c = c->next)
+			if (c->child != NULL && kept_key(c->string, shallow))
+				break;
+		*emptied += c != NULL;
+	}
+	ok = agree_one("top(keep,shallow,false)", s, n,
+		       top_only(full, keep, shallow),
+		       jsonin_parse_top(copy, n, keep, shallow, false));
+	ok = agree_one("top(keep,shallow,false) vs jsonin_parse", s, n,
+		       top_only(jsonin_parse(copy, n), keep, shallow),
+		       jsonin_parse_top(copy, n, keep, shallow, false)) && ok;
+	ok = agree_one("top(keep,shallow,true)", s, n,
+		       top_only(cJSON_ParseWithLengthOpts(copy, n, NULL, 1),
+				keep, shallow),
+		       jsonin_parse_top(copy, n, keep, shallow, true)) && ok;
+	ok = agree_one("top(keep,NULL,true) vs ex", s, n,
+		       jsonin_parse_ex(copy, n, keep, true),
+		       jsonin_parse_top(copy, n, keep, NULL, true)) && ok;
+	free(copy);
+	return ok;
+}
+
+static const char *const shallow_m[] = {"m", NULL};
+
+/* s (strlen) with keep and shallow_m: root keys as in keeps() (want),
+ * each member's type and child count as in shape ("a0" array without
+ * children, "o0", "s" string, "n" number, "A2" array with 2 children,
+ * ...; one token per member, ended by '|'), and agreeing with cJSON. */
+static bool
+shallows(const char *s, const char *const *keep, const char *want,
+	 const char *shape)
+{
+	cJSON *j = jsonin_parse_top(s, strlen(s), keep, shallow_m, false), *c;
+	const char *w = want, *h = shape, *bar;
+	char tok[8];
+	bool ok = cJSON_IsObject(j);
+
+	for (c = ok ? j->child : NULL; ok && c != NULL; c = c->next) {
+		bar = strchr(w, '|');
+		ok = bar != NULL && strlen(c->string) == (size_t)(bar - w) &&
+		     memcmp(c->string, w, (size_t)(bar - w)) == 0;
+		w = ok ? bar + 1 : w;
+		bar = strchr(h, '|');
+		if (!ok || bar == NULL || bar - h > 3)
+			return false;
+		snprintf(tok, sizeof(tok), "%c%d",
+			 cJSON_IsArray(c) ? (c->child ? 'A' : 'a') :
+			 cJSON_IsObject(c) ? (c->child ? 'O' : 'o') :
+			 cJSON_IsString(c) ? 's' :
+			 cJSON_IsNumber(c) ? 'n' : 'l',
+			 cJSON_GetArraySize(c));
+		if (strchr("snl", tok[0]) != NULL)
+			tok[1] = '\0';
+		ok = strlen(tok) == (size_t)(bar - h) &&
+		     memcmp(tok, h, (size_t)(bar - h)) == 0;
+		h = bar + 1;
+	}
+	ok = ok && *w == '\0' && *h == '\0';
+	cJSON_Delete(j);
+	return ok && agree_top(s, strlen(s), keep, shallow_m, NULL) &&
+	       agree_top(s, strlen(s) + 1, keep, shallow_m, NULL);
+}
+
+/* s[0..n) is refused by jsonin_parse_top with shallow_m, whatever keep,
+ * and agrees with cJSON. */
+static bool
+top_refused(const char *s, size_t n)
+{
+	static const char *const none[] = {NULL};
+	cJSON *a = jsonin_parse_top(s, n, NULL, shallow_m, false);
+	cJSON *b = jsonin_parse_top(s, n, none, shallow_m, true);
+	bool ok = a == NULL && b == NULL;
+
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return ok && agree_top(s, n, NULL, shallow_m, NULL) &&
+	       agree_top(s, n, meta_keys, shallow_m, NULL);
+}
+
+#define TOP_REFUSED(lit) top_refused(lit, sizeof(lit) - 1)
+
+/* {"m":<depth arrays>,"provider":1}: the root object is level 1. */
+static char *
+deep_shallow(size_t depth, size_t *n)
+{
+	char *t = deep_member(depth, n);
+
+	if (t != NULL)
+		memcpy(t + 2, "m\":   ", 6);	/* {"skip": -> {"m":    */
+	return t;
+}
+
+static void
+test_shallow_cases(void)
+{
+	static const char *const none[] = {NULL};
+	static const char *const keep_m[] = {"m", "x", NULL};
+	char *t;
+	size_t n;
+	bool ok;
+
+	T_ASSERT("shallow object and array: typed nodes without children",
+		 shallows("{\"m\":{\"a\":1,\"b\":[2]},\"x\":[1,2]}", NULL,
+			  "m|x|", "o0|A2|") &&
+			 shallows("{\"x\":{\"k\":3},\"m\":[{\"r\":\"u\"},[],7]}",
+				  NULL, "x|m|", "O1|a0|"));
+	T_ASSERT("empty shallow containers, and whitespace around them",
+		 shallows("{ \"m\" : [ ] , \"x\":1}", NULL, "m|x|", "a0|n|") &&
+			 shallows("{\"m\"\t:\n{}\r}", NULL, "m|", "o0|"));
+	T_ASSERT("a shallow leaf is built as usual",
+		 shallows("{\"m\":\"s\\u00e9\"}", NULL, "m|", "s|") &&
+			 shallows("{\"m\":-1.5e3}", NULL, "m|", "n|") &&
+			 shallows("{\"m\":true}", NULL, "m|", "l|") &&
+			 shallows("{\"m\":null}", NULL, "m|", "l|"));
+	T_ASSERT("shallow wins over keep; a shallow key keep leaves out is "
+		 "built",
+		 shallows("{\"m\":[1],\"x\":[1],\"y\":2}", keep_m, "m|x|",
+			  "a0|A1|") &&
+			 shallows("{\"m\":[1],\"x\":[1]}", none, "m|", "a0|") &&
+			 shallows("{\"m\":{\"a\":1},\"usage\":{\"b\":2}}",
+				  meta_keys, "m|usage|", "o0|O1|"));
+	T_ASSERT("a duplicated shallow key: each copy, shallow, in order",
+		 shallows("{\"m\":[1],\"x\":0,\"m\":{\"a\":[]},\"m\":\"s\"}",
+			  none, "m|m|m|", "a0|o0|s|"));
+	T_ASSERT("keys compare decoded: \\u006d and m\\u0000x are m",
+		 shallows("{\"\\u006d\":[1],\"m\\u0000x\":{\"a\":1}}", none,
+			  "m|m|", "a0|o0|"));
+	T_ASSERT("only root members: nested m and a non-object root whole",
+		 shallows("{\"x\":{\"m\":[1]}}", NULL, "x|", "O1|") &&
+			 agree_top("[{\"m\":[1]}]", 11, NULL, shallow_m, NULL) &&
+			 agree_top("\"m\"", 3, none, shallow_m, NULL));
+	T_ASSERT("bad escapes and surrogates inside a shallow member refused",
+		 TOP_REFUSED("{\"m\":[\"\\x\"],\"x\":1}") &&
+			 TOP_REFUSED("{\"m\":{\"k\":\"\\u12\"}}") &&
+			 TOP_REFUSED("{\"m\":{\"\\q\":1}}") &&
+			 TOP_REFUSED("{\"m\":[\"\\ud800\"]}") &&
+			 TOP_REFUSED("{\"m\":[{\"c\":\"\\udc00x\"}]}") &&
+			 TOP_REFUSED("{\"m\":\"\\a\"}"));
+	T_ASSERT("bad shapes, numbers, literals inside a shallow member "
+		 "refused",
+		 TOP_REFUSED("{\"m\":[1,]}") && TOP_REFUSED("{\"m\":{\"a\"}}") &&
+			 TOP_REFUSED("{\"m\":[1}") &&
+			 TOP_REFUSED("{\"m\":[1.2.3]}") &&
+			 TOP_REFUSED("{\"m\":[nul]}") &&
+			 TOP_REFUSED("{\"m\":{\"a\":1,}}") &&
+			 TOP_REFUSED("{\"m\":[\"abc") && TOP_REFUSED("{\"m\":[") &&
+			 TOP_REFUSED("{\"m\":") && TOP_REFUSED("{\"m\"") &&
+			 TOP_REFUSED("{\"m\":[]") && TOP_REFUSED("{\"m\":[],}"));
+	T_ASSERT("... and the quirks cJSON takes are taken",
+		 shallows("{\"m\":[\"\\u00zz\",\"a\x01\",-0,1e999]}", NULL, "m|",
+			  "a0|"));
+	t = deep_shallow(999, &n);
+	ok = t != NULL && shallows(t, meta_keys, "m|provider|", "a0|n|");
+	free(t);
+	t = deep_shallow(1000, &n);
+	ok = t != NULL && top_refused(t, n) && ok;
+	free(t);
+	t = deep_shallow(5000, &n);
+	ok = t != NULL && top_refused(t, n) && ok;
+	free(t);
+	T_ASSERT("999 levels inside a shallow member parse, 1000 are refused",
+		 ok);
+	T_ASSERT("NULL text and empty text refused",
+		 jsonin_parse_top(NULL, 3, NULL, shallow_m, true) == NULL &&
+			 jsonin_parse_top("", 0, NULL, shallow_m, false) ==
+				 NULL);
+}
+
+/* A shallow member costs its node and key: a text whose only member
+ * kept is a big shallow one makes 3 allocations. */
+static void
+test_shallow_allocs(void)
+{
+	static const char *const none[] = {NULL};
+	static const char text[] =
+		"{\"model\":\"x\",\"m\":[{\"role\":\"user\",\"content\":"
+		"\"a\\nb\\\"c\\u00e9\\ud83d\\ude00\"},{\"content\":[{\"t\":1.5,"
+		"\"u\":[true,null,12345678901234567890123456789012345678901"
+		"23456789012345678901234567890]}]}],\"n\":1}";
+	cJSON_Hooks h = {counting_malloc, free};
+	cJSON *j;
+	long used;
+
+	cJSON_InitHooks(&h);
+	allocs = 0;
+	j = jsonin_parse_top(text, sizeof(text), none, shallow_m, true);
+	used = allocs;
+	cJSON_InitHooks(NULL);
+	T_ASSERT("shallow: root, the node and its key (3 allocations)",
+		 used == 3 && cJSON_GetArraySize(j) == 1 &&
+			 cJSON_IsArray(j->child) && j->child->child == NULL);
+	cJSON_Delete(j);
+}
+
+/* Failing allocations with a shallow list (plus keep). */
+static void
+test_nomem_top(void)
+{
+	static const char text[] =
+		"{\"a\":[1,\"x\\n\"],\"m\":[{\"r\":\"u\",\"c\":[1,2]}],"
+		"\"provider\":{\"o\":[\"p\"]},\"m\":\"s\\u00e9\",\"error\":2}";
+	cJSON_Hooks h = {nomem_malloc, free};
+	cJSON *j, *want;
+	long k;
+	bool ok = true, finished = false;
+
+	want = top_only(jsonin_parse(text, sizeof(text) - 1), meta_keys,
+			shallow_m);
+	cJSON_InitHooks(&h);
+	for (k = 0; k < 100 && !finished; k++) {
+		nomem_left = k;
+		j = jsonin_parse_top(text, sizeof(text), meta_keys, shallow_m,
+				     true);
+		if (j != NULL) {
+			finished = true;
+			ok = ok && same_tree(want, j);
+		}
+		cJSON_Delete(j);
+	}
+	cJSON_InitHooks(NULL);
+	printf("# shallow: succeeded with %ld allocations\n", k - 1);
+	T_ASSERT("shallow: each failed allocation gives NULL, no leak; then "
+		 "the tree",
+		 ok && finished && k > 8 && cJSON_GetArraySize(want) == 4);
+	cJSON_Delete(want);
+}
+
+/* The random texts of test_random_ex, with a shallow list too: drawn
+ * like a keep list, or half the time most names key_pool decodes to, so
+ * that many members with children are built shallow. */
+static void
+test_random_top(void)
+{
+	static const char *const wide[] = {"provider", "usage", "error", "id",
+					   "choices", "", "Provider", NULL};
+	static struct tbuf t, m;
+	const char *keep[5], *shallow[5];
+	long i, k, bad = 0, texts = 0, emptied = 0;
+
+	for (i = 0; i < RANDOM_TEXTS; i++) {
+		t.n = 0;
+		if (t_below(8) == 0)
+			put(&t, "\xEF\xBB\xBF", 3);
+		if (t_below(4) != 0)
+			put_root_object(&t);
+		else
+			put_value(&t, 0);
+		put_tail(&t);
+		for (k = 0; k <= MUTATIONS_PER_TEXT; k++) {
+			m = t;
+			if (k > 0)
+				mutate(&m);
+			draw_keep(keep);
+			draw_keep(shallow);
+			texts++;
+			if (!agree_top(m.b, m.n, t_below(4) ? keep : NULL,
+				       t_below(2) ? wide :
+				       t_below(4) ? shallow : NULL,
+				       &emptied))
+				bad++;
+		}
+	}
+	printf("# %ld texts with shallow lists, %ld had children removed; "
+	       "%ld differ\n",
+	       texts, emptied, bad);
+	T_ASSERT("random texts, keep and shallow lists: jsonin_parse_top "
+		 "agrees with cJSON",
+		 bad == 0);
+	T_ASSERT("... with many shallow members that had children",
+		 emptied > texts / 50);
+}
+
 int
 main(void)
 {
@@ -1249,6 +1549,10 @@ main(void)
 	test_skip_allocs();
 	test_nomem_ex();
 	test_random_ex();
+	test_shallow_cases();
+	test_shallow_allocs();
+	test_nomem_top();
+	test_random_top();
 	test_strict();
 	return T_REPORT();
 }

@@ -2,7 +2,9 @@
  * test_reqval.c - unit tests for reqval.c: request validation (SPEC
  * section 4 step 1) and the forwarded body (step 8: provider pin and the
  * max_tokens clamp).  Forwarded bodies are parsed back with cJSON and
- * compared field by field with the client's document.
+ * compared field by field with the client's document.  reqval keeps
+ * "messages" shallow until it must print: every printed body must still
+ * carry the client's whole messages array.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -652,6 +654,180 @@ test_splice(void)
 	reqval_free(&r);
 }
 
+
+/* A conversation of n messages; caller frees. */
+static char *
+conversation(size_t n, const char *head)
+{
+	size_t cap = 256 + n * 128, k = 0, i;
+	char *b = malloc(cap);
+
+	if (b == NULL)
+		abort();
+	k += (size_t)snprintf(b + k, cap - k, "{%s\"messages\":[", head);
+	for (i = 0; i < n; i++)
+		k += (size_t)snprintf(b + k, cap - k,
+		                      "%s{\"role\":\"%s\",\"content\":\"turn "
+		                      "%zu: \\\"x\\\"\\n\\u00e9\",\"n\":[%zu,{}]}",
+		                      i ? "," : "", i % 2 ? "assistant" : "user",
+		                      i, i);
+	snprintf(b + k, cap - k, "],\"temperature\":0.5,\"tools\":[{\"a\":1}]}");
+	return b;
+}
+
+/* out (a forwarded body) holds body's messages array, whole, and every
+ * member of body but the four reqval may change. */
+static int
+full_messages(const char *out, const char *body)
+{
+	cJSON *o = out ? cJSON_Parse(out) : NULL, *in = cJSON_Parse(body);
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "messages");
+	int ok = cJSON_IsArray(m) && cJSON_GetArraySize(m) > 0 &&
+	         cJSON_Compare(m, cJSON_GetObjectItemCaseSensitive(in,
+	                                                           "messages"),
+	                       1) &&
+	         same_fields(in, o);
+
+	cJSON_Delete(o);
+	cJSON_Delete(in);
+	return ok;
+}
+
+static long fail_left = -1;	/* allocations before one fails; -1 none */
+
+static void *
+failing_malloc(size_t n)
+{
+	if (fail_left == 0) {
+		fail_left = -1;
+		return NULL;
+	}
+	if (fail_left > 0)
+		fail_left--;
+	return malloc(n);
+}
+
+/* After reqval_parse, the tree holds messages as an empty array; every
+ * printing path parses the body again and prints the whole of it. */
+static void
+test_shallow(void)
+{
+	static const char *const heads[] = {
+		"\"model\":\"a/b\",\"max_tokens\":500,",	/* clamp */
+		"\"model\":\"a/b\",\"provider\":null,",	/* provider null */
+		"",						/* default model */
+		"\"model\":\"a/b\",\"x\":01,",		/* not strict */
+		"\"model\":\"a/b\",",				/* escaped tag */
+		"\"model\":\"a/b\\u0000X\",",			/* NUL escape */
+		"\"model\":\"a/b\",\"provider\":{\"sort\":\"price\"},",
+	};
+	static const char *const tags[] = {"t", "t", "t", "t", "q\"uote",
+	                                   "t", "t"};
+	cJSON_Hooks h = {failing_malloc, free};
+	struct chat_req r;
+	cJSON *m;
+	void *root;
+	char *b, *s, *want;
+	size_t i;
+	int ok, again;
+
+	b = conversation(40, "\"model\":\"a/b\",\"max_tokens\":64,");
+	if (parse(b, NULL, &r) != ORGW_OK)
+		abort();
+	m = cJSON_GetObjectItemCaseSensitive(r.root, "messages");
+	T_ASSERT("shallow: messages is an array node without children",
+	         cJSON_IsArray(m) && m->child == NULL && !r.edited);
+	T_ASSERT("shallow: members orgw does not read are left out",
+	         cJSON_GetObjectItemCaseSensitive(r.root, "temperature") ==
+	                 NULL &&
+	             cJSON_GetArraySize(r.root) == 3);
+	s = reqval_forward(&r, "deepinfra/fp8", 100);
+	want = malloc(strlen(b) + 64);
+	if (want == NULL)
+		abort();
+	snprintf(want, strlen(b) + 64,
+	         "%.*s,\"provider\":{\"order\":[\"deepinfra/fp8\"],"
+	         "\"allow_fallbacks\":false}}",
+	         (int)strlen(b) - 1, b);
+	T_ASSERT("shallow: the splice still sends the client's own bytes",
+	         s != NULL && strcmp(s, want) == 0 && !r.edited);
+	cJSON_free(s);
+	free(want);
+	s = reqval_forward(&r, "t", 10);
+	root = r.root;
+	T_ASSERT("shallow: clamping prints the whole messages array",
+	         r.edited && full_messages(s, b) && strstr(s, "turn 39") &&
+	             strstr(s, "\"max_tokens\":10"));
+	cJSON_free(s);
+	ok = 1;
+	for (i = 0; i < 3; i++) {
+		s = reqval_forward(&r, i % 2 ? NULL : "u", (int64_t)(5 - i));
+		ok = ok && full_messages(s, b) && r.root == root;
+		cJSON_free(s);
+	}
+	T_ASSERT("shallow: repeated forwards stay whole, parsed again once",
+	         ok);
+	reqval_free(&r);
+	free(b);
+
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		b = conversation(5 + i, heads[i]);
+		if (parse(b, "d/m", &r) != ORGW_OK)
+			abort();
+		s = reqval_forward(&r, tags[i], 100);
+		ok = full_messages(s, b) && r.edited;
+		cJSON_free(s);
+		s = reqval_forward(&r, "v", 100);
+		again = full_messages(s, b);
+		cJSON_free(s);
+		printf("# printing path %zu\n", i);
+		T_ASSERT("shallow: every printing path prints the whole "
+		         "messages array, twice",
+		         ok && again);
+		reqval_free(&r);
+		free(b);
+	}
+
+	/* Out of memory while parsing the whole tree: NULL, r unchanged
+	 * and still usable. */
+	b = conversation(3, "\"model\":\"a/b\",\"max_tokens\":500,");
+	if (parse(b, NULL, &r) != ORGW_OK)
+		abort();
+	root = r.root;
+	cJSON_InitHooks(&h);
+	fail_left = 0;
+	s = reqval_forward(&r, "t", 100);
+	cJSON_InitHooks(NULL);
+	T_ASSERT("shallow: out of memory for the whole tree gives NULL, r "
+	         "as it was",
+	         s == NULL && r.root == root && !r.edited);
+	cJSON_free(s);
+	s = reqval_forward(&r, "t", 100);
+	T_ASSERT("... and the next call prints the whole body",
+	         full_messages(s, b) && r.edited);
+	cJSON_free(s);
+	reqval_free(&r);
+	free(b);
+
+	T_ASSERT("shallow: messages object with contents refused",
+	         refused("{\"model\":\"a\",\"messages\":{\"a\":[1]}}", NULL,
+	                 "messages"));
+	T_ASSERT("shallow: duplicate messages refused, param messages",
+	         refused("{\"model\":\"a\",\"messages\":[{\"r\":1}],"
+	                 "\"messages\":[]}",
+	                 NULL, "messages"));
+	T_ASSERT("shallow: a bad escape inside messages refused",
+	         refused("{\"model\":\"a\",\"messages\":[{\"c\":\"\\x\"}]}",
+	                 NULL, NULL) &&
+	             refused("{\"model\":\"a\",\"messages\":[\"\\ud800\"]}",
+	                     NULL, NULL));
+	T_ASSERT("shallow: a bad shape inside messages refused",
+	         refused("{\"model\":\"a\",\"messages\":[{\"c\":1,}]}", NULL,
+	                 NULL) &&
+	             refused("{\"model\":\"a\",\"messages\":[1.2.3]}", NULL,
+	                     NULL));
+}
+
 int
 main(void)
 {
@@ -659,5 +835,6 @@ main(void)
 	test_model_ok();
 	test_forward();
 	test_splice();
+	test_shallow();
 	return T_REPORT();
 }
