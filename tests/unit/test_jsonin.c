@@ -1018,16 +1018,44 @@ test_skip_allocs(void)
 	cJSON_Delete(full);
 }
 
+/*
+ * jsonin_parse_top(text, len, keep, shallow, true) with the k-th
+ * allocation failing, k = 0, 1, ... until one run succeeds: every failed
+ * run must give NULL (ASan sees any leak), the successful one want's
+ * tree.  Returns the k that succeeded plus one, or 0 when none did in
+ * 100 tries; *ok false on a tree that differs.
+ */
+static long
+nomem_runs(const char *text, size_t len, const char *const *keep,
+	   const char *const *shallow, const cJSON *want, bool *ok)
+{
+	cJSON_Hooks h = {nomem_malloc, free};
+	cJSON *j;
+	long k;
+
+	cJSON_InitHooks(&h);
+	for (k = 0; k < 100; k++) {
+		nomem_left = k;
+		j = jsonin_parse_top(text, len, keep, shallow, true);
+		if (j != NULL) {
+			*ok = *ok && same_tree(want, j);
+			cJSON_Delete(j);
+			break;
+		}
+	}
+	cJSON_InitHooks(NULL);
+	return k < 100 ? k + 1 : 0;
+}
+
 /* Failing allocations with a keep list (the heap key path included). */
 static void
 test_nomem_ex(void)
 {
 	char text[512];
-	cJSON_Hooks h = {nomem_malloc, free};
-	cJSON *j, *want;
+	cJSON *want;
 	size_t n;
 	long k;
-	bool ok = true, finished = false;
+	bool ok = true;
 
 	n = (size_t)snprintf(
 		text, sizeof(text),
@@ -1037,21 +1065,11 @@ test_nomem_ex(void)
 		"\"\\u0065rror%0140d\":1,\"error\":{\"c\":[null]}}",
 		0);
 	want = keep_only(jsonin_parse(text, n), meta_keys);
-	cJSON_InitHooks(&h);
-	for (k = 0; k < 100 && !finished; k++) {
-		nomem_left = k;
-		j = jsonin_parse_ex(text, n + 1, meta_keys, true);
-		if (j != NULL) {
-			finished = true;
-			ok = ok && same_tree(want, j);
-		}
-		cJSON_Delete(j);
-	}
-	cJSON_InitHooks(NULL);
+	k = nomem_runs(text, n + 1, meta_keys, NULL, want, &ok);
 	printf("# keep: succeeded with %ld allocations\n", k - 1);
 	T_ASSERT("keep: each failed allocation gives NULL, no leak; then the "
 		 "tree",
-		 ok && finished && k > 8 && cJSON_GetArraySize(want) == 3);
+		 ok && k > 8 && cJSON_GetArraySize(want) == 3);
 	cJSON_Delete(want);
 }
 
@@ -1463,29 +1481,17 @@ test_nomem_top(void)
 	static const char text[] =
 		"{\"a\":[1,\"x\\n\"],\"m\":[{\"r\":\"u\",\"c\":[1,2]}],"
 		"\"provider\":{\"o\":[\"p\"]},\"m\":\"s\\u00e9\",\"error\":2}";
-	cJSON_Hooks h = {nomem_malloc, free};
-	cJSON *j, *want;
+	cJSON *want;
 	long k;
-	bool ok = true, finished = false;
+	bool ok = true;
 
 	want = top_only(jsonin_parse(text, sizeof(text) - 1), meta_keys,
 			shallow_m);
-	cJSON_InitHooks(&h);
-	for (k = 0; k < 100 && !finished; k++) {
-		nomem_left = k;
-		j = jsonin_parse_top(text, sizeof(text), meta_keys, shallow_m,
-				     true);
-		if (j != NULL) {
-			finished = true;
-			ok = ok && same_tree(want, j);
-		}
-		cJSON_Delete(j);
-	}
-	cJSON_InitHooks(NULL);
+	k = nomem_runs(text, sizeof(text), meta_keys, shallow_m, want, &ok);
 	printf("# shallow: succeeded with %ld allocations\n", k - 1);
 	T_ASSERT("shallow: each failed allocation gives NULL, no leak; then "
 		 "the tree",
-		 ok && finished && k > 8 && cJSON_GetArraySize(want) == 4);
+		 ok && k > 8 && cJSON_GetArraySize(want) == 4);
 	cJSON_Delete(want);
 }
 
