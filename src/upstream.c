@@ -69,29 +69,6 @@ upstream_global_cleanup(void)
 	curl_global_cleanup();
 }
 
-/*
- * The status code of a status line "HTTP/x SP 3DIGIT ..." (RFC 9112 4;
- * curl hands over "HTTP/2 200" too), or -1.  By hand: sscanf was a
- * percent of a worker's time.
- */
-static long
-status_code(const char *p, size_t n)
-{
-	const char *e = p + n, *q = memchr(p, ' ', n);
-	long code = 0;
-	int digits = 0;
-
-	if (q == NULL)
-		return -1;
-	while (q < e && *q == ' ')
-		q++;
-	for (; q < e && *q >= '0' && *q <= '9' && digits < 3; q++, digits++)
-		code = code * 10 + (*q - '0');
-	if (digits != 3 || (q < e && *q >= '0' && *q <= '9'))
-		return -1;
-	return code;
-}
-
 /* Parses "Name: value" header lines we care about (RFC 9110 5). */
 static size_t
 header_cb(char *p, size_t size, size_t nmemb, void *arg)
@@ -105,7 +82,11 @@ header_cb(char *p, size_t size, size_t nmemb, void *arg)
 		/* A new response (after a 1xx): forget the last one. */
 		x->ctype[0] = '\0';
 		x->retry_after = -1;
-		if ((code = status_code(p, n)) >= 0)
+		/* curl has parsed this status line before handing it over
+		 * (http.c sets info.httpcode first). */
+		if (curl_easy_getinfo(up_easy, CURLINFO_RESPONSE_CODE, &code) ==
+			    CURLE_OK &&
+		    code > 0)
 			x->status = code;
 		return n;
 	}
