@@ -26,6 +26,8 @@ static CURL *up_easy;
 static CURLM *up_multi;
 static struct curl_slist *up_headers;	/* for up_headers_key */
 static char *up_headers_key;
+static CURLU *up_url;			/* up_url_text, parsed */
+static char *up_url_text;
 
 struct xfer {
 	const struct upstream_call *c;
@@ -66,6 +68,10 @@ upstream_global_cleanup(void)
 	up_multi = NULL;
 	up_easy = NULL;
 	forget_headers();
+	curl_url_cleanup(up_url);
+	up_url = NULL;
+	free(up_url_text);
+	up_url_text = NULL;
 	curl_global_cleanup();
 }
 
@@ -196,6 +202,44 @@ fail:
 	return NULL;
 }
 
+/*
+ * The URL, parsed once and kept: every chat call of a process goes to one
+ * URL, and handing libcurl a parsed one (CURLOPT_CURLU) spares it parsing
+ * the text again on every transfer.  A call to another URL (the model
+ * list, a scoring run) replaces it.
+ */
+static CURLUcode
+url_for(const char *text, CURLU **out)
+{
+	CURLU *u;
+	CURLUcode uc;
+	char *copy;
+
+	if (up_url != NULL && strcmp(up_url_text, text) == 0) {
+		*out = up_url;
+		return CURLUE_OK;
+	}
+	if ((u = curl_url()) == NULL)
+		return CURLUE_OUT_OF_MEMORY;
+	/* The flags libcurl itself parses CURLOPT_URL with. */
+	uc = curl_url_set(u, CURLUPART_URL, text,
+			  CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME);
+	if (uc == CURLUE_OK && (copy = strdup(text)) == NULL)
+		uc = CURLUE_OUT_OF_MEMORY;
+	if (uc != CURLUE_OK) {
+		curl_url_cleanup(u);
+		return uc;
+	}
+	/* The old handle may still be set on the easy handle: the caller
+	 * sets the new one before the next transfer. */
+	curl_url_cleanup(up_url);
+	free(up_url_text);
+	up_url = u;
+	up_url_text = copy;
+	*out = up_url;
+	return CURLUE_OK;
+}
+
 /* Options every transfer shares, set once on a new handle. */
 static bool
 setup_once(CURL *e)
@@ -215,12 +259,17 @@ setup_once(CURL *e)
  * Sets what differs between transfers.  The handle is not reset between
  * them (curl_easy_reset and the fixed options cost more than the
  * transfer's own set-up), so every option any call sets is set by every
- * call.
+ * call.  False with *bad_url set: the URL does not parse (a failed
+ * transfer, as libcurl would report it); with it clear: out of memory.
  */
 static bool
-setup(const struct upstream_call *c, struct xfer *x)
+setup(const struct upstream_call *c, struct xfer *x, bool *bad_url)
 {
 	struct curl_slist *h;
+	CURLUcode uc;
+	CURLU *u;
+
+	*bad_url = false;
 
 	if (up_easy == NULL) {
 		if ((up_easy = curl_easy_init()) == NULL)
@@ -233,9 +282,13 @@ setup(const struct upstream_call *c, struct xfer *x)
 	}
 	if (up_multi == NULL && (up_multi = curl_multi_init()) == NULL)
 		return false;
+	if ((uc = url_for(c->url, &u)) != CURLUE_OK) {
+		*bad_url = uc != CURLUE_OUT_OF_MEMORY;
+		return false;
+	}
 	if ((h = headers_for(c->key)) == NULL)
 		return false;
-	if (curl_easy_setopt(up_easy, CURLOPT_URL, c->url) != CURLE_OK ||
+	if (curl_easy_setopt(up_easy, CURLOPT_CURLU, u) != CURLE_OK ||
 	    curl_easy_setopt(up_easy, CURLOPT_HTTPHEADER, h) != CURLE_OK ||
 	    curl_easy_setopt(up_easy, CURLOPT_HEADERDATA, x) != CURLE_OK ||
 	    curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) != CURLE_OK ||
@@ -293,14 +346,21 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	CURLMsg *msg;
 	CURLcode rc = CURLE_OK;
 	int running = 1, left;
-	bool done = false;
+	bool done = false, bad_url;
 
 	memset(res, 0, sizeof(*res));
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.retry_after = -1;
-	if (!setup(c, &x) ||
-	    curl_multi_add_handle(up_multi, up_easy) != CURLM_OK)
+	if (!setup(c, &x, &bad_url)) {
+		if (!bad_url)
+			return ORGW_ENOMEM;
+		res->fail = classify(CURLE_URL_MALFORMAT);
+		snprintf(res->error, sizeof(res->error), "%s",
+			 curl_easy_strerror(CURLE_URL_MALFORMAT));
+		return ORGW_OK;
+	}
+	if (curl_multi_add_handle(up_multi, up_easy) != CURLM_OK)
 		return ORGW_ENOMEM;
 	while (!done) {
 		if (curl_multi_perform(up_multi, &running) != CURLM_OK)
