@@ -246,7 +246,7 @@ p();
 
 p('## Memory');
 p();
-p('From /proc/PID/smaps_rollup. Idle: after the throughput and streaming runs, workers waiting in accept().');
+p('From /proc/PID/smaps_rollup. Idle: after the throughput and streaming runs, and after as many short streams at once as there are workers, so that every worker has served one; workers waiting in accept().');
 p();
 const row = (label, ms) => {
   if (!ms.length) return;

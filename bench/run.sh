@@ -429,12 +429,15 @@ mem_gateway() { # PHASE NAME: every process of that gateway
 
 say "5/6 memory: idle, then $HOLD concurrent slow streams per gateway"
 if [ "$WORKERS" -lt "$HOLD" ]; then
-	# One worker per stream; $HOLD sequential requests first, so most of
-	# the fresh workers have handled one before the idle figures.
+	# One worker per stream.  Before the idle figures every fresh worker
+	# serves a request: $HOLD short streams at once hold every worker,
+	# whichever order the kernel hands connections out in.
 	say "restarting orgw with $HOLD workers for the streams"
 	ORGW_WORKERS=$HOLD orgw_restart_workers || die "restart with $HOLD workers"
-	node bench/seq.mjs --targets "$TARGETS" --only orgw --warmup 0 \
-		--rounds 1 --per_round "$HOLD" >/dev/null || die "warm-up"
+	double_ctl POST config '{"chunks":4,"spacing_ms":500}' >/dev/null ||
+		die "double config"
+	node bench/stream.mjs --mode hold --targets "$TARGETS" --only orgw \
+		--n "$HOLD" --timeout_ms 60000 >/dev/null || die "warm-up"
 fi
 for n in $NAMES; do
 	[ "$n" = direct ] || mem_gateway idle "$n"

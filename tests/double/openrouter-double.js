@@ -1043,6 +1043,13 @@ function control(req, res, path, query, raw) {
     doReset();
     return ctlSend(res, 200, { ok: true });
   }
+  if (path === '/__double/close_idle') {
+    // What a real server's keep-alive timeout does, on demand: the next
+    // request of a client with a pooled connection goes on a new one.
+    if (m !== 'POST') return ctlSend(res, 405, { error: 'use POST' });
+    server.closeIdleConnections();
+    return ctlSend(res, 200, { ok: true });
+  }
   if (path === '/__double/faults') {
     if (m === 'GET') return ctlSend(res, 200, { faults });
     if (m === 'DELETE') { faults = []; return ctlSend(res, 200, { ok: true }); }

@@ -10,7 +10,9 @@ stats() { orgw_http GET /stats; json_get "$HTTP_BODY" "j.models['$M'].$1"; }
 since() { json_get "$(double_ctl GET 'log?limit=1')" 'j.requests[0].seq'; }
 
 # Reset before headers: a failure, retried (same provider, below FAIL_LIMIT).
+# On a new connection: on a pooled one libcurl itself would resend once.
 s0=$(since)
+double_ctl POST close_idle >/dev/null
 double_ctl POST faults '{"faults":[{"kind":"reset","match":{"tag":"deepseek"}}]}' >/dev/null
 out=$(orgw_chat --model $M)
 t_eq "reset before headers: the client still succeeds" "true 2" \
