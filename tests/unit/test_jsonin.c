@@ -687,6 +687,19 @@ ex_agrees_n(const char *s, size_t n)
 
 #define EX_AGREES(lit) ex_agrees_n(lit, sizeof(lit) - 1)
 
+/* The '|'-ended token at *list is tok: then *list moves past it. */
+static bool
+next_token(const char **list, const char *tok)
+{
+	const char *bar = strchr(*list, '|');
+
+	if (bar == NULL || strlen(tok) != (size_t)(bar - *list) ||
+	    memcmp(tok, *list, (size_t)(bar - *list)) != 0)
+		return false;
+	*list = bar + 1;
+	return true;
+}
+
 /* s (strlen) parses with keep to an object whose root keys are, in
  * order, the names in want, each ended by '|' ("" for none, "||" for two
  * empty keys), and agrees with cJSON every way (agree_ex). */
@@ -694,15 +707,11 @@ static bool
 keeps(const char *s, const char *const *keep, const char *want)
 {
 	cJSON *j = jsonin_parse_ex(s, strlen(s), keep, false), *c;
-	const char *w = want, *bar;
+	const char *w = want;
 	bool ok = cJSON_IsObject(j);
 
-	for (c = ok ? j->child : NULL; ok && c != NULL; c = c->next) {
-		bar = strchr(w, '|');
-		ok = bar != NULL && strlen(c->string) == (size_t)(bar - w) &&
-		     memcmp(c->string, w, (size_t)(bar - w)) == 0;
-		w = ok ? bar + 1 : w;
-	}
+	for (c = ok ? j->child : NULL; ok && c != NULL; c = c->next)
+		ok = next_token(&w, c->string);
 	ok = ok && *w == '\0';
 	cJSON_Delete(j);
 	return ok && agree_ex(s, strlen(s), keep, NULL);
@@ -1313,18 +1322,11 @@ shallows(const char *s, const char *const *keep, const char *want,
 	 const char *shape)
 {
 	cJSON *j = jsonin_parse_top(s, strlen(s), keep, shallow_m, false), *c;
-	const char *w = want, *h = shape, *bar;
-	char tok[8];
+	const char *w = want, *h = shape;
+	char tok[16];
 	bool ok = cJSON_IsObject(j);
 
 	for (c = ok ? j->child : NULL; ok && c != NULL; c = c->next) {
-		bar = strchr(w, '|');
-		ok = bar != NULL && strlen(c->string) == (size_t)(bar - w) &&
-		     memcmp(c->string, w, (size_t)(bar - w)) == 0;
-		w = ok ? bar + 1 : w;
-		bar = strchr(h, '|');
-		if (!ok || bar == NULL || bar - h > 3)
-			return false;
 		snprintf(tok, sizeof(tok), "%c%d",
 			 cJSON_IsArray(c) ? (c->child ? 'A' : 'a') :
 			 cJSON_IsObject(c) ? (c->child ? 'O' : 'o') :
@@ -1333,9 +1335,7 @@ shallows(const char *s, const char *const *keep, const char *want,
 			 cJSON_GetArraySize(c));
 		if (strchr("snl", tok[0]) != NULL)
 			tok[1] = '\0';
-		ok = strlen(tok) == (size_t)(bar - h) &&
-		     memcmp(tok, h, (size_t)(bar - h)) == 0;
-		h = bar + 1;
+		ok = next_token(&w, c->string) && next_token(&h, tok);
 	}
 	ok = ok && *w == '\0' && *h == '\0';
 	cJSON_Delete(j);
