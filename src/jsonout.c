@@ -18,7 +18,7 @@
  *    byte); we copy runs of plain bytes with memcpy.
  *
  * jsonout_number() is the number printer on its own, for codecs that
- * print without a tree (record.c's STATS codec), so one piece of code
+ * print without a tree (record_flat.c's STATS codec), so one piece of code
  * decides how every number orgw stores looks.
  *
  * Memory: one buffer from cJSON_malloc(), grown by doubling with

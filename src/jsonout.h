@@ -30,7 +30,7 @@ char *jsonout_print(const struct cJSON *item);
  * JSONOUT_NUMBER_BYTES bytes; the text is not NUL-terminated.  Returns
  * its length (1 to JSONOUT_NUMBER_BYTES - 1), or 0 when cJSON's print
  * would fail.  For codecs that print numbers without a cJSON tree
- * (record.c), so one piece of code decides how every number looks.
+ * (record_flat.c), so one piece of code decides how every number looks.
  */
 size_t jsonout_number(char *buf, double d);
 

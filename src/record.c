@@ -8,11 +8,10 @@
  * value can at worst read as zeroes.
  *
  * STATS:<model> is rewritten by every request, so record_stats_apply()
- * first tries a flat codec without a tree (at the end of this file) and
+ * first tries a flat codec without a tree (record_flat.c) and
  * keeps the cJSON version, record_stats_apply_tree(), as the reference
  * and the fallback for anything the flat codec does not take.
  */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +23,6 @@
 #include "jsonout.h"
 #include "record.h"
 #include "score.h"
-
 
 void
 record_free(char *text)

@@ -244,8 +244,9 @@ has_nul_escape(const char *p, size_t n)
  * this call would change nothing but add the pin: the client sent a
  * string model, no "provider" (not even null), nothing to clamp, and
  * the bytes are strict JSON without a \u0000 (a JSON.parse upstream
- * must read what cJSON read here).  Saves printing the whole body per attempt, which
- * for the long prompts prompt caching is about is most of the request.
+ * must read what cJSON read here).  Saves printing the whole body per
+ * attempt, which for the long prompts prompt caching is about is most of
+ * the request.
  */
 static char *
 splice_pin(struct chat_req *r, const char *pin_tag, int64_t max_out,
