@@ -7,8 +7,14 @@
 
 CC      ?= cc
 PKGS    := fcgi libcurl libcjson
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -lcurl -lcjson)
+# pkg-config is asked when a compile or link first needs the answer, not when
+# make reads this file: on a fresh machine `make run` installs the -dev
+# packages (deps) before anything is built, and an answer taken earlier
+# would lack -I/usr/include/cjson.  Each is asked once per make process.
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -lcurl -lcjson))$(PKG_LIBS)
+# The install step; tests/integration/t0010 puts a stand-in here.
+DEPS    ?= sh deploy/install-deps.sh
 
 WERROR  ?= -Werror
 WARN    := -std=c11 -Wall -Wextra $(WERROR) -Wpedantic -Wshadow -Wformat=2 \
@@ -18,7 +24,7 @@ OPT     ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	   -fno-sanitize-recover=all
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP
-LDLIBS  := $(PKG_LIBS) -lgdbm -lm
+LDLIBS   = $(PKG_LIBS) -lgdbm -lm
 
 FLAVOUR ?= release
 B       := build/$(FLAVOUR)
@@ -109,10 +115,13 @@ $(B)/tests/replay_%: tests/fuzz/%.c tests/fuzz/fuzz_main.c $(LIB)
 
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 
+# Every target that installs what is missing builds in a second make, which
+# reads this file again once the packages are there (a fresh machine).
 deps:
-	@sh deploy/install-deps.sh
+	@$(DEPS)
 
 test: deps
+	@$(MAKE) --no-print-directory lint
 	$(MAKE) all unit
 	$(MAKE) FLAVOUR=asan unit
 	@sh tests/run.sh
@@ -121,13 +130,16 @@ check: deps
 	$(MAKE) FLAVOUR=asan unit
 	@ORGW_UNIT_ONLY=1 ORGW_BUILD=build/asan sh tests/run.sh
 
-run: deps all
+run: deps
+	$(MAKE) all
 	@sh deploy/run-local.sh
 
-bench: deps all
+bench: deps
+	$(MAKE) all
 	@sh bench/run.sh
 
-soak: deps all
+soak: deps
+	$(MAKE) all
 	@sh tests/soak.sh
 
 # libFuzzer targets, FUZZ_TIME seconds each (STYLE.md 9, 11); clang only.
