@@ -18,7 +18,7 @@ DEPS    ?= sh deploy/install-deps.sh
 
 WERROR  ?= -Werror
 WARN    := -std=c11 -Wall -Wextra $(WERROR) -Wpedantic -Wshadow -Wformat=2 \
-	   -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wvla \
+	   -Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wvla -Wcast-qual \
 	   -Wundef -Wpointer-arith
 OPT     ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
