@@ -332,23 +332,18 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 	}
 
 	/*
-	 * uptime_last_30m is percent per the spec, but some fixtures use
-	 * fractions (OPENROUTER.md section 1, [CONFLICT]).  Rule: a value
-	 * <= 1.0 is a fraction and is multiplied by 100.  A genuine 1 %
-	 * would read as 100 %; such an endpoint is failing anyway and the
-	 * breaker catches it.  Negative or above 100 after scaling is
-	 * nonsense and counts as missing; missing is never excluded.
+	 * uptime_last_30m is percent, 0..100 (SPEC section 6, OPENROUTER.md
+	 * section 1): 1 means 1 %, not a fraction of one.  A value outside
+	 * 0..100 is nonsense and counts as missing; missing (null) is never
+	 * excluded.
 	 */
-	if (json_number(json_get(ep, "uptime_last_30m"), &d)) {
-		if (d <= 1.0)
-			d *= 100;
-		if (d >= 0 && d <= 100) {
-			e->uptime = d;
-			e->has_uptime = true;
-			if (d < p->min_uptime)
-				exclude(e, "uptime", "uptime %.1f < %g", d,
-				        p->min_uptime);
-		}
+	if (json_number(json_get(ep, "uptime_last_30m"), &d) && d >= 0 &&
+	    d <= 100) {
+		e->uptime = d;
+		e->has_uptime = true;
+		if (d < p->min_uptime)
+			exclude(e, "uptime", "uptime %.1f < %g", d,
+				p->min_uptime);
 	}
 
 	/* Tokens per second; higher is better; null without a key. */

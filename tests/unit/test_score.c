@@ -358,12 +358,14 @@ test_example(void)
 	"\"throughput_last_30m\":{\"p50\":10}" extra "}"
 #define DOC(eps) "{\"data\":{\"id\":\"a/b\",\"endpoints\":[" eps "]}}"
 
-/* Uptime in percent and fraction form, and status. */
+/* Uptime (always percent: 0.8 is 0.8 %, 1 is 1 %), and status. */
 /* clang-format off */
 static const char EXCL_DOC[] = DOC(
 	EP("up80", ",\"uptime_last_30m\":80") ","
 	EP("frac80", ",\"uptime_last_30m\":0.8") ","
-	EP("frac99", ",\"uptime_last_30m\":0.99") ","
+	EP("one", ",\"uptime_last_30m\":1") ","
+	EP("up95", ",\"uptime_last_30m\":95") ","
+	EP("up101", ",\"uptime_last_30m\":101") ","
 	EP("upnull", ",\"uptime_last_30m\":null") ","
 	EP("st1", ",\"status\":-1") ","
 	EP("st0", ",\"status\":0") ","
@@ -378,20 +380,28 @@ test_exclusions(void)
 
 	T_ASSERT("exclusion doc parses",
 	         run(EXCL_DOC, 1200, &PARAMS, &r) == ORGW_OK);
-	T_ASSERT("7 endpoints, 4 ranked", r.n == 7 && r.n_ranked == 4);
+	T_ASSERT("9 endpoints, 5 ranked", r.n == 9 && r.n_ranked == 5);
 	e = find(&r, "up80");
 	T_ASSERT("uptime 80 percent excluded",
 	         e != NULL && e->excluded != NULL &&
 	             strcmp(e->excluded, "uptime") == 0 &&
 	             strcmp(e->why, "uptime 80.0 < 95") == 0);
 	e = find(&r, "frac80");
-	T_ASSERT("uptime 0.8 read as 80 percent and excluded",
+	T_ASSERT("uptime 0.8 is 0.8 percent, excluded",
 	         e != NULL && e->excluded != NULL &&
 	             strcmp(e->excluded, "uptime") == 0 &&
-	             T_NEAR(e->uptime, 80));
-	e = find(&r, "frac99");
-	T_ASSERT("uptime 0.99 read as 99 percent and kept",
-	         e != NULL && e->excluded == NULL && T_NEAR(e->uptime, 99));
+	             T_NEAR(e->uptime, 0.8));
+	e = find(&r, "one");
+	T_ASSERT("uptime 1 is 1 percent, excluded (not read as 100)",
+	         e != NULL && e->excluded != NULL &&
+	             strcmp(e->excluded, "uptime") == 0 &&
+	             T_NEAR(e->uptime, 1));
+	e = find(&r, "up95");
+	T_ASSERT("uptime 95 equals MIN_UPTIME 95: kept",
+	         e != NULL && e->excluded == NULL && T_NEAR(e->uptime, 95));
+	e = find(&r, "up101");
+	T_ASSERT("uptime 101 is nonsense: counted as missing, kept",
+	         e != NULL && e->excluded == NULL && !e->has_uptime);
 	e = find(&r, "upnull");
 	T_ASSERT("null uptime is not excluded",
 	         e != NULL && e->excluded == NULL && !e->has_uptime);
@@ -405,9 +415,10 @@ test_exclusions(void)
 	T_ASSERT("status of wrong type is missing, kept",
 	         e != NULL && e->excluded == NULL);
 	T_ASSERT("excluded follow in input order",
-	         strcmp(r.v[4].tag, "up80") == 0 &&
-	             strcmp(r.v[5].tag, "frac80") == 0 &&
-	             strcmp(r.v[6].tag, "st1") == 0);
+	         strcmp(r.v[5].tag, "up80") == 0 &&
+	             strcmp(r.v[6].tag, "frac80") == 0 &&
+	             strcmp(r.v[7].tag, "one") == 0 &&
+	             strcmp(r.v[8].tag, "st1") == 0);
 	score_result_free(&r);
 
 	T_ASSERT("price doc parses",
