@@ -66,13 +66,14 @@ const DEFAULTS = Object.freeze({
   keepalive_interval_ms: 5000,// during that wait: a comment (stream) / padding (non-stream) every N ms
   padding_bytes: 0,           // non-stream: whitespace written before the JSON body
   cached_tokens: 0,           // usage.prompt_tokens_details.cached_tokens (clamped to prompt_tokens)
+  prompt_cache: false,        // true: cached_tokens is what a per-endpoint prefix cache gives (below)
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
   usage_repeat_choice: false, // usage chunk repeats the choice (REC form) instead of choices:[]
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
   random_faults: [],          // [{kind, p, match?, ...params}]: drawn per chat request (see drawFault)
   random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
 });
-const BOOL_KEYS = new Set(['usage_repeat_choice']);
+const BOOL_KEYS = new Set(['usage_repeat_choice', 'prompt_cache']);
 
 let cfg = { ...DEFAULTS };
 let paddingStr = '';
@@ -714,8 +715,43 @@ function waitWithKeepalive(ctx, total, interval, keep, then) {
 // Chat completions
 // ---------------------------------------------------------------------------
 
-function buildUsage(ep, promptTokens, completionTokens) {
-  const cached = Math.min(cfg.cached_tokens, promptTokens);
+// A provider's prompt cache, as implicit caching works (OPENROUTER.md 8): each endpoint
+// (model + tag) remembers the prompts it served; a new prompt's cached tokens are its
+// longest common prefix with one of them, in whole tokens (4 chars each, as promptTokens
+// counts).  A prompt that went to another endpoint warms nothing here.  Kept per endpoint
+// up to PROMPT_CACHE_MAX prompts, oldest dropped; cleared by reset.
+const PROMPT_CACHE_MAX = 64;
+const promptCaches = new Map(); // "model\ntag" -> [prompt text, ...]
+
+function promptText(messages) {
+  let t = '';
+  for (const m of messages) {
+    if (!m || typeof m !== 'object') continue;
+    t += `\u0001${m.role}\u0002`;
+    if (typeof m.content === 'string') t += m.content;
+    else if (Array.isArray(m.content)) for (const p of m.content) if (p && typeof p.text === 'string') t += p.text;
+  }
+  return t;
+}
+
+function promptCacheHit(model, ep, text, promptTokens) {
+  const key = `${model}\n${ep.tag}`;
+  let seen = promptCaches.get(key);
+  if (!seen) promptCaches.set(key, (seen = []));
+  let best = 0;
+  for (const old of seen) {
+    const n = Math.min(old.length, text.length);
+    let i = 0;
+    while (i < n && old.charCodeAt(i) === text.charCodeAt(i)) i++;
+    if (i > best) best = i;
+  }
+  seen.push(text);
+  if (seen.length > PROMPT_CACHE_MAX) seen.shift();
+  return Math.min(Math.floor(best / 4), promptTokens);
+}
+
+function buildUsage(ep, promptTokens, completionTokens, cachedHit) {
+  const cached = cachedHit ?? Math.min(cfg.cached_tokens, promptTokens);
   const pr = pricesNow(ep, promptTokens);
   const pc = r12((promptTokens - cached) * pr.p + cached * pr.r);
   const cc = r12(completionTokens * pr.c);
@@ -778,6 +814,9 @@ function handleChat(ctx, rawBody) {
 
   const promptTokens = Math.max(1, Math.ceil(countPromptChars(body.messages) / 4));
   const job = { ep, stream, promptTokens, f };
+  if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
+    ctx.cachedHit = promptCacheHit(model, ep, promptText(body.messages), promptTokens);
+  }
 
   if (f) {
     switch (f.kind) {
@@ -827,11 +866,11 @@ function respondJson(ctx, ep, id, unix, promptTokens, f) {
     body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
       `"choices":[{"index":0,"message":{"role":"assistant","content":${partial},"refusal":null,"reasoning":null},` +
       `"error":{"code":${code},"message":${JSON.stringify(f.message || 'Provider disconnected unexpectedly')},"metadata":{"error_type":"${errorType(code)}"}},` +
-      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${buildUsage(ep, promptTokens, n)}}`;
+      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${buildUsage(ep, promptTokens, n, ctx.cachedHit)}}`;
   } else {
     body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
       `"choices":[{"index":0,"message":{"role":"assistant","content":${pc.contentJ},"refusal":null,"reasoning":null},` +
-      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${buildUsage(ep, promptTokens, pc.json.length)}}`;
+      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${buildUsage(ep, promptTokens, pc.json.length, ctx.cachedHit)}}`;
   }
   const res = ctx.res;
   const delay = cfg.first_token_delay_ms;
@@ -900,7 +939,7 @@ function respondStream(ctx, ep, id, unix, promptTokens, f) {
     }
     if (complete) {
       events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop","native_finish_reason":"stop"}]}\n\n`);
-      const usage = buildUsage(ep, promptTokens, n);
+      const usage = buildUsage(ep, promptTokens, n, ctx.cachedHit);
       events.push(cfg.usage_repeat_choice
         ? `${pre}"choices":[{"index":0,"delta":{"content":"","role":"assistant"},"finish_reason":"stop","native_finish_reason":"stop"}],"usage":${usage}}\n\n`
         : `${pre}"choices":[],"usage":${usage}}\n\n`);
@@ -995,6 +1034,7 @@ function doReset() {
   applyDerived();
   faults = [];
   rr.clear();
+  promptCaches.clear();
   models.clear();
   seenModels.clear();
   modelsListCache = null;
