@@ -67,30 +67,17 @@ key3(char *k, const char *prefix, const char *model, const char *tag)
 	snprintf(k, KEY_MAX, "%s:%s:%s", prefix, model, tag);
 }
 
-/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed.
- * quiet: counters (STATS), which leave the generation alone. */
+/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed. */
 static enum orgw_err
-put_stored(struct store *s, const char *key, char *text, bool quiet)
+put_text(struct store *s, const char *key, char *text)
 {
 	enum orgw_err err;
 
 	if (text == NULL)
 		return ORGW_ENOMEM;
-	err = quiet ? store_put_quiet(s, key, text) : store_put(s, key, text);
+	err = store_put(s, key, text);
 	record_free(text);
 	return err;
-}
-
-static enum orgw_err
-put_text(struct store *s, const char *key, char *text)
-{
-	return put_stored(s, key, text, false);
-}
-
-static enum orgw_err
-put_counters(struct store *s, const char *key, char *text)
-{
-	return put_stored(s, key, text, true);
 }
 
 struct cool_ctx {
@@ -263,8 +250,6 @@ struct route_args {
 	struct state_route *r;
 	const struct score_result *res;
 	const char *error;
-	uint64_t gen;		/* do_route: the generation it left */
-	bool have_gen;
 };
 
 static enum orgw_err
@@ -283,101 +268,6 @@ seen_add(struct store *s, const char *model, int64_t now)
 	return put_text(s, "MODELS_SEEN", nv);
 }
 
-/*
- * The route memo: what this process's last routing transactions decided,
- * per model, reused without a transaction while nothing it was decided
- * from can have changed.  Every write to those keys (lock, candidates,
- * cooldowns, failures, MODELS_SEEN; a repair) raises the store's
- * generation first (store.h), so an unchanged generation means the same
- * reads would give the same bytes.  What remains is time: a memo is
- * good for the unix second it was made in, during which the lock it
- * holds has last_used == now (it was renewed or made in that second), is
- * therefore not idle, and needs no renewal write; a cooldown on its tag
- * can only begin with a write.  So the memo answers exactly as the
- * transaction would have, for one pread(2) instead of a locked GDBM
- * open, fetch and close; the next second, the first request of each
- * process runs the transaction again.  Only "locked" and "client"
- * outcomes are kept; everything else (relocks, scoring, unpinned)
- * writes or looks further, and goes through the transaction.
- */
-#define MEMO_SLOTS 8
-
-struct route_memo {
-	char model[ORGW_MODEL_MAX];
-	uint64_t gen;
-	int64_t second;
-	bool client_provider;
-	struct state_route r;
-};
-
-static struct route_memo memo[MEMO_SLOTS];
-static size_t memo_next;	/* the slot a new model takes */
-static char memo_path[4096];	/* the state file the memos are of */
-
-static struct route_memo *
-memo_slot(const char *model)
-{
-	size_t i;
-
-	for (i = 0; i < MEMO_SLOTS; i++)
-		if (strcmp(memo[i].model, model) == 0)
-			return &memo[i];
-	return NULL;
-}
-
-static bool
-memo_lookup(const struct orgw_conf *c, const char *model,
-	    bool client_provider, int64_t now, struct state_route *r)
-{
-	struct route_memo *m = memo_slot(model);
-	uint64_t gen;
-
-	if (m == NULL || m->second != now ||
-	    strcmp(c->state_path, memo_path) != 0 ||
-	    m->client_provider != client_provider ||
-	    store_generation(c->state_path, &gen) != ORGW_OK || gen != m->gen)
-		return false;
-	*r = m->r;
-	return true;
-}
-
-static void
-memo_keep(const char *path, const char *model, bool client_provider,
-	  int64_t now, uint64_t gen, const struct state_route *r)
-{
-	struct route_memo *m;
-
-	if (strcmp(path, memo_path) != 0) {
-		if (strlen(path) >= sizeof(memo_path))
-			return;
-		memset(memo, 0, sizeof(memo));
-		snprintf(memo_path, sizeof(memo_path), "%s", path);
-	}
-	if ((m = memo_slot(model)) == NULL) {
-		if (strlen(model) >= sizeof(m->model))
-			return;
-		m = &memo[memo_next];
-		memo_next = (memo_next + 1) % MEMO_SLOTS;
-		snprintf(m->model, sizeof(m->model), "%s", model);
-	}
-	m->gen = gen;
-	m->second = now;
-	m->client_provider = client_provider;
-	m->r = *r;
-	/* A relock made now is, for the rest of the second, the lock. */
-	if (m->r.kind == ROUTE_RELOCKED)
-		m->r.kind = ROUTE_LOCKED;
-}
-
-static void
-memo_forget(const char *model)
-{
-	struct route_memo *m = memo_slot(model);
-
-	if (m != NULL)
-		m->second = -1;
-}
-
 static enum orgw_err
 do_route(struct store *s, void *arg)
 {
@@ -386,34 +276,20 @@ do_route(struct store *s, void *arg)
 
 	if ((err = seen_add(s, a->model, a->now)) != ORGW_OK)
 		return err;
-	err = decide_and_lock(s, a->model, a->client_provider, a->now,
-			      a->c->lock_idle_seconds, a->r);
-	if (err != ORGW_OK)
-		return err;
-	/* The generation as this transaction leaves it (raised or not). */
-	a->have_gen = store_txn_generation(s, &a->gen) == ORGW_OK;
-	return ORGW_OK;
+	return decide_and_lock(s, a->model, a->client_provider, a->now,
+			       a->c->lock_idle_seconds, a->r);
 }
 
 enum orgw_err
 state_route(const struct orgw_conf *c, const char *model,
 	    bool client_provider, int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, client_provider, now, r, NULL, NULL,
-			       0, false};
+	struct route_args a = {c, model, client_provider, now, r, NULL, NULL};
 	enum orgw_err err;
 
-	if (memo_lookup(c, model, client_provider, now, r))
-		return ORGW_OK;
-	memo_forget(model);
 	route_set(r, client_provider ? ROUTE_CLIENT : ROUTE_UNPINNED, NULL,
 		  NULL, 0);
 	err = run_txn(c, true, do_route, &a);
-	if (err == ORGW_OK && a.have_gen &&
-	    (r->kind == ROUTE_LOCKED || r->kind == ROUTE_RELOCKED ||
-	     r->kind == ROUTE_CLIENT))
-		memo_keep(c->state_path, model, client_provider, now, a.gen,
-			  r);
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",
 			 orgw_strerror(err),
@@ -476,7 +352,7 @@ state_route_scored(const struct orgw_conf *c, const char *model,
 		   const struct score_result *res, const char *error,
 		   int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, false, now, r, res, error, 0, false};
+	struct route_args a = {c, model, false, now, r, res, error};
 	enum orgw_err err;
 
 	route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
@@ -499,8 +375,7 @@ state_store_candidates(const struct orgw_conf *c, const char *model,
 		       const struct score_result *res, const char *error,
 		       int64_t now)
 {
-	struct route_args a = {c, model, false, now, NULL, res, error,
-			       0, false};
+	struct route_args a = {c, model, false, now, NULL, res, error};
 
 	return run_txn(c, true, do_store_cands, &a);
 }
@@ -615,7 +490,7 @@ do_finish(struct store *s, void *arg)
 	key2(k, "STATS", a->model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	err = put_counters(s, k, record_stats_apply(v, a->d));
+	err = put_text(s, k, record_stats_apply(v, a->d));
 	free(v);
 	v = NULL;
 	if (err != ORGW_OK || a->ok_tag == NULL)
