@@ -228,7 +228,7 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 		    ORGW_ENOMEM)
 			l.oom = true;
 	/*
-	 * A reader transaction, without the repair run_txn would try: a dry
+	 * A reader transaction, without the repair state_txn would try: a dry
 	 * run must leave the file as it is.  An unreadable store lists the
 	 * targets only; the writes that follow repair it.
 	 */
