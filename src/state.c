@@ -517,53 +517,6 @@ state_finish(const struct orgw_conf *c, const char *model,
 	return err;
 }
 
-struct models_args {
-	char *seen;
-};
-
-static enum orgw_err
-do_read_seen(struct store *s, void *arg)
-{
-	struct models_args *a = arg;
-
-	return store_get(s, "MODELS_SEEN", &a->seen);
-}
-
-struct each_model {
-	const struct orgw_conf *c;
-	void (*fn)(void *arg, const char *model);
-	void *arg;
-};
-
-static void
-seen_cb(void *arg, const char *model, int64_t first_seen)
-{
-	struct each_model *em = arg;
-	size_t i;
-
-	(void)first_seen;
-	for (i = 0; i < em->c->n_target_models; i++)
-		if (strcmp(em->c->target_models[i], model) == 0)
-			return;	/* listed with the targets */
-	em->fn(em->arg, model);
-}
-
-enum orgw_err
-state_models(const struct orgw_conf *c,
-	     void (*fn)(void *arg, const char *model), void *arg)
-{
-	struct models_args a = {NULL};
-	struct each_model em = {c, fn, arg};
-	size_t i;
-
-	for (i = 0; i < c->n_target_models; i++)
-		fn(arg, c->target_models[i]);
-	if (state_txn(c, false, do_read_seen, &a) == ORGW_OK && a.seen)
-		record_seen_each(a.seen, seen_cb, &em);
-	free(a.seen);
-	return ORGW_OK;
-}
-
 static enum orgw_err
 do_nothing(struct store *s, void *arg)
 {

@@ -85,13 +85,6 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   const struct stats_delta *d, const char *ok_tag);
 
-/* Every model in MODELS_SEEN plus TARGET_MODEL, deduplicated; calls fn
- * for each.  Returns ORGW_OK even when the store is unreadable (then only
- * the targets are listed). */
-enum orgw_err state_models(const struct orgw_conf *c,
-			   void (*fn)(void *arg, const char *model),
-			   void *arg);
-
 /* Checks that the store can be opened for writing (for /healthz);
  * ORGW_OK or the error, with a reason in why. */
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
