@@ -19,7 +19,7 @@
  * --json.  Warnings go to stderr.  Exit: 0 every model scored, 1 some
  * failed, 2 usage or configuration error.
  */
-#include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,114 +91,127 @@ usage(FILE *f)
 	      f);
 }
 
-/* Parses a decimal integer in [min, max]; false when it is not one. */
+/* A decimal integer in [min, max] (conf_parse_ll, as in the config
+ * file); false when it is not one. */
 static bool
-parse_long(const char *s, long min, long max, long *out)
+parse_num(const char *s, long min, long max, long *out)
 {
-	char *end;
-	long v;
+	long long v;
 
-	if (s == NULL || *s == '\0')
+	if (conf_parse_ll(s, min, max, &v) != CONF_NUM_OK)
 		return false;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
+	*out = (long)v;
 	return true;
 }
 
-/*
- * The value of option name at argv[*i]: "--name=value" or "--name
- * value" (advancing *i).  NULL when argv[*i] is not that option;
- * *missing is set when it is but has no value.
- */
-static const char *
-opt_value(int argc, char *argv[], int *i, const char *name, bool *missing)
+/* Adds a --model; 0 or EXIT_USAGE after a message. */
+static int
+add_model(struct opts *o, const char *v)
 {
-	size_t n = strlen(name);
-	const char *a = argv[*i];
+	enum orgw_err e = scorerun_add(&o->models, &o->n_models, v);
 
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
+	if (e == ORGW_EINVAL) {
+		fprintf(stderr, "orgw-score: --model: not a valid model id: %s\n",
+			v);
+		return EXIT_USAGE;
 	}
-	return argv[++*i];
+	if (e != ORGW_OK) {
+		fputs("orgw-score: out of memory\n", stderr);
+		return EXIT_USAGE;
+	}
+	return 0;
 }
 
+/* A numeric option's value in [1, max]; 0 or EXIT_USAGE after a
+ * message. */
+static int
+num_opt(const char *name, const char *v, long max, long *out)
+{
+	if (parse_num(v, 1, max, out))
+		return 0;
+	fprintf(stderr, "orgw-score: %s: want 1..%ld, got \"%s\"\n", name, max,
+		v);
+	return EXIT_USAGE;
+}
+
+enum { OPT_MODEL = 256, OPT_DRY_RUN, OPT_JSON, OPT_CONFIG, OPT_PARALLEL,
+       OPT_TIMEOUT_MS };
+
 /* Fills o from argv; returns 0, or EXIT_USAGE after a message (-1 for
- * --help, already printed). */
+ * --help, already printed).  Options only: the first other argument is
+ * an error ('+': getopt_long stops there instead of moving it). */
 static int
 parse_args(int argc, char *argv[], struct opts *o)
 {
-	const char *v;
-	bool missing = false;
+	static const struct option longopts[] = {
+		{"model", required_argument, NULL, OPT_MODEL},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"parallel", required_argument, NULL, OPT_PARALLEL},
+		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
 	long l;
-	int i;
+	int ch, rc = 0;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+	opterr = 0;	/* our messages, below */
+	while (rc == 0 &&
+	       (ch = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
 			usage(stdout);
 			return -1;
-		} else if (strcmp(a, "--dry-run") == 0) {
+		case OPT_DRY_RUN:
 			o->dry_run = true;
-		} else if (strcmp(a, "--json") == 0) {
+			break;
+		case OPT_JSON:
 			o->json = true;
-		} else if ((v = opt_value(argc, argv, &i, "--model",
-					  &missing)) != NULL) {
-			enum orgw_err e;
-			e = scorerun_add(&o->models, &o->n_models, v);
-			if (e == ORGW_EINVAL) {
-				fprintf(stderr, "orgw-score: --model: "
-						"not a valid model id: %s\n",
-					v);
-				return EXIT_USAGE;
-			}
-			if (e != ORGW_OK) {
-				fputs("orgw-score: out of memory\n", stderr);
-				return EXIT_USAGE;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--config",
-					  &missing)) != NULL) {
-			o->config = v;
-		} else if ((v = opt_value(argc, argv, &i, "--parallel",
-					  &missing)) != NULL) {
-			if (!parse_long(v, 1, FETCHMANY_PARALLEL_MAX, &l)) {
-				fprintf(stderr, "orgw-score: --parallel: "
-						"want 1..%d, got \"%s\"\n",
-					FETCHMANY_PARALLEL_MAX, v);
-				return EXIT_USAGE;
-			}
-			o->parallel = (int)l;
-		} else if ((v = opt_value(argc, argv, &i, "--timeout-ms",
-					  &missing)) != NULL) {
-			if (!parse_long(v, 1, SCORE_TIMEOUT_MS_MAX, &l)) {
-				fprintf(stderr, "orgw-score: --timeout-ms: "
-						"want 1..%d, got \"%s\"\n",
-					SCORE_TIMEOUT_MS_MAX, v);
-				return EXIT_USAGE;
-			}
-			o->timeout_ms = l;
-		} else {
-			if (missing)
+			break;
+		case OPT_MODEL:
+			rc = add_model(o, optarg);
+			break;
+		case OPT_CONFIG:
+			o->config = optarg;
+			break;
+		case OPT_PARALLEL:
+			if ((rc = num_opt("--parallel", optarg,
+					  FETCHMANY_PARALLEL_MAX, &l)) == 0)
+				o->parallel = (int)l;
+			break;
+		case OPT_TIMEOUT_MS:
+			if ((rc = num_opt("--timeout-ms", optarg,
+					  SCORE_TIMEOUT_MS_MAX, &l)) == 0)
+				o->timeout_ms = l;
+			break;
+		case ':':
+			fprintf(stderr, "orgw-score: %s needs a value\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return EXIT_USAGE;
+		default:
+			/* optopt: an unknown short option (it may share its
+			 * argv element with others); else argv names it. */
+			if (optopt > 0 && optopt < OPT_MODEL)
 				fprintf(stderr,
-					"orgw-score: %s needs a value\n", a);
+					"orgw-score: unknown argument: -%c\n",
+					optopt);
 			else
-				fprintf(stderr, "orgw-score: unknown argument: "
-						"%s\n",
-					a);
+				fprintf(stderr,
+					"orgw-score: unknown argument: %s\n",
+					argv[optind - 1]);
 			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
-	return 0;
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, "orgw-score: unknown argument: %s\n",
+			argv[optind]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return rc;
 }
 
 /* "YYYY-MM-DD HH:MM:SS" in UTC. */

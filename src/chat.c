@@ -31,8 +31,8 @@
 #include "jsonout.h"
 #include "log.h"
 #include "reqval.h"
-#include "rescore.h"
 #include "score.h"
+#include "scorerun.h"
 #include "sse.h"
 #include "state.h"
 #include "upstream.h"
@@ -721,8 +721,8 @@ route_request(struct chat *ch)
 		    &ch->route);
 	if (ch->route.kind != ROUTE_SCORED)
 		return;
-	if (rescore_fetch(ch->c, ch->req.model, RESCORE_INLINE_TIMEOUT_MS,
-			  &res, err, sizeof(err)) == ORGW_OK) {
+	if (scorerun_fetch(ch->c, ch->req.model, SCORERUN_INLINE_TIMEOUT_MS,
+			   &res, err, sizeof(err)) == ORGW_OK) {
 		state_route_scored(ch->c, ch->req.model, &res, NULL, now,
 				   &ch->route);
 		score_result_free(&res);

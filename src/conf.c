@@ -117,13 +117,6 @@ static const struct conf_item conf_items[] = {
 
 #define CONF_NITEMS (sizeof(conf_items) / sizeof(conf_items[0]))
 
-enum conf_num {
-	CONF_NUM_OK,
-	CONF_NUM_EMPTY,
-	CONF_NUM_SYNTAX,
-	CONF_NUM_RANGE,
-};
-
 void
 conf_errf(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -219,11 +212,7 @@ conf_trim(char *s)
 	return s;
 }
 
-/*
- * Strict decimal integer: optional sign, digits, nothing else (strtoll
- * alone would skip leading blanks and stop at trailing garbage).
- */
-static enum conf_num
+enum conf_num
 conf_parse_ll(const char *s, long long lo, long long hi, long long *out)
 {
 	char *end;

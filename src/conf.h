@@ -62,6 +62,22 @@ const char *conf_name(size_t i);
 void conf_errf(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+enum conf_num {
+	CONF_NUM_OK,
+	CONF_NUM_EMPTY,
+	CONF_NUM_SYNTAX,
+	CONF_NUM_RANGE,
+};
+
+/*
+ * Strict decimal integer in [lo, hi]: optional sign, digits, nothing
+ * else (strtoll alone would skip leading blanks and stop at trailing
+ * garbage).  *out is set only on CONF_NUM_OK.  The one integer parser of
+ * the configuration and of orgw-score's command line.
+ */
+enum conf_num conf_parse_ll(const char *s, long long lo, long long hi,
+			    long long *out);
+
 /*
  * Parses config-file text (KEY=VALUE lines, '#' comments, blank lines,
  * optional surrounding whitespace and optional "double quotes" around a

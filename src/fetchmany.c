@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "curlsetup.h"
 #include "fetchmany.h"
 #include "log.h"
 
@@ -100,43 +101,6 @@ fm_fail(struct run *r, size_t i, enum orgw_err err, const char *why)
 	r->o->done(r->o->arg, i, it);
 }
 
-/*
- * The headers every transfer sends.  The key is wiped from our buffer
- * once curl_slist_append has copied it.  NULL on allocation failure.
- */
-static struct curl_slist *
-fm_headers(const char *key)
-{
-	static const char *const fixed[] = {
-		"Accept: application/json",
-		/* OpenRouter's app attribution (OPENROUTER.md section 5). */
-		"HTTP-Referer: https://github.com/orgw",
-		"X-OpenRouter-Title: orgw",
-	};
-	struct curl_slist *h = NULL, *t;
-	struct buf auth = {0};
-	size_t i;
-
-	if (buf_adds(&auth, "Authorization: Bearer ") != ORGW_OK ||
-	    buf_adds(&auth, key != NULL ? key : "") != ORGW_OK) {
-		buf_free(&auth);
-		return NULL;
-	}
-	h = curl_slist_append(NULL, auth.p);
-	memset(auth.p, 0, auth.len);
-	buf_free(&auth);
-	if (h == NULL)
-		return NULL;
-	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if ((t = curl_slist_append(h, fixed[i])) == NULL) {
-			curl_slist_free_all(h);
-			return NULL;
-		}
-		h = t;
-	}
-	return h;
-}
-
 /* Sets up slot s for item i and adds it to the multi handle. */
 static bool
 fm_start(struct run *r, struct slot *s, size_t i)
@@ -154,26 +118,14 @@ fm_start(struct run *r, struct slot *s, size_t i)
 	s->errbuf[0] = '\0';
 	s->idx = i;
 	curl_easy_reset(s->h);
-	ok = curl_easy_setopt(s->h, CURLOPT_URL, r->v[i].url) == CURLE_OK &&
+	ok = curlsetup_easy(s->h, r->hdr, ctmo, tmo, s->errbuf) &&
+	     curl_easy_setopt(s->h, CURLOPT_URL, r->v[i].url) == CURLE_OK &&
 	     curl_easy_setopt(s->h, CURLOPT_HTTPGET, 1L) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, r->hdr) == CURLE_OK &&
 	     curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, fm_write) ==
 		     CURLE_OK &&
 	     curl_easy_setopt(s->h, CURLOPT_WRITEDATA, s) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->errbuf) ==
-		     CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT_MS, ctmo) ==
-		     CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, tmo) == CURLE_OK &&
 	     curl_easy_setopt(s->h, CURLOPT_MAXFILESIZE_LARGE,
-			      (curl_off_t)o->max_bytes) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK &&
-	     /* Never follow a redirect: it would carry the key along. */
-	     curl_easy_setopt(s->h, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
-	     curl_easy_setopt(s->h, CURLOPT_PROTOCOLS_STR, "http,https") ==
-		     CURLE_OK;
+			      (curl_off_t)o->max_bytes) == CURLE_OK;
 	if (!ok) {
 		fm_fail(r, i, ORGW_ENOMEM, "could not set up the transfer");
 		return false;
@@ -298,6 +250,8 @@ enum orgw_err
 fetchmany_run(struct fetchmany_item *v, size_t n,
 	      const struct fetchmany_opts *o)
 {
+	static const char *const accept_json[] = {"Accept: application/json",
+						  NULL};
 	struct run r;
 	enum orgw_err err = ORGW_OK;
 	CURLMcode mc;
@@ -317,7 +271,7 @@ fetchmany_run(struct fetchmany_item *v, size_t n,
 		return ORGW_OK;
 	r.nslots = n < (size_t)o->parallel ? n : (size_t)o->parallel;
 	if ((r.m = curl_multi_init()) == NULL ||
-	    (r.hdr = fm_headers(o->key)) == NULL ||
+	    (r.hdr = curlsetup_headers(o->key, accept_json)) == NULL ||
 	    (r.slots = calloc(r.nslots, sizeof(*r.slots))) == NULL) {
 		err = ORGW_ENOMEM;
 		goto out;

@@ -21,6 +21,7 @@
 #include "record.h"
 #include "scorerun.h"
 #include "state.h"
+#include "stats.h"
 #include "upstream.h"
 
 #define MODELS_CACHE_MS 60000
@@ -117,7 +118,7 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 static int
 handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
 {
-	char *s = state_stats_json(c, clock_now_s());
+	char *s = stats_json(c, clock_now_s());
 	int rc;
 
 	if (s == NULL)

@@ -47,19 +47,6 @@ route_next(const struct rec_cands *c, route_cooling_fn cooling, void *arg,
 	return NULL;
 }
 
-const struct rec_cand *
-route_find(const struct rec_cands *c, const char *tag)
-{
-	size_t i;
-
-	if (c == NULL)
-		return NULL;
-	for (i = 0; i < c->n; i++)
-		if (strcmp(c->v[i].tag, tag) == 0)
-			return &c->v[i];
-	return NULL;
-}
-
 void
 route_lock_from(struct rec_lock *l, const struct rec_cand *c, int64_t now)
 {

@@ -50,10 +50,6 @@ const struct rec_cand *route_next(const struct rec_cands *c,
 				  route_cooling_fn cooling, void *arg,
 				  const char *skip_tag);
 
-/* Finds tag among the candidates; NULL when absent. */
-const struct rec_cand *route_find(const struct rec_cands *c,
-				  const char *tag);
-
 /* Fills a lock record for candidate c, taken at now. */
 void route_lock_from(struct rec_lock *l, const struct rec_cand *c,
 		     int64_t now);

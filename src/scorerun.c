@@ -1,5 +1,6 @@
 /*
- * scorerun.c - a scoring run over many models (orgw-score, POST /__cron).
+ * scorerun.c - scoring runs: one model inline (the gateway, on a model's
+ * first request) or many in parallel (orgw-score, POST /__cron).
  *
  * Shape: fetchmany_run() fetches every model's endpoints on one libcurl
  * multi handle, at most `parallel` at once, each with its own timeout.
@@ -13,6 +14,12 @@
  * A model whose fetch, status or body is bad keeps its old candidates
  * (state_store_candidates records the error and the attempt time) and
  * does not stop the others.
+ *
+ * One model alone (the gateway's inline scoring on a model's first
+ * request) goes through scorerun_fetch(): a blocking upstream_get() of
+ * its endpoints, scored by the same scorerun_answer() as a run's
+ * fetches.  No state access there: the caller writes the result with
+ * state_route_scored(), outside of any network wait.
  *
  * Ownership: a struct scorerun_model owns its score_result
  * (scorerun_free); lists are malloc'd arrays the caller frees.
@@ -29,10 +36,79 @@
 #include "log.h"
 #include "record.h"
 #include "reqval.h"
-#include "rescore.h"
 #include "scorerun.h"
 #include "state.h"
 #include "store.h"
+#include "upstream.h"
+
+bool
+scorerun_url(const struct orgw_conf *c, const char *model, char *dst,
+	     size_t n)
+{
+	int r = snprintf(dst, n, "%s/models/%s/endpoints", c->upstream_url,
+			 model);
+
+	return r > 0 && (size_t)r < n;
+}
+
+static void
+run_params(const struct orgw_conf *c, struct score_params *p)
+{
+	p->hit_rate = c->hit_rate;
+	p->cache_bonus = c->cache_bonus;
+	p->min_uptime = c->min_uptime;
+}
+
+enum orgw_err
+scorerun_answer(const struct score_params *p, long status, const char *body,
+		size_t len, int utc_hhmm, struct score_result *res, char *err,
+		size_t errlen)
+{
+	enum orgw_err e;
+
+	memset(res, 0, sizeof(*res));
+	if (status != 200) {
+		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
+		snprintf(err, errlen, "endpoints HTTP %ld", status);
+		return ORGW_EUPSTREAM;
+	}
+	e = score_endpoints(body, len, utc_hhmm, p, res);
+	if (e != ORGW_OK)
+		snprintf(err, errlen, "endpoints response unreadable");
+	return e;
+}
+
+enum orgw_err
+scorerun_fetch(const struct orgw_conf *c, const char *model,
+	       int64_t timeout_ms, struct score_result *res, char *err,
+	       size_t errlen)
+{
+	struct score_params p;
+	char url[4096], *body = NULL;
+	size_t len = 0;
+	long status = 0;
+	enum orgw_err e;
+
+	memset(res, 0, sizeof(*res));
+	if (!scorerun_url(c, model, url, sizeof(url))) {
+		snprintf(err, errlen, "model id too long");
+		return ORGW_EINVAL;
+	}
+	e = upstream_get(url, c->openrouter_api_key, timeout_ms,
+			 SCORERUN_MAX_BYTES, &body, &len, &status);
+	if (e != ORGW_OK) {
+		snprintf(err, errlen, "endpoints fetch: %s",
+			 e == ORGW_ETOOBIG ? "response too large" :
+					     "no response");
+		free(body);
+		return e;
+	}
+	run_params(c, &p);
+	e = scorerun_answer(&p, status, body, len, clock_utc_hhmm(), res, err,
+			    errlen);
+	free(body);
+	return e;
+}
 
 struct run_ctx {
 	const struct orgw_conf *c;
@@ -57,9 +133,9 @@ run_done(void *arg, size_t i, struct fetchmany_item *it)
 		snprintf(r->error, sizeof(r->error), "endpoints fetch: %.100s",
 			 it->error);
 	} else {
-		r->err = rescore_answer(&x->p, it->status, it->body, it->len,
-					r->utc_hhmm, &r->res, r->error,
-					sizeof(r->error));
+		r->err = scorerun_answer(&x->p, it->status, it->body,
+					 it->len, r->utc_hhmm, &r->res,
+					 r->error, sizeof(r->error));
 	}
 	if (x->dry_run)
 		return;
@@ -89,7 +165,7 @@ scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 	x.c = c;
 	x.v = v;
 	x.dry_run = dry_run;
-	rescore_params(c, &x.p);
+	run_params(c, &x.p);
 	if (parallel < 1)
 		parallel = 1;
 	if (parallel > FETCHMANY_PARALLEL_MAX)
@@ -117,13 +193,13 @@ scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 	/*
 	 * A model id the gateway would not accept, or one that makes an
 	 * over-long URL, is never fetched (nor written): it fails here.
-	 * rescore_url keeps the id's '/' a path separator, never %2F
+	 * scorerun_url keeps the id's '/' a path separator, never %2F
 	 * (OPENROUTER.md section 1).
 	 */
 	for (i = 0; i < n; i++) {
 		char *u = urls + k * ulen;
 		if (!reqval_model_ok(v[i].model) ||
-		    !rescore_url(c, v[i].model, u, ulen)) {
+		    !scorerun_url(c, v[i].model, u, ulen)) {
 			v[i].err = ORGW_EINVAL;
 			snprintf(v[i].error, sizeof(v[i].error),
 				 "not a usable model id");
@@ -136,7 +212,7 @@ scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 	o.key = c->openrouter_api_key;
 	o.parallel = parallel;
 	o.timeout_ms = timeout_ms;
-	o.max_bytes = RESCORE_MAX_BYTES;
+	o.max_bytes = SCORERUN_MAX_BYTES;
 	o.done = run_done;
 	o.arg = &x;
 	err = fetchmany_run(items, k, &o);
@@ -228,7 +304,7 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 		    ORGW_ENOMEM)
 			l.oom = true;
 	/*
-	 * A reader transaction, without the repair run_txn would try: a dry
+	 * A reader transaction, without the repair state_txn would try: a dry
 	 * run must leave the file as it is.  An unreadable store lists the
 	 * targets only; the writes that follow repair it.
 	 */

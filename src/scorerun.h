@@ -1,7 +1,10 @@
 /*
- * scorerun.h - one scoring run over many models (orgw-score, POST
- * /__cron): fetch every model's endpoints (in parallel, bounded), score,
- * and write each model's candidates.  Never touches a live lock.
+ * scorerun.h - fetch models' endpoints from OpenRouter and score them
+ * (the network half of scoring; score.c is the pure half): one model
+ * inline (scorerun_fetch: the gateway, on a model's first request) or a
+ * run over many (orgw-score, POST /__cron: fetch every model's
+ * endpoints in parallel, bounded, score, and write each model's
+ * candidates).  Never touches a live lock.
  */
 #ifndef ORGW_SCORERUN_H
 #define ORGW_SCORERUN_H
@@ -11,6 +14,43 @@
 
 #define SCORERUN_PARALLEL 8
 #define SCORERUN_TIMEOUT_MS 15000
+
+/*
+ * Endpoints body cap.  A real response is a few KiB (one object per
+ * provider); score.c refuses more than SCORE_MAX_ENDPOINTS (4096) anyway,
+ * about 3 MiB.  Reading a larger body only to parse it and refuse it cost
+ * a worker over 400 MiB of RSS for a 50 MB response (t0770), and
+ * orgw-score fetches up to 8 at once, so bodies past 4 MiB are refused
+ * while they arrive.
+ */
+#define SCORERUN_MAX_BYTES (4u * 1024 * 1024)
+#define SCORERUN_INLINE_TIMEOUT_MS 5000
+
+/* Writes "<UPSTREAM_URL>/models/<model>/endpoints" into dst (size n); the
+ * model's '/' stays a path separator, never %2F (OPENROUTER.md 12.1).
+ * Returns false when it does not fit. */
+bool scorerun_url(const struct orgw_conf *c, const char *model, char *dst,
+		  size_t n);
+
+/*
+ * Scores an endpoints answer that arrived with HTTP status at clock time
+ * utc_hhmm.  On ORGW_OK the caller owns *res (score_result_free);
+ * otherwise err says why ("endpoints HTTP 404", "endpoints response
+ * unreadable").  Shared by scorerun_fetch() and the parallel run.
+ */
+enum orgw_err scorerun_answer(const struct score_params *p, long status,
+			      const char *body, size_t len, int utc_hhmm,
+			      struct score_result *res, char *err,
+			      size_t errlen);
+
+/*
+ * GETs and scores the endpoints of model at the current UTC time.  On
+ * ORGW_OK the caller owns *res (score_result_free).  Otherwise err holds
+ * a short reason ("endpoints HTTP 404", "timeout", ...).
+ */
+enum orgw_err scorerun_fetch(const struct orgw_conf *c, const char *model,
+			     int64_t timeout_ms, struct score_result *res,
+			     char *err, size_t errlen);
 
 struct scorerun_model {
 	char model[ORGW_MODEL_MAX];

@@ -150,15 +150,3 @@ sse_feed(struct sse *s, const char *p, size_t n,
 		return ORGW_ETOOBIG;
 	return ORGW_OK;
 }
-
-bool
-sse_pending(const struct sse *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->in.len; i++)
-		if (s->in.p[i] != '\n' && s->in.p[i] != '\r' &&
-		    s->in.p[i] != ' ' && s->in.p[i] != '\t')
-			return true;
-	return false;
-}

@@ -50,8 +50,4 @@ enum orgw_err sse_feed(struct sse *s, const char *p, size_t n,
 		       int (*fn)(void *arg, const struct sse_event *ev),
 		       void *arg, int *stopped);
 
-/* True when bytes of an unfinished event are pending (a stream that ends
- * here was cut mid-event).  Whitespace-only leftovers do not count. */
-bool sse_pending(const struct sse *s);
-
 #endif

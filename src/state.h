@@ -16,6 +16,17 @@
 #include "route.h"
 
 struct score_result;
+struct store;
+
+/*
+ * One transaction on the state file: opens it (exclusive when write),
+ * runs fn(s, arg), closes it.  A damaged file (ORGW_EIO) is repaired
+ * (store_repair) and the whole transaction run once more.  Returns fn's
+ * error, else the close's; s is borrowed by fn for the call only.
+ */
+enum orgw_err state_txn(const struct orgw_conf *c, bool write,
+			enum orgw_err (*fn)(struct store *s, void *arg),
+			void *arg);
 
 /* What the request path learns before its first upstream attempt. */
 struct state_route {
@@ -73,19 +84,6 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
  */
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   const struct stats_delta *d, const char *ok_tag);
-
-/* Every model in MODELS_SEEN plus TARGET_MODEL, deduplicated; calls fn
- * for each.  Returns ORGW_OK even when the store is unreadable (then only
- * the targets are listed). */
-enum orgw_err state_models(const struct orgw_conf *c,
-			   void (*fn)(void *arg, const char *model),
-			   void *arg);
-
-/*
- * Builds the GET /stats document (SPEC section 7) at now; returns
- * cJSON-allocated text (caller frees with record_free) or NULL.
- */
-char *state_stats_json(const struct orgw_conf *c, int64_t now);
 
 /* Checks that the store can be opened for writing (for /healthz);
  * ORGW_OK or the error, with a reason in why. */

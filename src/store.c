@@ -42,9 +42,6 @@ struct store {
 	int lockfd;
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
 	bool write;
-	bool have_gen;		/* gen read from the lock file */
-	bool raised;		/* ...and raised by this transaction */
-	uint64_t gen;
 #ifdef ORGW_TRACE_LOCK
 	int64_t t_ask_us, t_got_us;	/* flock asked for, and taken */
 #endif
@@ -99,104 +96,6 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		errno = e;
 	}
 	return -1;
-}
-
-/*
- * The generation lives in the first 8 bytes of the lock file (host byte
- * order; the file never leaves the machine).  An empty lock file, as
- * every earlier version left it, is generation 0.
- */
-static int
-gen_read(int fd, uint64_t *gen)
-{
-	unsigned char b[sizeof(*gen)];
-	ssize_t n;
-
-	do
-		n = pread(fd, b, sizeof(b), 0);
-	while (n == -1 && errno == EINTR);
-	if (n == -1)
-		return -1;
-	*gen = 0;
-	if ((size_t)n == sizeof(b))
-		memcpy(gen, b, sizeof(b));
-	return 0;
-}
-
-static int
-gen_write(int fd, uint64_t gen)
-{
-	ssize_t n;
-
-	do
-		n = pwrite(fd, &gen, sizeof(gen), 0);
-	while (n == -1 && errno == EINTR);
-	return n == (ssize_t)sizeof(gen) ? 0 : -1;
-}
-
-/*
- * The descriptor store_generation() reads: the lock file of the last
- * transaction on gen_path, kept open after it.  Each transaction opens
- * the lock file by name again and hands its descriptor over here, so a
- * lock file removed or replaced behind our back is followed from the
- * next transaction on.
- */
-static int gen_fd = -1;
-static char gen_path[4096];
-
-static void
-gen_keep(const char *path, int fd)
-{
-	if (gen_fd != -1)
-		close(gen_fd);
-	gen_fd = fd;
-	snprintf(gen_path, sizeof(gen_path), "%s", path);
-}
-
-enum orgw_err
-store_generation(const char *path, uint64_t *gen)
-{
-	char lp[4200];
-	int fd;
-
-	if (gen_fd == -1 || strcmp(path, gen_path) != 0) {
-		if (lock_path(lp, sizeof(lp), path) == -1 ||
-		    (fd = open(lp, O_RDONLY | O_CLOEXEC)) == -1)
-			return ORGW_EIO;
-		gen_keep(path, fd);
-	}
-	return gen_read(gen_fd, gen) == 0 ? ORGW_OK : ORGW_EIO;
-}
-
-enum orgw_err
-store_txn_generation(struct store *s, uint64_t *gen)
-{
-	if (!s->have_gen) {
-		if (gen_read(s->lockfd, &s->gen) == -1)
-			return ORGW_EIO;
-		s->have_gen = true;
-	}
-	*gen = s->gen;
-	return ORGW_OK;
-}
-
-/* Raises the generation once per transaction, before its first change. */
-static enum orgw_err
-gen_raise(struct store *s)
-{
-	uint64_t g;
-
-	if (s->raised)
-		return ORGW_OK;
-	if (store_txn_generation(s, &g) != ORGW_OK ||
-	    gen_write(s->lockfd, g + 1) == -1) {
-		log_err("state %s.lock: cannot raise the generation: %s",
-			s->path, strerror(errno));
-		return ORGW_EIO;
-	}
-	s->gen = g + 1;
-	s->raised = true;
-	return ORGW_OK;
 }
 
 static GDBM_FILE
@@ -339,16 +238,13 @@ store_get(struct store *s, const char *key, char **val)
 	return ORGW_OK;
 }
 
-static enum orgw_err
-put(struct store *s, const char *key, const char *val, bool quiet)
+enum orgw_err
+store_put(struct store *s, const char *key, const char *val)
 {
 	datum v;
-	enum orgw_err err;
 
 	if (s->dbf == NULL || !s->write)
 		return ORGW_EINVAL;
-	if (!quiet && (err = gen_raise(s)) != ORGW_OK)
-		return err;
 	v.dptr = (char *)(uintptr_t)val;
 	v.dsize = (int)strlen(val);
 	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
@@ -360,26 +256,10 @@ put(struct store *s, const char *key, const char *val, bool quiet)
 }
 
 enum orgw_err
-store_put(struct store *s, const char *key, const char *val)
-{
-	return put(s, key, val, false);
-}
-
-enum orgw_err
-store_put_quiet(struct store *s, const char *key, const char *val)
-{
-	return put(s, key, val, true);
-}
-
-enum orgw_err
 store_del(struct store *s, const char *key)
 {
-	enum orgw_err err;
-
 	if (s->dbf == NULL || !s->write)
 		return ORGW_EINVAL;
-	if ((err = gen_raise(s)) != ORGW_OK)
-		return err;
 	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
 	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
 		log_err("state %s: delete %s: %s", s->path, key,
@@ -453,7 +333,8 @@ store_close(struct store *s)
 		(long long)(s->t_got_us - s->t_ask_us),
 		(long long)(clock_mono_us() - s->t_got_us));
 #endif
-	gen_keep(s->path, s->lockfd);
+	if (close(s->lockfd) == -1)
+		err = ORGW_EIO;
 	free(s);
 	return err;
 }
@@ -552,15 +433,8 @@ with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 	enum orgw_err err;
 	int fd;
 
-	uint64_t g;
-
 	if ((fd = take_lock(path, true, timeout_ms)) == -1)
 		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
-	/* Raised first: whatever the repair leaves is new to every reader
-	 * (a write error here shows again in the repair's own writes). */
-	if (gen_read(fd, &g) == -1 || gen_write(fd, g + 1) == -1)
-		log_warn("state %s.lock: cannot raise the generation: %s",
-			 path, strerror(errno));
 	err = repair_locked(path, reorganize);
 	flock(fd, LOCK_UN);
 	close(fd);

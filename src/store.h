@@ -38,34 +38,10 @@ enum orgw_err store_open(struct store **out, const char *path, bool write,
  */
 enum orgw_err store_get(struct store *s, const char *key, char **val);
 
-/*
- * The generation: a counter kept in the lock file, raised by every
- * transaction that changes a key (store_put, store_del, a repair)
- * before its first change, so that a process may keep what it decided
- * from the state and reuse it for as long as the generation has not
- * moved.  Counters that nobody decides from are written with
- * store_put_quiet(), which leaves it alone.
- *
- * store_generation() reads it without taking the lock: one pread(2) on
- * a descriptor of the lock file kept from the last transaction.  A
- * writer raises it before it changes anything, so a reader that sees
- * the old value may act as if it had read just before that writer took
- * the lock.  ORGW_EIO when it cannot be read.
- */
-enum orgw_err store_generation(const char *path, uint64_t *gen);
-
-/* The generation inside the transaction: the one it began with, or the
- * one it raised it to.  ORGW_EIO when the lock file cannot be read. */
-enum orgw_err store_txn_generation(struct store *s, uint64_t *gen);
-
-/* Stores val under key (writers only); raises the generation. */
+/* Stores val under key (writers only). */
 enum orgw_err store_put(struct store *s, const char *key, const char *val);
 
-/* Stores val under key without raising the generation (counters). */
-enum orgw_err store_put_quiet(struct store *s, const char *key,
-			      const char *val);
-
-/* Deletes key; absent is ORGW_OK.  Raises the generation. */
+/* Deletes key (writers only); absent is ORGW_OK. */
 enum orgw_err store_del(struct store *s, const char *key);
 
 /*

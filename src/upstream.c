@@ -7,16 +7,17 @@
  * upstream_global_cleanup().
  * Callbacks run in the caller's stack frame; their arg is borrowed.
  */
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <curl/curl.h>
 
 #include "buf.h"
 #include "clock.h"
+#include "curlsetup.h"
 #include "log.h"
 #include "upstream.h"
 
@@ -32,8 +33,6 @@ static char *up_url_text;
 struct xfer {
 	const struct upstream_call *c;
 	long status;
-	char ctype[128];
-	int retry_after;
 	bool headers_done;
 	bool aborted;
 };
@@ -75,64 +74,50 @@ upstream_global_cleanup(void)
 	curl_global_cleanup();
 }
 
-/* Parses "Name: value" header lines we care about (RFC 9110 5). */
-static size_t
-header_cb(char *p, size_t size, size_t nmemb, void *arg)
+static long
+response_code(void)
 {
-	struct xfer *x = arg;
-	size_t n = size * nmemb, vlen;
-	char *v;
-	long code;
+	long code = 0;
 
-	if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
-		/* A new response (after a 1xx): forget the last one. */
-		x->ctype[0] = '\0';
-		x->retry_after = -1;
-		/* curl has parsed this status line before handing it over
-		 * (http.c sets info.httpcode first). */
-		if (curl_easy_getinfo(up_easy, CURLINFO_RESPONSE_CODE, &code) ==
-			    CURLE_OK &&
-		    code > 0)
-			x->status = code;
-		return n;
-	}
-	if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
-		if (x->status >= 200 && !x->headers_done) {
-			x->headers_done = true;
-			if (x->c->on_headers)
-				x->c->on_headers(x->c->arg, x->status,
-						 x->ctype, x->retry_after);
-		}
-		return n;
-	}
-	if ((v = memchr(p, ':', n)) == NULL)
-		return n;
-	vlen = n - (size_t)(v - p) - 1;
-	v++;
-	while (vlen && (*v == ' ' || *v == '\t')) {
-		v++;
-		vlen--;
-	}
-	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
-			v[vlen - 1] == ' '))
-		vlen--;
-	if ((size_t)(v - p) == 14 && strncasecmp(p, "content-type:", 13) == 0) {
-		if (vlen >= sizeof(x->ctype))
-			vlen = sizeof(x->ctype) - 1;
-		memcpy(x->ctype, v, vlen);
-		x->ctype[vlen] = '\0';
-	} else if ((size_t)(v - p) >= 12 &&
-		   strncasecmp(p, "retry-after:", 12) == 0) {
-		char num[16];
-		if (vlen > 0 && vlen < sizeof(num)) {
-			memcpy(num, v, vlen);
-			num[vlen] = '\0';
-			if (sscanf(num, "%d", &x->retry_after) != 1 ||
-			    x->retry_after < 0)
-				x->retry_after = -1;
-		}
-	}
-	return n;
+	if (curl_easy_getinfo(up_easy, CURLINFO_RESPONSE_CODE, &code) !=
+		    CURLE_OK ||
+	    code < 0)
+		code = 0;
+	return code;
+}
+
+/*
+ * Hands the caller the response's status, Content-Type and Retry-After,
+ * once, before its first body byte (or at the end of a response without
+ * a body).  libcurl has parsed them by then: CURLINFO_CONTENT_TYPE, and
+ * CURLINFO_RETRY_AFTER, which reads both forms of RFC 9110 10.2.3
+ * (delay-seconds and HTTP-date) and reports 0 when there is none.  With
+ * FOLLOWLOCATION off and 1xx responses never handed to the write
+ * callback, these are the final response's.
+ */
+static void
+headers_done(struct xfer *x)
+{
+	curl_off_t ra = 0;
+	char *ct = NULL;
+	const char *ctype = "";
+
+	if (x->headers_done)
+		return;
+	x->headers_done = true;
+	x->status = response_code();
+	if (curl_easy_getinfo(up_easy, CURLINFO_CONTENT_TYPE, &ct) ==
+		    CURLE_OK &&
+	    ct != NULL)
+		ctype = ct;
+	if (curl_easy_getinfo(up_easy, CURLINFO_RETRY_AFTER, &ra) !=
+		    CURLE_OK ||
+	    ra <= 0)
+		ra = -1;
+	else if (ra > INT_MAX)
+		ra = INT_MAX;
+	if (x->c->on_headers)
+		x->c->on_headers(x->c->arg, x->status, ctype, (int)ra);
 }
 
 static size_t
@@ -141,14 +126,7 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
 
-	if (!x->headers_done) {
-		/* Servers that send no blank line before the body (none
-		 * should) still get their headers reported. */
-		x->headers_done = true;
-		if (x->c->on_headers)
-			x->c->on_headers(x->c->arg, x->status, x->ctype,
-					 x->retry_after);
-	}
+	headers_done(x);
 	if (x->c->on_data && x->c->on_data(x->c->arg, p, n) != 0) {
 		x->aborted = true;
 		return CURL_WRITEFUNC_ERROR;
@@ -164,27 +142,16 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 static struct curl_slist *
 headers_for(const char *key)
 {
-	struct buf auth = {0};
-	struct curl_slist *h = NULL, *t;
-	const char *fixed[] = {NULL, "Content-Type: application/json",
-			       "Expect:", "HTTP-Referer: https://github.com/orgw",
-			       "X-OpenRouter-Title: orgw", NULL};
+	static const char *const extra[] = {"Content-Type: application/json",
+					    "Expect:", NULL};
+	struct curl_slist *h;
 
 	if (key == NULL)
 		key = "";
 	if (up_headers != NULL && strcmp(up_headers_key, key) == 0)
 		return up_headers;
-	if (buf_adds(&auth, "Authorization: Bearer ") || buf_adds(&auth, key))
-		goto fail;
-	fixed[0] = auth.p;
-	for (size_t i = 0; fixed[i] != NULL; i++) {
-		if ((t = curl_slist_append(h, fixed[i])) == NULL)
-			goto fail;
-		h = t;
-	}
-	/* The slist holds its own copy; wipe ours of the key. */
-	memset(auth.p, 0, auth.len);
-	buf_free(&auth);
+	if ((h = curlsetup_headers(key, extra)) == NULL)
+		return NULL;
 	/* The old list may still be set on the handle: the caller sets the
 	 * new one before the next transfer. */
 	forget_headers();
@@ -194,12 +161,6 @@ headers_for(const char *key)
 	}
 	up_headers = h;
 	return up_headers;
-fail:
-	if (auth.p != NULL)
-		memset(auth.p, 0, auth.len);
-	buf_free(&auth);
-	curl_slist_free_all(h);
-	return NULL;
 }
 
 /*
@@ -240,21 +201,6 @@ url_for(const char *text, CURLU **out)
 	return CURLUE_OK;
 }
 
-/* Options every transfer shares, set once on a new handle. */
-static bool
-setup_once(CURL *e)
-{
-	return curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) ==
-		       CURLE_OK &&
-	       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) ==
-		       CURLE_OK &&
-	       curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-	       curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK &&
-	       curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK &&
-	       curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") ==
-		       CURLE_OK;
-}
-
 /*
  * Sets what differs between transfers.  The handle is not reset between
  * them (curl_easy_reset and the fixed options cost more than the
@@ -274,7 +220,8 @@ setup(const struct upstream_call *c, struct xfer *x, bool *bad_url)
 	if (up_easy == NULL) {
 		if ((up_easy = curl_easy_init()) == NULL)
 			return false;
-		if (!setup_once(up_easy)) {
+		if (curl_easy_setopt(up_easy, CURLOPT_WRITEFUNCTION,
+				     write_cb) != CURLE_OK) {
 			curl_easy_cleanup(up_easy);
 			up_easy = NULL;
 			return false;
@@ -288,14 +235,12 @@ setup(const struct upstream_call *c, struct xfer *x, bool *bad_url)
 	}
 	if ((h = headers_for(c->key)) == NULL)
 		return false;
-	if (curl_easy_setopt(up_easy, CURLOPT_CURLU, u) != CURLE_OK ||
-	    curl_easy_setopt(up_easy, CURLOPT_HTTPHEADER, h) != CURLE_OK ||
-	    curl_easy_setopt(up_easy, CURLOPT_HEADERDATA, x) != CURLE_OK ||
-	    curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) != CURLE_OK ||
-	    curl_easy_setopt(up_easy, CURLOPT_CONNECTTIMEOUT_MS,
-			     (long)c->connect_timeout_ms) != CURLE_OK ||
-	    curl_easy_setopt(up_easy, CURLOPT_TIMEOUT_MS,
-			     (long)c->total_timeout_ms) != CURLE_OK)
+	/* The client sees curl_easy_strerror()'s text, not the error
+	 * buffer's, which names hosts and ports: no buffer here. */
+	if (!curlsetup_easy(up_easy, h, c->connect_timeout_ms,
+			    c->total_timeout_ms, NULL) ||
+	    curl_easy_setopt(up_easy, CURLOPT_CURLU, u) != CURLE_OK ||
+	    curl_easy_setopt(up_easy, CURLOPT_WRITEDATA, x) != CURLE_OK)
 		return false;
 	/* No pointer to an earlier call's (freed) body stays set. */
 	if (c->body == NULL)
@@ -351,7 +296,6 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	memset(res, 0, sizeof(*res));
 	memset(&x, 0, sizeof(x));
 	x.c = c;
-	x.retry_after = -1;
 	if (!setup(c, &x, &bad_url)) {
 		if (!bad_url)
 			return ORGW_ENOMEM;
@@ -395,8 +339,13 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 			break;
 		}
 	}
+	/* A whole response without a body (a bare 429, a 204) never
+	 * reached write_cb: report its headers now. */
+	if (!x.headers_done && !x.aborted && rc == CURLE_OK &&
+	    response_code() > 0)
+		headers_done(&x);
+	res->status = response_code();
 	curl_multi_remove_handle(up_multi, up_easy);
-	res->status = x.status;
 	res->fail = x.aborted ? UP_ABORTED : classify(rc);
 	if (res->fail != UP_OK)
 		snprintf(res->error, sizeof(res->error), "%s",

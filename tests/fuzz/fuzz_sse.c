@@ -13,8 +13,9 @@
  *   - every way delivers the same events (kind, data, raw) and ends with
  *     the same result (ORGW_OK or ORGW_ETOOBIG);
  *   - on ORGW_OK the raw events put together, followed by what is still
- *     buffered, are the payload, and sse_pending() says whether that rest
- *     holds anything but blanks;
+ *     buffered, are the payload, and a blank line fed after it flushes
+ *     that rest out whole, in events that hold more than blanks exactly
+ *     when the rest did (it was part of an event);
  *   - each event: data NUL-terminated at data_len; DONE iff data is
  *     "[DONE]" among data events; COMMENT/OTHER carry no data; raw ends
  *     with a blank line and is within max_event.
@@ -110,24 +111,55 @@ cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Checks the leftover after a clean run against the payload. */
 static void
-check_rest(const struct sse *s, const struct run *r, const uint8_t *p,
-           size_t n)
+run_free(struct run *r)
+{
+	buf_free(&r->log);
+	buf_free(&r->raws);
+}
+
+static bool
+blank_only(const char *p, size_t n)
 {
 	size_t i;
-	bool blank = true;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != '\r' && p[i] != '\n' && p[i] != ' ' && p[i] != '\t')
+			return false;
+	return true;
+}
+
+/*
+ * Checks the leftover after a clean run against the payload, then ends
+ * the stream with a blank line: the events that flushes out are the
+ * rest followed by blanks (nothing is lost or left but blanks), and
+ * they hold more than blanks exactly when the rest did (part of an
+ * event was pending).  s is used up.
+ */
+static void
+check_rest(struct sse *s, const struct run *r, const uint8_t *p, size_t n)
+{
+	struct run end = {0};
+	size_t rest = s->in.len;
+	bool blank;
 
 	if (r->raws.len + s->in.len != n ||
 	    (r->raws.len && memcmp(r->raws.p, p, r->raws.len) != 0) ||
 	    (s->in.len && memcmp(s->in.p, p + r->raws.len, s->in.len) != 0))
 		abort();
-	for (i = 0; i < s->in.len; i++)
-		if (s->in.p[i] != '\r' && s->in.p[i] != '\n' &&
-		    s->in.p[i] != ' ' && s->in.p[i] != '\t')
-			blank = false;
-	if (sse_pending(s) == blank)
+	blank = blank_only(s->in.p, s->in.len);
+	if (rest + 2 > s->max_event)
+		return;	/* the flushed event could be over the cap */
+	end.max_event = s->max_event;
+	if (sse_feed(s, "\n\n", 2, on_event, &end, NULL) != ORGW_OK ||
+	    end.n == 0 || end.raws.len < rest ||
+	    end.raws.len + s->in.len != rest + 2 ||
+	    (rest && memcmp(end.raws.p, p + r->raws.len, rest) != 0) ||
+	    !blank_only(end.raws.p + rest, end.raws.len - rest) ||
+	    !blank_only(s->in.p, s->in.len) ||
+	    blank_only(end.raws.p, end.raws.len) != blank)
 		abort();
+	run_free(&end);
 }
 
 static void
@@ -137,13 +169,6 @@ same(const struct run *a, enum orgw_err ea, const struct run *b,
 	if (ea != eb || a->n != b->n || a->log.len != b->log.len ||
 	    (a->log.len && memcmp(a->log.p, b->log.p, a->log.len) != 0))
 		abort();
-}
-
-static void
-run_free(struct run *r)
-{
-	buf_free(&r->log);
-	buf_free(&r->raws);
 }
 
 int

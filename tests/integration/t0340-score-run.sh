@@ -111,8 +111,17 @@ t_eq "an unknown option: exit 2" 2 "$RC"
 t_match "with a message and the usage" 'unknown argument: --no-such-option' "$(cat "$ORGW_T/s.err")"
 scorer --parallel 0
 t_eq "--parallel 0: exit 2" 2 "$RC"
+t_match "with the range" '--parallel: want 1\.\.64, got "0"' "$(cat "$ORGW_T/s.err")"
 scorer --timeout-ms abc
 t_eq "--timeout-ms abc: exit 2" 2 "$RC"
+scorer --timeout-ms=' 5'
+t_eq "--timeout-ms=' 5' (a blank before the digits, as in the config): exit 2" 2 "$RC"
+scorer --model
+t_eq "--model without a value: exit 2" 2 "$RC"
+t_match "with a message" '--model needs a value' "$(cat "$ORGW_T/s.err")"
+scorer --dry-run stray
+t_eq "a stray argument: exit 2" 2 "$RC"
+t_match "with a message" 'unknown argument: stray' "$(cat "$ORGW_T/s.err")"
 scorer --model 'bad model'
 t_eq "an invalid --model id: exit 2" 2 "$RC"
 "$SCORER" --config "$ORGW_T/nonexistent.conf" >"$ORGW_T/s.out" 2>"$ORGW_T/s.err"

@@ -37,6 +37,19 @@ t_eq "Retry-After: the stream succeeds" "true true" \
 	"$(json_get "$out" 'j.ok') $(json_get "$out" 'j.done')"
 t_check "Retry-After: 3 was followed ($gap ms >= 3000)" test "$gap" -ge 3000
 
+# Retry-After as an HTTP-date (RFC 9110 10.2.3), 4 s ahead: followed too
+# (the configured first delay is 1 s).  Whole seconds on both sides, so
+# the wait is 3 to 4 s.
+s0=$(since)
+when=$(LC_ALL=C date -u -d '+4 sec' '+%a, %d %b %Y %H:%M:%S GMT')
+double_ctl POST faults "{\"faults\":[{\"kind\":\"status\",\"status\":429,\"retry_after\":\"$when\",\"match\":{\"tag\":\"deepseek\"}}]}" >/dev/null
+out=$(orgw_chat --model $M)
+log=$(double_ctl GET "log?since=$s0&path=chat")
+gap=$(json_get "$log" 'Math.round(j.requests[1].t_ms - j.requests[0].t_ms)')
+echo "# Retry-After $when: retry came after $gap ms"
+t_eq "Retry-After HTTP-date: the request succeeds" true "$(json_get "$out" 'j.ok')"
+t_check "Retry-After HTTP-date was followed ($gap ms >= 2500)" test "$gap" -ge 2500
+
 # A 429 inside a 200 (an SSE error event before any content) is a 429 too.
 s0=$(since)
 double_ctl POST faults '{"faults":[{"kind":"error_in_200","code":429,"match":{"tag":"deepseek"}}]}' >/dev/null
@@ -59,10 +72,10 @@ out=$(orgw_chat --model $M)
 t_eq "persistent 429 inside a 200 body: the client gets status 429" 429 \
 	"$(json_get "$out" 'j.error.status')"
 
-t_eq "/stats: 429s counted (2+1+1+4+4)" 12 "$(stats 'errors["429"]')"
-t_eq "/stats: 429 retries counted (2+1+1+3+3)" 10 "$(stats retries_429)"
+t_eq "/stats: 429s counted (2+1+1+1+4+4)" 13 "$(stats 'errors["429"]')"
+t_eq "/stats: 429 retries counted (2+1+1+1+3+3)" 11 "$(stats retries_429)"
 t_eq "/stats: no breaker trip from 429s" 0 "$(stats breaker_trips)"
 t_eq "/stats: no failures counted from 429s" 0 "$(stats 'failures?.deepseek ?? 0')"
 t_eq "/stats: no failover" 0 "$(stats failovers)"
-t_eq "/stats: 6 requests, 4 ok" "6 4" "$(stats requests) $(stats ok)"
+t_eq "/stats: 7 requests, 5 ok" "7 5" "$(stats requests) $(stats ok)"
 t_eq "the lock never moved" deepseek "$(stats lock.tag)"

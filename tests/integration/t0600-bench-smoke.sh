@@ -56,10 +56,10 @@ t_check "memory: orgw workers sampled idle and during the streams" \
 t_check "lock trace: the trace build logged its transactions" grep -q 'lock: write=1 wait_us=' "$OUT/trace-seq.log"
 txns=$(grep -c 'lock: write=' "$OUT/trace-seq.log")
 reqs=$(grep -c ' req: ' "$OUT/trace-seq.log")
-# One STATS transaction per request; the routing one only when a worker's
-# route memo is stale (first request of a second, or after a change).
-t_check "lock trace: at least one transaction per request, fewer than two" \
-	test "$reqs" -gt 0 -a "$txns" -ge "$reqs" -a "$txns" -lt $((2 * reqs))
+# Two transactions per request: routing, then STATS; a few more when a
+# model is scored or a provider fails.
+t_check "lock trace: two transactions per request, fewer than three" \
+	test "$reqs" -gt 0 -a "$txns" -ge $((2 * reqs)) -a "$txns" -lt $((3 * reqs))
 t_check "the release build carries no lock-trace code" \
 	sh -c "! grep -q 'wait_us=' '$ORGW_ROOT/build/release/orgw.fcgi'"
 t_check "summary.json has every goal figure" json_ok "$OUT/summary.json" \

@@ -5,7 +5,7 @@
 #   - a non-streamed body of 100 MB;
 #   - a 1 MB response header;
 #   - an endpoints response of 50 MB (111785 endpoints; one 50 MB string),
-#     refused past RESCORE_MAX_BYTES (4 MiB) while it arrives;
+#     refused past SCORERUN_MAX_BYTES (4 MiB) while it arrives;
 #   - a model list of 50 MB.
 # Each gets a clear OpenAI-shaped error (or, mid-stream, an SSE error event
 # and no [DONE]) or is handled within its cap; the upstream transfer is

@@ -1,7 +1,7 @@
 /*
  * test_route.c - unit tests for route.c, SPEC section 4 steps 3 to 7:
  * every branch of route_decide(), route_next() skipping and cooling,
- * route_find() and route_lock_from().  Cooling is a set of tags here.
+ * and route_lock_from().  Cooling is a set of tags here.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -227,10 +227,6 @@ test_next_find(void)
 	         route_next(&empty, NULL, NULL, NULL) == NULL);
 	T_ASSERT("next: skip_tag is an exact match, not a prefix",
 	         route_next(&CANDS, NULL, NULL, "deep") == &V[0]);
-
-	T_ASSERT("find: present", route_find(&CANDS, "novita") == &V[2]);
-	T_ASSERT("find: absent", route_find(&CANDS, "nov") == NULL);
-	T_ASSERT("find: NULL cands", route_find(NULL, "novita") == NULL);
 }
 
 static void

@@ -1,6 +1,8 @@
 /*
- * test_scorerun.c - the parts of a scoring run that need no network:
- * the model list (scorerun_add: validation, dedup), fetchmany_run's
+ * test_scorerun.c - the parts of scoring that need no network: the
+ * endpoints URL and how an answer is judged (scorerun_url,
+ * scorerun_answer, shared by the inline scorer and a run), the model
+ * list (scorerun_add: validation, dedup), fetchmany_run's
  * option checks, and its bookkeeping (every item gets exactly one done()
  * call, whatever fails) driven by URLs curl refuses before any I/O.
  * The parallel fetches themselves are tested against the double in
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "t.h"
+#include "conf.h"
 #include "fetchmany.h"
 #include "scorerun.h"
 #include "upstream.h"
@@ -148,6 +151,58 @@ test_bookkeeping(void)
 }
 
 static void
+test_url(void)
+{
+	struct orgw_conf c;
+	char url[64];
+
+	memset(&c, 0, sizeof(c));
+	c.upstream_url = (char *)(uintptr_t)"http://h/api/v1";
+	T_ASSERT("url: the model's '/' stays a path separator",
+		 scorerun_url(&c, "a/b:free", url, sizeof(url)) &&
+			 strcmp(url, "http://h/api/v1/models/a/b:free/"
+				     "endpoints") == 0);
+	T_ASSERT("url: exactly fitting is ok",
+		 scorerun_url(&c, "a/b", url,
+			      sizeof("http://h/api/v1/models/a/b/endpoints")));
+	T_ASSERT("url: one byte short is refused",
+		 !scorerun_url(&c, "a/b", url,
+			       sizeof("http://h/api/v1/models/a/b/endpoints") -
+				       1));
+}
+
+static void
+test_answer(void)
+{
+	static const char BODY[] =
+		"{\"data\":{\"id\":\"a/b\",\"endpoints\":[{\"tag\":\"t1\","
+		"\"provider_name\":\"T1\",\"status\":0,"
+		"\"uptime_last_30m\":100,\"pricing\":{\"prompt\":\"0.000001\","
+		"\"completion\":\"0.000002\"}}]}}";
+	static const struct score_params p = {0.8, 1.0, 95.0};
+	struct score_result res;
+	char err[64];
+
+	err[0] = '\0';
+	T_ASSERT("answer: HTTP 404 is an upstream error",
+		 scorerun_answer(&p, 404, BODY, strlen(BODY), 1200, &res, err,
+				 sizeof(err)) == ORGW_EUPSTREAM &&
+			 strcmp(err, "endpoints HTTP 404") == 0 &&
+			 res.v == NULL);
+	score_result_free(&res);
+	T_ASSERT("answer: 200 with garbage is unreadable",
+		 scorerun_answer(&p, 200, "{\"data\":", 8, 1200, &res, err,
+				 sizeof(err)) == ORGW_EINVAL &&
+			 strcmp(err, "endpoints response unreadable") == 0);
+	score_result_free(&res);
+	T_ASSERT("answer: 200 with endpoints is scored",
+		 scorerun_answer(&p, 200, BODY, strlen(BODY), 1200, &res, err,
+				 sizeof(err)) == ORGW_OK &&
+			 res.n == 1 && strcmp(res.v[0].tag, "t1") == 0);
+	score_result_free(&res);
+}
+
+static void
 test_models_empty(void)
 {
 	T_ASSERT("scorerun_models of nothing fails nothing",
@@ -161,6 +216,8 @@ main(void)
 		puts("not ok - curl_global_init");
 		return 1;
 	}
+	test_url();
+	test_answer();
 	test_add();
 	test_options();
 	test_bookkeeping();

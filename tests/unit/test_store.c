@@ -1,10 +1,9 @@
 /*
- * test_store.c - the store's generation (store.h) and the route memo it
- * makes safe (state.c), on real GDBM files in a temporary directory.
+ * test_store.c - store transactions (store.h) and the routing built on
+ * them (state.c), on real GDBM files in a temporary directory.
  *
- * What must hold: every change a reader could decide from raises the
- * generation, counters do not, and a route decided from the state is
- * never reused after another process changed the lock.
+ * What must hold: what one transaction writes the next one reads, and a
+ * route always follows the lock another process wrote last.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,17 +22,7 @@
 static char dir[] = "/tmp/orgw-test-store.XXXXXX";
 static char path[256];
 
-static uint64_t
-gen_now(void)
-{
-	uint64_t g = 12345;
-
-	if (store_generation(path, &g) != ORGW_OK)
-		return 12345;
-	return g;
-}
-
-/* One write transaction: put (or quiet put, or delete) key. */
+/* One write transaction: put (how 0) or delete (how 1) key. */
 static enum orgw_err
 txn(const char *key, const char *val, int how)
 {
@@ -42,67 +31,65 @@ txn(const char *key, const char *val, int how)
 
 	if ((err = store_open(&s, path, true, 1000)) != ORGW_OK)
 		return err;
-	err = how == 0 ? store_put(s, key, val) :
-	      how == 1 ? store_put_quiet(s, key, val) :
-			 store_del(s, key);
+	err = how == 0 ? store_put(s, key, val) : store_del(s, key);
 	if (store_close(s) != ORGW_OK)
 		err = ORGW_EIO;
 	return err;
 }
 
-static void
-test_generation(void)
+/* Reads key in a reader transaction: malloc'd value or NULL. */
+static char *
+get(const char *key)
 {
 	struct store *s;
-	uint64_t g0, g1, in_txn = 0;
+	char *v = NULL;
+
+	if (store_open(&s, path, false, 1000) != ORGW_OK)
+		return NULL;
+	if (store_get(s, key, &v) != ORGW_OK) {
+		free(v);
+		v = NULL;
+	}
+	if (store_close(s) != ORGW_OK) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
+static bool
+has(const char *key, const char *want)
+{
+	char *v = get(key);
+	bool ok = want == NULL ? v == NULL : v != NULL && strcmp(v, want) == 0;
+
+	free(v);
+	return ok;
+}
+
+static void
+test_store(void)
+{
 	char lp[300];
 
-	T_ASSERT("no lock file yet: no generation (a memo cannot match)",
-		 store_generation(path, &g0) == ORGW_EIO);
-	T_ASSERT("first quiet put creates the store",
-		 txn("STATS:m", "{}", 1) == ORGW_OK);
-	g0 = gen_now();
-	T_ASSERT("a new store reads generation 0 (empty lock file)", g0 == 0);
-	T_ASSERT("put ok", txn("BEST_PROVIDER:m", "{}", 0) == ORGW_OK);
-	T_ASSERT("a put raises the generation by one", gen_now() == g0 + 1);
-	T_ASSERT("quiet put ok", txn("STATS:m", "{}", 1) == ORGW_OK);
-	T_ASSERT("a quiet put (counters) leaves it", gen_now() == g0 + 1);
-	T_ASSERT("delete ok", txn("BEST_PROVIDER:m", NULL, 2) == ORGW_OK);
-	T_ASSERT("a delete raises it", gen_now() == g0 + 2);
+	T_ASSERT("a reader of a missing file sees an empty store",
+		 has("A", NULL));
+	T_ASSERT("put ok", txn("A", "1", 0) == ORGW_OK);
+	T_ASSERT("the next transaction reads it", has("A", "1"));
+	T_ASSERT("put again ok", txn("A", "2", 0) == ORGW_OK);
+	T_ASSERT("a put replaces", has("A", "2"));
+	T_ASSERT("delete ok", txn("A", NULL, 1) == ORGW_OK);
+	T_ASSERT("a delete removes", has("A", NULL));
+	T_ASSERT("deleting an absent key is ok", txn("A", NULL, 1) == ORGW_OK);
+	T_ASSERT("repair of a sound file ok",
+		 store_repair(path, 1000) == ORGW_OK);
 
-	/* Several changes in one transaction: raised once, before the
-	 * first, and the transaction reports the raised value. */
-	g1 = gen_now();
-	T_ASSERT("open", store_open(&s, path, true, 1000) == ORGW_OK);
-	T_ASSERT("put 1", store_put(s, "A", "1") == ORGW_OK);
-	T_ASSERT("raised before the transaction ends (a reader sees it)",
-		 gen_now() == g1 + 1);
-	T_ASSERT("put 2", store_put(s, "B", "2") == ORGW_OK);
-	T_ASSERT("txn generation",
-		 store_txn_generation(s, &in_txn) == ORGW_OK);
-	T_ASSERT("close", store_close(s) == ORGW_OK);
-	T_ASSERT("two puts in one transaction raise it once",
-		 gen_now() == g1 + 1 && in_txn == g1 + 1);
-
-	/* A read-only transaction sees the same value and keeps it. */
-	T_ASSERT("reader open", store_open(&s, path, false, 1000) == ORGW_OK);
-	T_ASSERT("reader's generation is the current one",
-		 store_txn_generation(s, &in_txn) == ORGW_OK &&
-			 in_txn == g1 + 1);
-	T_ASSERT("reader close", store_close(s) == ORGW_OK);
-	T_ASSERT("a reader leaves it", gen_now() == g1 + 1);
-
-	g1 = gen_now();
-	T_ASSERT("repair ok", store_repair(path, 1000) == ORGW_OK);
-	T_ASSERT("a repair raises it", gen_now() > g1);
-
-	/* A lock file removed behind our back: the next transaction opens
-	 * the new one, and store_generation follows it. */
+	/* A lock file removed behind our back: the next transaction
+	 * creates a new one and works. */
 	snprintf(lp, sizeof(lp), "%s.lock", path);
 	T_ASSERT("unlink the lock file", unlink(lp) == 0);
 	T_ASSERT("put after the lock file went", txn("X", "1", 0) == ORGW_OK);
-	T_ASSERT("the generation is read from the new lock file (0 + 1)",
-		 gen_now() == 1);
+	T_ASSERT("...and it reads back", has("X", "1"));
 }
 
 /* Writes BEST_PROVIDER:M for tag, used now, as another worker would. */
@@ -125,7 +112,7 @@ write_lock(const char *tag, int how)
 }
 
 static void
-test_route_memo(void)
+test_route(void)
 {
 	struct orgw_conf c;
 	struct state_route r;
@@ -135,8 +122,7 @@ test_route_memo(void)
 	T_ASSERT("conf_init", conf_init(&c) == ORGW_OK);
 	free(c.state_path);
 	c.state_path = strdup(path);
-	/* The memo is good for the second the caller names (now), which
-	 * the calls below hold fixed. */
+	/* now held fixed: a route taken twice in the same second. */
 	write_lock("alpha", 0);
 	now = (int64_t)time(NULL);
 	T_ASSERT("route 1 ok", state_route(&c, M, false, now, &r) == ORGW_OK);
@@ -155,18 +141,16 @@ test_route_memo(void)
 		 state_route(&c, M, false, now, &r) == ORGW_OK &&
 			 r.kind == ROUTE_LOCKED && strcmp(r.tag, "beta") == 0);
 
-	/* The memo is really used: a change that does not raise the
-	 * generation (only counters may do that) goes unseen within the
-	 * second, and is seen the next second. */
-	write_lock("gamma", 1);
-	T_ASSERT("a quiet change is not seen within the second (memo used)",
+	/* And again, with no other change. */
+	write_lock("gamma", 0);
+	T_ASSERT("a third lock, same second: followed too",
 		 state_route(&c, M, false, now, &r) == ORGW_OK &&
-			 strcmp(r.tag, "beta") == 0);
-	T_ASSERT("...and is seen the next second",
+			 strcmp(r.tag, "gamma") == 0);
+	T_ASSERT("...and the next second",
 		 state_route(&c, M, false, now + 1, &r) == ORGW_OK &&
 			 strcmp(r.tag, "gamma") == 0);
 
-	/* A client-chosen provider routes by the client, memo or not. */
+	/* A client-chosen provider routes by the client. */
 	T_ASSERT("client provider",
 		 state_route(&c, M, true, now + 1, &r) == ORGW_OK &&
 			 r.kind == ROUTE_CLIENT);
@@ -189,9 +173,9 @@ main(void)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/state.gdbm", dir);
-	test_generation();
+	test_store();
 	snprintf(path, sizeof(path), "%s/state2.gdbm", dir);
-	test_route_memo();
+	test_route();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

@@ -1,0 +1,269 @@
+/*
+ * stats.c - the GET /stats document (SPEC section 7): every model the
+ * state knows, with its lock, candidates, failure counts, live
+ * cooldowns and STATS counters, read in one shared-lock transaction
+ * (state_txn) and built with cJSON.
+ *
+ * Ownership: the document is built under a cJSON root owned by
+ * stats_json() and printed once; values read from the store are
+ * borrowed for the store_each() callback only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "breaker.h"
+#include "record.h"
+#include "state.h"
+#include "stats.h"
+#include "store.h"
+
+struct stats_args {
+	cJSON *models;
+	int64_t now;
+	bool ok;
+};
+
+static cJSON *
+model_obj(struct stats_args *a, const char *model)
+{
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(a->models, model);
+
+	if (m == NULL && (m = cJSON_AddObjectToObject(a->models, model)) ==
+				 NULL)
+		a->ok = false;
+	return m;
+}
+
+static void
+stats_seen_cb(void *arg, const char *model, int64_t first_seen)
+{
+	struct stats_args *a = arg;
+	cJSON *m = model_obj(a, model);
+
+	if (m && !cJSON_AddNumberToObject(m, "first_seen", (double)first_seen))
+		a->ok = false;
+}
+
+/* Splits "<model>:<tag>" at the last ':' (tags hold no ':'). */
+static bool
+split_model_tag(const char *rest, char *model, size_t n, const char **tag)
+{
+	const char *colon = strrchr(rest, ':');
+	size_t len;
+
+	if (colon == NULL)
+		return false;
+	len = (size_t)(colon - rest);
+	if (len == 0 || len >= n)
+		return false;
+	memcpy(model, rest, len);
+	model[len] = '\0';
+	*tag = colon + 1;
+	return true;
+}
+
+static void
+add_lock(cJSON *m, const char *val, bool *ok)
+{
+	struct rec_lock l;
+	cJSON *o;
+
+	if (record_lock_decode(val, &l) != ORGW_OK)
+		return;
+	if ((o = cJSON_AddObjectToObject(m, "lock")) == NULL ||
+	    !cJSON_AddStringToObject(o, "tag", l.tag) ||
+	    !cJSON_AddStringToObject(o, "provider_name", l.provider_name) ||
+	    !cJSON_AddNumberToObject(o, "locked_at", (double)l.locked_at) ||
+	    !cJSON_AddNumberToObject(o, "last_used", (double)l.last_used))
+		*ok = false;
+}
+
+static void
+add_cands(cJSON *m, const char *val, bool *ok)
+{
+	cJSON *o = cJSON_Parse(val), *arr;
+
+	if (o == NULL)
+		return;
+	arr = cJSON_DetachItemFromObjectCaseSensitive(o, "candidates");
+	if (arr != NULL && !cJSON_AddItemToObject(m, "candidates", arr)) {
+		cJSON_Delete(arr);
+		*ok = false;
+	}
+	if (!cJSON_AddNumberToObject(
+		    m, "scored_at",
+		    cJSON_GetNumberValue(
+			    cJSON_GetObjectItemCaseSensitive(o, "scored_at"))))
+		*ok = false;
+	{
+		cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+		if (cJSON_IsString(e) && e->valuestring[0] != '\0' &&
+		    !cJSON_AddStringToObject(m, "scoring_error",
+					     e->valuestring))
+			*ok = false;
+	}
+	cJSON_Delete(o);
+}
+
+static void
+add_stats(cJSON *m, const char *val, bool *ok)
+{
+	cJSON *o = cJSON_Parse(val), *it, *next, *lat,
+	      *tok;
+	double prompt, cached, n;
+
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return;
+	}
+	lat = cJSON_GetObjectItemCaseSensitive(o, "latency");
+	if (cJSON_IsObject(lat)) {
+		n = cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(lat, "ttfb_count"));
+		if (n > 0 &&
+		    !cJSON_AddNumberToObject(
+			    lat, "ttfb_ms_avg",
+			    cJSON_GetNumberValue(
+				    cJSON_GetObjectItemCaseSensitive(
+					    lat, "ttfb_ms_sum")) /
+				    n))
+			*ok = false;
+		n = cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(lat, "total_count"));
+		if (n > 0 &&
+		    !cJSON_AddNumberToObject(
+			    lat, "total_ms_avg",
+			    cJSON_GetNumberValue(
+				    cJSON_GetObjectItemCaseSensitive(
+					    lat, "total_ms_sum")) /
+				    n))
+			*ok = false;
+	}
+	tok = cJSON_GetObjectItemCaseSensitive(o, "tokens");
+	prompt = cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(tok, "prompt"));
+	cached = cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(tok, "cached"));
+	if (!cJSON_AddNumberToObject(o, "cache_hit_rate",
+				     prompt > 0 ? cached / prompt : 0))
+		*ok = false;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "v");
+	/* Move every counter into the model's object. */
+	for (it = o->child; it != NULL; it = next) {
+		next = it->next;
+		cJSON_DetachItemViaPointer(o, it);
+		if (!cJSON_AddItemToObject(m, it->string, it)) {
+			cJSON_Delete(it);
+			*ok = false;
+		}
+	}
+	cJSON_Delete(o);
+}
+
+static void
+add_tagged(cJSON *m, const char *field, const char *tag, const char *val,
+	   int64_t now, bool *ok)
+{
+	cJSON *o = cJSON_GetObjectItemCaseSensitive(m, field), *e;
+
+	if (o == NULL && (o = cJSON_AddObjectToObject(m, field)) == NULL) {
+		*ok = false;
+		return;
+	}
+	if (strcmp(field, "failures") == 0) {
+		struct rec_failure f;
+		if (record_failure_decode(val, &f) == ORGW_OK &&
+		    !cJSON_AddNumberToObject(o, tag, (double)f.count))
+			*ok = false;
+		return;
+	}
+	struct rec_cooldown cd;
+	if (record_cooldown_decode(val, &cd) != ORGW_OK ||
+	    !breaker_cooling(&cd, now))
+		return;
+	if ((e = cJSON_AddObjectToObject(o, tag)) == NULL ||
+	    !cJSON_AddNumberToObject(e, "until", (double)cd.until) ||
+	    !cJSON_AddStringToObject(e, "reason", cd.reason))
+		*ok = false;
+}
+
+static int
+stats_key_cb(void *arg, const char *key, const char *val)
+{
+	static const struct {
+		const char *prefix, *field;
+	} tagged[] = {{"PROVIDER_FAILURE:", "failures"},
+		      {"PROVIDER_COOLDOWN:", "cooldowns"}};
+	struct stats_args *a = arg;
+	char model[ORGW_MODEL_MAX];
+	const char *tag;
+	cJSON *m;
+	size_t i;
+
+	if (strncmp(key, "BEST_PROVIDER:", 14) == 0) {
+		if ((m = model_obj(a, key + 14)) != NULL)
+			add_lock(m, val, &a->ok);
+	} else if (strncmp(key, "PROVIDER_CANDIDATE:", 19) == 0) {
+		if ((m = model_obj(a, key + 19)) != NULL)
+			add_cands(m, val, &a->ok);
+	} else if (strncmp(key, "STATS:", 6) == 0) {
+		if ((m = model_obj(a, key + 6)) != NULL)
+			add_stats(m, val, &a->ok);
+	} else {
+		for (i = 0; i < 2; i++) {
+			size_t pl = strlen(tagged[i].prefix);
+			if (strncmp(key, tagged[i].prefix, pl) != 0 ||
+			    !split_model_tag(key + pl, model, sizeof(model),
+					     &tag))
+				continue;
+			if ((m = model_obj(a, model)) != NULL)
+				add_tagged(m, tagged[i].field, tag, val,
+					   a->now, &a->ok);
+		}
+	}
+	return a->ok ? 0 : 1;
+}
+
+static enum orgw_err
+do_stats(struct store *s, void *arg)
+{
+	struct stats_args *a = arg;
+	char *seen = NULL;
+	enum orgw_err err;
+
+	if ((err = store_get(s, "MODELS_SEEN", &seen)) != ORGW_OK)
+		return err;
+	if (seen != NULL)
+		record_seen_each(seen, stats_seen_cb, a);
+	free(seen);
+	return store_each(s, "", stats_key_cb, a);
+}
+
+char *
+stats_json(const struct orgw_conf *c, int64_t now)
+{
+	cJSON *root = cJSON_CreateObject();
+	struct stats_args a;
+	enum orgw_err err;
+	char *out = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.now = now;
+	a.ok = root != NULL &&
+	       cJSON_AddNumberToObject(root, "generated_at", (double)now) &&
+	       (a.models = cJSON_AddObjectToObject(root, "models")) != NULL;
+	if (a.ok) {
+		err = state_txn(c, false, do_stats, &a);
+		if (err != ORGW_OK &&
+		    !cJSON_AddStringToObject(root, "state_error",
+					     orgw_strerror(err)))
+			a.ok = false;
+	}
+	if (a.ok)
+		out = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return out;
+}
