@@ -17,7 +17,7 @@
 
 #include <cJSON.h>
 
-#include "breaker.h"
+#include "failover.h"
 #include "jsonin.h"
 #include "jsonout.h"
 #include "log.h"
@@ -111,7 +111,7 @@ cooling(void *arg, const char *tag)
 	if (store_get(cc->s, k, &v) != ORGW_OK || v == NULL)
 		return false;
 	hot = record_cooldown_decode(v, &cd) == ORGW_OK &&
-	      breaker_cooling(&cd, cc->now);
+	      failover_breaker_cooling(&cd, cc->now);
 	free(v);
 	return hot;
 }
@@ -534,8 +534,9 @@ do_failure(struct store *s, void *arg)
 	if (v == NULL || record_failure_decode(v, &f) != ORGW_OK)
 		memset(&f, 0, sizeof(f));
 	free(v);
-	*a->tripped = breaker_fail(&f, a->reason, a->now, a->c->fail_limit,
-				   a->c->cooldown_seconds, &cd);
+	*a->tripped = failover_breaker_fail(&f, a->reason, a->now,
+					    a->c->fail_limit,
+					    a->c->cooldown_seconds, &cd);
 	if ((err = put_text(s, k, record_failure_encode(&f))))
 		return err;
 	if (!*a->tripped)
@@ -626,7 +627,7 @@ do_finish(struct store *s, void *arg)
 	/* Write only when there is a count to reset. */
 	if (v != NULL && record_failure_decode(v, &f) == ORGW_OK &&
 	    f.count > 0) {
-		breaker_ok(&f);
+		failover_breaker_ok(&f);
 		err = put_text(s, k, record_failure_encode(&f));
 	}
 	free(v);
@@ -858,7 +859,7 @@ add_tagged(cJSON *m, const char *field, const char *tag, const char *val,
 	}
 	struct rec_cooldown cd;
 	if (record_cooldown_decode(val, &cd) != ORGW_OK ||
-	    !breaker_cooling(&cd, now))
+	    !failover_breaker_cooling(&cd, now))
 		return;
 	if ((e = cJSON_AddObjectToObject(o, tag)) == NULL ||
 	    !cJSON_AddNumberToObject(e, "until", (double)cd.until) ||
