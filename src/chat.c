@@ -2,8 +2,10 @@
  * chat.c - the chat-completions proxy.
  *
  * One request runs: validate (reqval) -> route (state_route, maybe an
- * inline scoring) -> up to MAX_ATTEMPTS upstream attempts -> one stats
- * transaction.  No state lock is held across network I/O.
+ * inline scoring) -> up to MAX_ATTEMPTS upstream attempts (attempt_loop;
+ * failover.c decides what each one means and what comes next) -> the
+ * answer -> one stats transaction (bookkeep).  This file does the I/O and
+ * holds no failover policy.  No state lock is held across network I/O.
  *
  * Streaming: the client's header block is held back until the first data
  * event (or until keep-alive comments have run for KEEPALIVE_COMMIT_MS,
