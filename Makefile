@@ -48,7 +48,7 @@ GATEWAY := cgi-bin/orgw.fcgi
 SCORER  := scheduler/orgw-score
 
 # Core modules must stay free of I/O libraries (STYLE.md 1).
-CORE    := src/route.c src/score.c src/breaker.c src/sse.c src/reqval.c \
+CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/conf.c src/record.c src/record_flat.c src/buf.c src/jsonout.c \
 	   src/jsonin.c
 

@@ -2,8 +2,10 @@
  * chat.c - the chat-completions proxy.
  *
  * One request runs: validate (reqval) -> route (state_route, maybe an
- * inline scoring) -> up to MAX_ATTEMPTS upstream attempts -> one stats
- * transaction.  No state lock is held across network I/O.
+ * inline scoring) -> up to MAX_ATTEMPTS upstream attempts (attempt_loop;
+ * failover.c decides what each one means and what comes next) -> the
+ * answer -> one stats transaction (bookkeep).  This file does the I/O and
+ * holds no failover policy.  No state lock is held across network I/O.
  *
  * Streaming: the client's header block is held back until the first data
  * event (or until keep-alive comments have run for KEEPALIVE_COMMIT_MS,
@@ -27,8 +29,7 @@
 #include "buf.h"
 #include "chat.h"
 #include "clock.h"
-#include "jsonin.h"
-#include "jsonout.h"
+#include "failover.h"
 #include "log.h"
 #include "reqval.h"
 #include "score.h"
@@ -38,29 +39,9 @@
 #include "upstream.h"
 
 #define KEEPALIVE_COMMIT_MS 3000	/* hold headers at most this long */
-#define RETRY_AFTER_CAP_S 30
 #define HELD_MAX_BYTES (64u * 1024)
 #define BODY_MAX_BYTES (64u * 1024 * 1024)	/* non-stream response cap */
 #define CONNECT_TIMEOUT_MS 10000
-
-enum outcome {
-	OUT_OK,		/* 2xx relayed, stream completed */
-	OUT_429,	/* rate limited: retry the same provider */
-	OUT_FAIL,	/* provider failure, nothing relayed: fail over */
-	OUT_MID,	/* failure after content reached the client */
-	OUT_CLIENT,	/* upstream 4xx etc.: relay as is */
-	OUT_GONE,	/* the client went away */
-};
-
-enum abort_why {
-	AB_NONE,
-	AB_TIMEOUT,	/* no first byte in time */
-	AB_STALL,	/* stream went quiet */
-	AB_MALFORMED,	/* an unparseable chunk */
-	AB_ERROR_EVENT,	/* upstream sent an SSE error event */
-	AB_GONE,	/* client went away (write failed or hung up) */
-	AB_TOO_BIG,	/* response over the cap */
-};
 
 struct attempt {
 	long status;
@@ -72,7 +53,7 @@ struct attempt {
 	int64_t t_start, t_first, t_last;
 	bool content;		/* data relayed in this attempt */
 	bool done;		/* saw data: [DONE] */
-	enum abort_why why;
+	enum failover_abort why;
 	long err_code;		/* error object's code, in body or event */
 	char err_msg[256];
 	char served[ORGW_TAG_MAX];	/* response "provider" */
@@ -91,12 +72,15 @@ struct chat {
 	char *fwd;		/* forwarded body (cJSON allocated) */
 	int attempts;
 	bool head_sent;		/* the client has its header block */
-	bool content_sent;	/* ...and some content */
 	struct buf held;	/* comments held before the header block */
 	struct attempt a;
+	struct failover_verdict v;	/* what the last attempt means */
 	struct stats_delta d;
 	int64_t t0;
 	int final_status;
+	bool ok;		/* a success, for the stats and the breaker */
+	const char *result;	/* outcome= in the log */
+	int rc;			/* what chat_handle returns */
 };
 
 static void
@@ -225,43 +209,6 @@ on_headers(void *arg, long status, const char *ctype, int retry_after)
 }
 
 /*
- * True when a chunk says something the client must not see twice: text,
- * reasoning, tool calls, a refusal, a finish reason or usage.  The first
- * chunk of a stream (role "assistant", content "") is not content.
- */
-static bool
-carries_content(const cJSON *o)
-{
-	const cJSON *choices, *c, *d, *it;
-	static const char *const fields[] = {"content", "reasoning",
-					     "refusal", "tool_calls",
-					     "reasoning_details"};
-	size_t i;
-
-	if (cJSON_GetObjectItemCaseSensitive(o, "usage") != NULL)
-		return true;
-	choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
-	cJSON_ArrayForEach(c, choices)
-	{
-		it = cJSON_GetObjectItemCaseSensitive(c, "finish_reason");
-		if (it != NULL && !cJSON_IsNull(it))
-			return true;
-		d = cJSON_GetObjectItemCaseSensitive(c, "delta");
-		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-			it = cJSON_GetObjectItemCaseSensitive(d, fields[i]);
-			if (it == NULL || cJSON_IsNull(it))
-				continue;
-			if (cJSON_IsString(it) && it->valuestring[0] == '\0')
-				continue;
-			if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 0)
-				continue;
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
  * Overwrites every copy of the upstream key in p[0..n) with '*', in place
  * and at the same length (so JSON around it stays valid).  An upstream
  * that quotes the key back ("Incorrect API key provided: sk-...") must
@@ -290,55 +237,47 @@ mask_key(const struct chat *ch, char *p, size_t n)
 	}
 }
 
-/* The members read_meta() and carries_content() read; the parser checks
- * the others and builds nothing for them (jsonin.h). */
-static const char *const meta_keys[] = {"provider", "usage", "error", NULL};
-static const char *const chunk_keys[] = {"provider", "usage", "error",
-					 "choices", NULL};
-
+/* Writes an event as it came (after the held-back head) and flushes: 0,
+ * or -1 when the client is gone. */
 static int
-on_event(void *arg, const struct sse_event *ev)
+relay_raw(struct chat *ch, const struct sse_event *ev)
 {
-	struct chat *ch = arg;
-	struct attempt *a = &ch->a;
 	const struct orgw_io *io = ch->io;
+
+	if (send_stream_head(ch) != 0 ||
+	    io->write(io->ctx, ev->raw, ev->raw_len) || io->flush(io->ctx))
+		return -1;
+	return 0;
+}
+
+/* A comment (keep-alive) or other event: held back with the head, which
+ * goes out after KEEPALIVE_COMMIT_MS at the latest.  -1: client gone. */
+static int
+on_comment(struct chat *ch, const struct sse_event *ev)
+{
+	if (ch->head_sent)
+		return relay_raw(ch, ev);
+	if (ch->held.len + ev->raw_len <= HELD_MAX_BYTES &&
+	    buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK)
+		return 0;
+	if (clock_mono_ms() - ch->t0 >= KEEPALIVE_COMMIT_MS &&
+	    (send_stream_head(ch) != 0 || ch->io->flush(ch->io->ctx)))
+		return -1;
+	return 0;
+}
+
+/* A data event: relayed when it carries content; 1 stops the attempt
+ * (a->why says why). */
+static int
+on_chunk(struct chat *ch, const struct sse_event *ev)
+{
+	struct attempt *a = &ch->a;
 	bool content;
 	cJSON *o;
 
-	/* The event's bytes live in the splitter's buffers (sse.h), which
-	 * are ours to change until we return. */
-	mask_key(ch, (char *)(uintptr_t)ev->raw, ev->raw_len);
-	mask_key(ch, (char *)(uintptr_t)ev->data, ev->data_len);
-
-	switch (ev->kind) {
-	case SSE_COMMENT:
-	case SSE_OTHER:
-		if (ch->head_sent) {
-			if (io->write(io->ctx, ev->raw, ev->raw_len) ||
-			    io->flush(io->ctx))
-				goto gone;
-			return 0;
-		}
-		if (ch->held.len + ev->raw_len <= HELD_MAX_BYTES &&
-		    buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK)
-			return 0;
-		if (clock_mono_ms() - ch->t0 >= KEEPALIVE_COMMIT_MS &&
-		    (send_stream_head(ch) != 0 || io->flush(io->ctx)))
-			goto gone;
-		return 0;
-	case SSE_DONE:
-		a->done = true;
-		if (send_stream_head(ch) != 0 ||
-		    io->write(io->ctx, ev->raw, ev->raw_len) ||
-		    io->flush(io->ctx))
-			goto gone;
-		return 0;
-	case SSE_DATA:
-		break;
-	}
 	if (a->t_first == 0)
 		a->t_first = clock_mono_ms();
-	o = jsonin_parse_ex(ev->data, ev->data_len, chunk_keys, false);
+	o = cJSON_ParseWithLength(ev->data, ev->data_len);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		a->why = AB_MALFORMED;
@@ -347,7 +286,7 @@ on_event(void *arg, const struct sse_event *ev)
 		return 1;
 	}
 	read_meta(a, o);
-	content = carries_content(o);
+	content = failover_carries_content(o);
 	cJSON_Delete(o);
 	if (a->err_msg[0] != '\0') {
 		a->why = AB_ERROR_EVENT;
@@ -363,14 +302,39 @@ on_event(void *arg, const struct sse_event *ev)
 		}
 		return 0;
 	}
-	if (send_stream_head(ch) != 0 ||
-	    io->write(io->ctx, ev->raw, ev->raw_len) || io->flush(io->ctx))
-		goto gone;
+	if (relay_raw(ch, ev) != 0) {
+		a->why = AB_GONE;
+		return 1;
+	}
 	a->content = true;
-	ch->content_sent = true;
 	return 0;
-gone:
-	a->why = AB_GONE;
+}
+
+static int
+on_event(void *arg, const struct sse_event *ev)
+{
+	struct chat *ch = arg;
+
+	/* The event's bytes live in the splitter's buffers (sse.h), which
+	 * are ours to change until we return. */
+	mask_key(ch, (char *)(uintptr_t)ev->raw, ev->raw_len);
+	mask_key(ch, (char *)(uintptr_t)ev->data, ev->data_len);
+
+	switch (ev->kind) {
+	case SSE_COMMENT:
+	case SSE_OTHER:
+		if (on_comment(ch, ev) == 0)
+			return 0;
+		break;
+	case SSE_DONE:
+		ch->a.done = true;
+		if (relay_raw(ch, ev) == 0)
+			return 0;
+		break;
+	case SSE_DATA:
+		return on_chunk(ch, ev);
+	}
+	ch->a.why = AB_GONE;
 	return 1;
 }
 
@@ -446,9 +410,7 @@ parse_body(struct attempt *a)
 
 	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
-	/* Only what read_meta() reads is built; "choices" (the answer
-	 * itself, most of the bytes) is checked and skipped. */
-	o = jsonin_parse_ex(p, strlen(p) + 1, meta_keys, false);
+	o = cJSON_ParseWithLength(p, strlen(p) + 1);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return false;
@@ -458,107 +420,9 @@ parse_body(struct attempt *a)
 	return true;
 }
 
-static bool
-is_5xx(long s)
-{
-	return s >= 500 && s <= 599;
-}
-
-/* Decides what one finished attempt means.  *kind gets the stats class. */
-static enum outcome
-classify(struct chat *ch, const struct upstream_result *r,
-	 const char **kind)
-{
-	struct attempt *a = &ch->a;
-
-	*kind = "other";
-	if (a->why == AB_GONE)
-		return OUT_GONE;
-	if (a->content) {
-		/* Content reached the client: anything short of a clean
-		 * [DONE] is a mid-stream failure. */
-		if (a->done && r->fail == UP_OK && a->why == AB_NONE)
-			return OUT_OK;
-		*kind = "mid_stream";
-		if (a->err_msg[0] == '\0')
-			snprintf(a->err_msg, sizeof(a->err_msg), "%s",
-				 a->why == AB_STALL ? "upstream stream stalled" :
-				 a->done ? "upstream stream ended badly" :
-					   "upstream stream ended before [DONE]");
-		return OUT_MID;
-	}
-	if (a->why == AB_TIMEOUT || r->fail == UP_TIMEOUT) {
-		*kind = "timeout";
-		return OUT_FAIL;
-	}
-	if (a->why == AB_STALL) {
-		*kind = "timeout";
-		return OUT_FAIL;
-	}
-	if (r->fail != UP_OK && a->why == AB_NONE) {
-		*kind = r->fail == UP_CONNECT ? "connect" : "reset";
-		return OUT_FAIL;
-	}
-	if (a->status == 429)
-		return OUT_429;
-	if (is_5xx(a->status)) {
-		*kind = "5xx";
-		return OUT_FAIL;
-	}
-	if (a->status == 404 && pinned_tag(ch)) {
-		*kind = "no_endpoint";
-		return OUT_FAIL;
-	}
-	if (a->status < 200 || a->status > 299)
-		return OUT_CLIENT;
-	if (a->is_sse) {
-		/* 200 SSE with no content relayed yet. */
-		if (a->why == AB_ERROR_EVENT)
-			return a->err_code == 429 ? OUT_429 :
-			       (a->err_code >= 400 && a->err_code < 500 &&
-				a->err_code != 404 && a->err_code != 408) ?
-						    OUT_CLIENT :
-						    (*kind = "5xx", OUT_FAIL);
-		if (a->done)
-			return OUT_OK;	/* a stream with no content at all */
-		*kind = a->why == AB_MALFORMED ? "malformed" : "reset";
-		return OUT_FAIL;
-	}
-	if (a->why == AB_TOO_BIG || !parse_body(a)) {
-		*kind = "malformed";
-		return OUT_FAIL;
-	}
-	if (a->err_msg[0] != '\0') {
-		/* An error object inside a 200 body (OPENROUTER.md 6). */
-		if (a->err_code == 429)
-			return OUT_429;
-		if (a->err_code >= 500 || a->err_code == 408) {
-			*kind = "5xx";
-			return OUT_FAIL;
-		}
-		return OUT_CLIENT;
-	}
-	return OUT_OK;
-}
-
-/* Counts a failure kind into the stats delta. */
-static void
-count_failure(struct stats_delta *d, const char *kind)
-{
-	if (strcmp(kind, "timeout") == 0)
-		d->etimeout++;
-	else if (strcmp(kind, "mid_stream") == 0)
-		d->emid++;
-	else if (strcmp(kind, "5xx") == 0 || strcmp(kind, "connect") == 0 ||
-		 strcmp(kind, "reset") == 0)
-		d->e5xx++;
-	else
-		d->eother++;
-}
-
 /* Feeds a failure to the breaker; follows a re-lock on a trip. */
 static void
-provider_failed(struct chat *ch, const char *kind)
+provider_failed(struct chat *ch, enum failover_kind kind)
 {
 	bool tripped = false;
 	struct state_route next = ch->route;
@@ -566,8 +430,8 @@ provider_failed(struct chat *ch, const char *kind)
 
 	if (tag[0] == '\0' || ch->route.kind == ROUTE_CLIENT)
 		return;
-	state_failure(ch->c, ch->req.model, tag, kind, clock_now_s(),
-		      &tripped, &next);
+	state_failure(ch->c, ch->req.model, tag, failover_kind_name(kind),
+		      clock_now_s(), &tripped, &next);
 	if (tripped) {
 		ch->d.trips++;
 		if (strcmp(next.tag, tag) != 0) {
@@ -598,22 +462,6 @@ wait_429(struct chat *ch, int64_t ms)
 	return 0;
 }
 
-/* The 429 delay for retry number n (0-based): configured, or a larger
- * Retry-After capped at 30 s, plus up to 250 ms of jitter so workers
- * rate-limited together do not retry in lockstep. */
-static int64_t
-delay_429(const struct chat *ch, size_t n)
-{
-	int64_t ms = (int64_t)ch->c->retry_429_delays[n] * 1000;
-	int ra = ch->a.retry_after;
-
-	if (ra > RETRY_AFTER_CAP_S)
-		ra = RETRY_AFTER_CAP_S;
-	if ((int64_t)ra * 1000 > ms)
-		ms = (int64_t)ra * 1000;
-	return ms + (int64_t)(clock_mono_ms() % 251);
-}
-
 /* Sends the SSE error event that ends a broken stream (no [DONE]). */
 static void
 send_stream_error(struct chat *ch, const char *code, const char *msg)
@@ -636,7 +484,7 @@ send_stream_error(struct chat *ch, const char *code, const char *msg)
 	     cJSON_AddStringToObject(e, "message", msg) &&
 	     cJSON_AddStringToObject(e, "type", "upstream_error") &&
 	     cJSON_AddStringToObject(e, "code", code);
-	if (ok && (s = jsonout_print(o)) != NULL &&
+	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL &&
 	    send_stream_head(ch) == 0) {
 		if (ch->io->write(ch->io->ctx, "data: ", 6) == 0 &&
 		    ch->io->write(ch->io->ctx, s, strlen(s)) == 0 &&
@@ -709,6 +557,22 @@ relay_gateway_error(struct chat *ch, int status, const char *code,
 			  extra);
 }
 
+/* The answer when the last attempt failed and no attempt is left. */
+static int
+relay_failure(struct chat *ch)
+{
+	const struct attempt *a = &ch->a;
+
+	if (a->status >= 300 && !a->is_sse && a->body.len > 0)
+		return relay_body(ch);
+	if (ch->v.kind == FK_TIMEOUT)
+		return relay_gateway_error(ch, 504, "upstream_timeout",
+					   "upstream did not answer in time");
+	return relay_gateway_error(ch, 502, "upstream_unavailable",
+				   a->err_msg[0] ? a->err_msg :
+						   "upstream failed");
+}
+
 /* Route the request (SPEC section 4), scoring inline when needed. */
 static void
 route_request(struct chat *ch)
@@ -733,53 +597,6 @@ route_request(struct chat *ch)
 		state_route_scored(ch->c, ch->req.model, NULL, err, now,
 				   &ch->route);
 	}
-}
-
-static int
-run_attempt(struct chat *ch, const char **kind, enum outcome *out)
-{
-	struct upstream_call call;
-	struct upstream_result r;
-	char url[4096];
-
-	attempt_reset(&ch->a);
-	/* What an earlier attempt held back (keep-alives, its role chunk)
-	 * is dropped: this attempt's stream brings its own. */
-	if (!ch->head_sent)
-		buf_reset(&ch->held);
-	cJSON_free(ch->fwd);
-	ch->fwd = reqval_forward(&ch->req, pinned_tag(ch), ch->route.max_out);
-	if (ch->fwd == NULL)
-		return -1;
-	snprintf(url, sizeof(url), "%s/chat/completions", ch->c->upstream_url);
-	memset(&call, 0, sizeof(call));
-	call.url = url;
-	call.key = ch->c->openrouter_api_key;
-	call.body = ch->fwd;
-	call.body_len = strlen(ch->fwd);
-	call.connect_timeout_ms = CONNECT_TIMEOUT_MS < ch->c->upstream_timeout_ms ?
-					  CONNECT_TIMEOUT_MS :
-					  ch->c->upstream_timeout_ms;
-	call.client_fd = ch->io->client_fd;
-	call.on_headers = on_headers;
-	call.on_data = on_data;
-	call.on_tick = on_tick;
-	call.on_client_gone = on_client_gone;
-	call.arg = ch;
-	ch->attempts++;
-	/* A trip may re-lock ch->route later on; stats and the log must
-	 * name the provider this attempt really went to. */
-	snprintf(ch->used_tag, sizeof(ch->used_tag), "%s",
-		 pinned_tag(ch) ? pinned_tag(ch) : "");
-	ch->used_route = ch->route.kind;
-	ch->a.t_start = clock_mono_ms();
-	if (upstream_perform(&call, &r) != ORGW_OK)
-		return -1;
-	mask_key(ch, ch->a.body.p, ch->a.body.len);
-	*out = classify(ch, &r, kind);
-	if (*out == OUT_FAIL && r.fail != UP_OK && ch->a.why == AB_NONE)
-		snprintf(ch->a.err_msg, sizeof(ch->a.err_msg), "%s", r.error);
-	return 0;
 }
 
 static void
@@ -819,138 +636,256 @@ check_served(struct chat *ch)
 		 log_safe(s, sizeof(s), ch->a.served));
 }
 
+static enum failover_net
+net_of(enum up_fail f)
+{
+	switch (f) {
+	case UP_OK:
+		return NET_OK;
+	case UP_CONNECT:
+		return NET_CONNECT;
+	case UP_TIMEOUT:
+		return NET_TIMEOUT;
+	case UP_RESET:
+	case UP_ABORTED:
+	case UP_OTHER:
+		break;
+	}
+	return NET_BROKEN;
+}
+
+/* Describes the finished attempt to failover.c and keeps its verdict in
+ * ch->v; fills in the message a failure is reported with. */
+static void
+judge_attempt(struct chat *ch, const struct upstream_result *r)
+{
+	struct attempt *a = &ch->a;
+	struct failover_attempt fa;
+
+	memset(&fa, 0, sizeof(fa));
+	fa.status = a->status;
+	fa.is_sse = a->is_sse;
+	fa.pinned = ch->used_tag[0] != '\0';
+	fa.content = a->content;
+	fa.done = a->done;
+	fa.why = a->why;
+	fa.net = net_of(r->fail);
+	/* Usage, provider and an embedded error are read from a complete
+	 * 2xx body only. */
+	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
+	    a->why == AB_NONE && r->fail == UP_OK)
+		fa.body_ok = parse_body(a);
+	fa.has_error = a->err_msg[0] != '\0';
+	fa.err_code = a->err_code;
+	ch->v = failover_classify(&fa);
+	if (ch->v.mid_msg != NULL && a->err_msg[0] == '\0')
+		snprintf(a->err_msg, sizeof(a->err_msg), "%s", ch->v.mid_msg);
+	if (ch->v.out == FO_FAIL && r->fail != UP_OK && a->why == AB_NONE)
+		snprintf(a->err_msg, sizeof(a->err_msg), "%s", r->error);
+}
+
+/* One upstream attempt; its verdict in ch->v.  -1 when out of memory. */
+static int
+run_attempt(struct chat *ch)
+{
+	struct upstream_call call;
+	struct upstream_result r;
+	char url[4096];
+
+	attempt_reset(&ch->a);
+	/* What an earlier attempt held back (keep-alives, its role chunk)
+	 * is dropped: this attempt's stream brings its own. */
+	if (!ch->head_sent)
+		buf_reset(&ch->held);
+	cJSON_free(ch->fwd);
+	ch->fwd = reqval_forward(&ch->req, pinned_tag(ch), ch->route.max_out);
+	if (ch->fwd == NULL)
+		return -1;
+	snprintf(url, sizeof(url), "%s/chat/completions", ch->c->upstream_url);
+	memset(&call, 0, sizeof(call));
+	call.url = url;
+	call.key = ch->c->openrouter_api_key;
+	call.body = ch->fwd;
+	call.body_len = strlen(ch->fwd);
+	call.connect_timeout_ms = CONNECT_TIMEOUT_MS < ch->c->upstream_timeout_ms ?
+					  CONNECT_TIMEOUT_MS :
+					  ch->c->upstream_timeout_ms;
+	call.client_fd = ch->io->client_fd;
+	call.on_headers = on_headers;
+	call.on_data = on_data;
+	call.on_tick = on_tick;
+	call.on_client_gone = on_client_gone;
+	call.arg = ch;
+	ch->attempts++;
+	/* A trip may re-lock ch->route later on; stats and the log must
+	 * name the provider this attempt really went to. */
+	snprintf(ch->used_tag, sizeof(ch->used_tag), "%s",
+		 pinned_tag(ch) ? pinned_tag(ch) : "");
+	ch->used_route = ch->route.kind;
+	ch->a.t_start = clock_mono_ms();
+	if (upstream_perform(&call, &r) != ORGW_OK)
+		return -1;
+	mask_key(ch, ch->a.body.p, ch->a.body.len);
+	judge_attempt(ch, &r);
+	return 0;
+}
+
+/* Runs attempts until one is final or none is left (SPEC 5): a 429
+ * waits and retries the same provider, a failure is counted and fails
+ * over.  -1 when out of memory; else 0 with the last verdict in ch->v. */
+static int
+attempt_loop(struct chat *ch)
+{
+	const struct orgw_conf *c = ch->c;
+	size_t n429 = 0;
+	int64_t ms;
+
+	while (ch->attempts < c->max_attempts) {
+		if (run_attempt(ch) != 0)
+			return -1;
+		if (ch->v.out == FO_429)
+			ch->d.e429++;
+		if (ch->v.out == FO_FAIL) {
+			failover_count(&ch->d, ch->v.kind);
+			provider_failed(ch, ch->v.kind);
+		}
+		switch (failover_next(ch->v.out, ch->attempts, c->max_attempts,
+				      n429, c->n_retry_429_delays)) {
+		case FAILOVER_STOP:
+			return 0;
+		case FAILOVER_RETRY:
+			break;
+		case FAILOVER_WAIT_429:
+			/* Jitter so workers limited together do not retry in
+			 * lockstep. */
+			ms = failover_delay_429_ms(c->retry_429_delays[n429],
+						   ch->a.retry_after,
+						   clock_mono_ms() % 251);
+			if (wait_429(ch, ms) != 0) {
+				ch->v.out = FO_GONE;
+				return 0;
+			}
+			n429++;
+			ch->d.retries_429++;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Answers the client after the last attempt's verdict. */
+static void
+answer(struct chat *ch)
+{
+	struct attempt *a = &ch->a;
+
+	switch (ch->v.out) {
+	case FO_OK:
+		ch->ok = true;
+		ch->result = "ok";
+		if (!a->is_sse)
+			ch->rc = relay_body(ch);
+		else
+			ch->final_status = 200;
+		break;
+	case FO_CLIENT:
+	case FO_429:
+		ch->result = ch->v.out == FO_429 ? "rate_limited" :
+						   "upstream_4xx";
+		ch->rc = relay_body(ch);
+		break;
+	case FO_GONE:
+		ch->d.eabort++;
+		ch->result = "client_abort";
+		ch->final_status = 499;
+		ch->rc = -1;
+		break;
+	case FO_MID:
+		failover_count(&ch->d, ch->v.kind);
+		provider_failed(ch, ch->v.kind);
+		send_stream_error(ch, "mid_stream_failure", a->err_msg);
+		ch->result = "mid_stream";
+		break;
+	case FO_FAIL:
+		ch->result = "failed";
+		ch->rc = relay_failure(ch);
+		break;
+	}
+}
+
+/* The request's end: stats, the lag rule, the breaker reset, the log. */
+static void
+bookkeep(struct chat *ch)
+{
+	const struct orgw_io *io = ch->io;
+	int64_t ttfb = -1, total = clock_mono_ms() - ch->t0;
+
+	if (ch->a.t_first)
+		ttfb = ch->a.t_first - ch->t0;
+	/* The client has all it will get: let the web server end its
+	 * response now rather than after the state write and the log. */
+	if (io->finish)
+		io->finish(io->ctx);
+	if (ch->ok) {
+		/* Before a possible re-lock below changes ch->route. */
+		check_served(ch);
+		/* Lag: relayed, but counted toward the breaker (SPEC 5). */
+		if (failover_lagged(ch->used_tag[0] != '\0', ch->a.t_start,
+				    ch->a.t_first, ch->c->slow_threshold_ms)) {
+			failover_count(&ch->d, FK_SLOW);
+			provider_failed(ch, FK_SLOW);
+		}
+		ch->d.ok = 1;
+	}
+	ch->d.requests = 1;
+	ch->d.tag = ch->used_tag[0] ? ch->used_tag : NULL;
+	ch->d.prompt_tokens = ch->a.prompt;
+	ch->d.cached_tokens = ch->a.cached;
+	ch->d.completion_tokens = ch->a.completion;
+	ch->d.cost_usd = ch->a.cost;
+	ch->d.ttfb_ms = ttfb;
+	ch->d.total_ms = total;
+	state_finish(ch->c, ch->req.model, &ch->d,
+		     ch->ok && ch->d.eslow == 0 ? ch->d.tag : NULL);
+	log_request(ch, ch->result, ttfb, total);
+}
+
 int
 chat_handle(const struct orgw_conf *c, const struct orgw_io *io,
 	    const char *body, size_t len)
 {
 	struct chat ch;
-	const char *param = NULL, *kind = "other", *result = "error";
+	const char *param = NULL;
 	char err[256];
-	enum outcome out = OUT_FAIL;
-	size_t n429 = 0;
-	int rc = 0;
-	int64_t ttfb = -1, total;
-	bool ok = false;
+	int rc;
 
 	memset(&ch, 0, sizeof(ch));
 	ch.c = c;
 	ch.io = io;
 	ch.t0 = clock_mono_ms();
 	ch.d.ttfb_ms = -1;
+	ch.v.out = FO_FAIL;
+	ch.v.kind = FK_OTHER;
+	ch.result = "error";
 	sse_init(&ch.a.sse, 0);
 	if (reqval_parse(body, len,
 			 c->n_target_models == 1 ? c->target_models[0] : NULL,
 			 &ch.req, err, sizeof(err), &param) != ORGW_OK) {
 		rc = http_error(io, 400, "invalid_request_error",
 				"invalid_request", param, err, NULL);
-		chat_free(&ch);
-		return rc;
+		goto out;
 	}
 	route_request(&ch);
-	while (ch.attempts < c->max_attempts) {
-		if (run_attempt(&ch, &kind, &out) != 0) {
-			rc = relay_gateway_error(&ch, 500, "internal_error",
-						 "out of memory");
-			result = "oom";
-			goto done;
-		}
-		switch (out) {
-		case OUT_OK:
-		case OUT_CLIENT:
-		case OUT_GONE:
-		case OUT_MID:
-			goto finished;
-		case OUT_429:
-			ch.d.e429++;
-			if (n429 >= c->n_retry_429_delays ||
-			    ch.attempts >= c->max_attempts)
-				goto finished;
-			if (wait_429(&ch, delay_429(&ch, n429)) != 0) {
-				out = OUT_GONE;
-				goto finished;
-			}
-			n429++;
-			ch.d.retries_429++;
-			continue;
-		case OUT_FAIL:
-			count_failure(&ch.d, kind);
-			provider_failed(&ch, kind);
-			continue;
-		}
+	if (attempt_loop(&ch) == 0) {
+		answer(&ch);
+	} else {
+		ch.rc = relay_gateway_error(&ch, 500, "internal_error",
+					    "out of memory");
+		ch.result = "oom";
 	}
-finished:
-	switch (out) {
-	case OUT_OK:
-		ok = true;
-		result = "ok";
-		if (!ch.a.is_sse)
-			rc = relay_body(&ch);
-		else
-			ch.final_status = 200;
-		break;
-	case OUT_CLIENT:
-	case OUT_429:
-		result = out == OUT_429 ? "rate_limited" : "upstream_4xx";
-		rc = relay_body(&ch);
-		break;
-	case OUT_GONE:
-		ch.d.eabort++;
-		result = "client_abort";
-		ch.final_status = 499;
-		rc = -1;
-		break;
-	case OUT_MID:
-		count_failure(&ch.d, "mid_stream");
-		provider_failed(&ch, "mid_stream");
-		send_stream_error(&ch, "mid_stream_failure", ch.a.err_msg);
-		result = "mid_stream";
-		break;
-	case OUT_FAIL:
-		result = "failed";
-		if (ch.a.status >= 300 && !ch.a.is_sse && ch.a.body.len > 0)
-			rc = relay_body(&ch);
-		else if (strcmp(kind, "timeout") == 0)
-			rc = relay_gateway_error(&ch, 504, "upstream_timeout",
-						 "upstream did not answer in "
-						 "time");
-		else
-			rc = relay_gateway_error(
-				&ch, 502, "upstream_unavailable",
-				ch.a.err_msg[0] ? ch.a.err_msg :
-						  "upstream failed");
-		break;
-	}
-done:
-	total = clock_mono_ms() - ch.t0;
-	if (ch.a.t_first)
-		ttfb = ch.a.t_first - ch.t0;
-	/* The client has all it will get: let the web server end its
-	 * response now rather than after the state write and the log. */
-	if (io->finish)
-		io->finish(io->ctx);
-	if (ok) {
-		/* Before a possible re-lock below changes ch.route. */
-		check_served(&ch);
-		/* Lag: relayed, but counted toward the breaker (SPEC 5). */
-		if (ch.a.t_first &&
-		    ch.a.t_first - ch.a.t_start > c->slow_threshold_ms &&
-		    ch.used_tag[0] != '\0') {
-			ch.d.eslow++;
-			provider_failed(&ch, "slow");
-		}
-		ch.d.ok = 1;
-	}
-	ch.d.requests = 1;
-	ch.d.tag = ch.used_tag[0] ? ch.used_tag : NULL;
-	ch.d.prompt_tokens = ch.a.prompt;
-	ch.d.cached_tokens = ch.a.cached;
-	ch.d.completion_tokens = ch.a.completion;
-	ch.d.cost_usd = ch.a.cost;
-	ch.d.ttfb_ms = ttfb;
-	ch.d.total_ms = total;
-	state_finish(c, ch.req.model, &ch.d,
-		     ok && ch.d.eslow == 0 ? ch.d.tag : NULL);
-	log_request(&ch, result, ttfb, total);
+	bookkeep(&ch);
+	rc = ch.rc;
+out:
 	chat_free(&ch);
 	return rc;
 }

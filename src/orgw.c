@@ -17,8 +17,6 @@ orgw_strerror(enum orgw_err err)
 		return "busy";
 	case ORGW_EUPSTREAM:
 		return "upstream error";
-	case ORGW_EHUP:
-		return "client went away";
 	case ORGW_ETOOBIG:
 		return "too big";
 	}

@@ -16,7 +16,6 @@ enum orgw_err {
 	ORGW_EIO,	/* file or state store I/O failed */
 	ORGW_EBUSY,	/* lock not obtained in time */
 	ORGW_EUPSTREAM,	/* upstream unreachable or broken */
-	ORGW_EHUP,	/* the client went away */
 	ORGW_ETOOBIG,	/* a size limit was exceeded */
 };
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "breaker.h"
+#include "failover.h"
 #include "log.h"
 #include "score.h"
 #include "state.h"
@@ -93,7 +93,7 @@ cooling(void *arg, const char *tag)
 	if (store_get(cc->s, k, &v) != ORGW_OK || v == NULL)
 		return false;
 	hot = record_cooldown_decode(v, &cd) == ORGW_OK &&
-	      breaker_cooling(&cd, cc->now);
+	      failover_breaker_cooling(&cd, cc->now);
 	free(v);
 	return hot;
 }
@@ -404,8 +404,9 @@ do_failure(struct store *s, void *arg)
 	if (v == NULL || record_failure_decode(v, &f) != ORGW_OK)
 		memset(&f, 0, sizeof(f));
 	free(v);
-	*a->tripped = breaker_fail(&f, a->reason, a->now, a->c->fail_limit,
-				   a->c->cooldown_seconds, &cd);
+	*a->tripped = failover_breaker_fail(&f, a->reason, a->now,
+					    a->c->fail_limit,
+					    a->c->cooldown_seconds, &cd);
 	if ((err = put_text(s, k, record_failure_encode(&f))))
 		return err;
 	if (!*a->tripped)
@@ -496,7 +497,7 @@ do_finish(struct store *s, void *arg)
 	/* Write only when there is a count to reset. */
 	if (v != NULL && record_failure_decode(v, &f) == ORGW_OK &&
 	    f.count > 0) {
-		breaker_ok(&f);
+		failover_breaker_ok(&f);
 		err = put_text(s, k, record_failure_encode(&f));
 	}
 	free(v);

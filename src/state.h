@@ -1,7 +1,7 @@
 /*
  * state.h - the request path's transactions on the shared state
  * (SPEC sections 4, 5 and 7), built from store.c, record.c, route.c and
- * breaker.c.  Each function is one short transaction: read, decide,
+ * failover.c.  Each function is one short transaction: read, decide,
  * write, close.  None does network I/O.
  *
  * Every function degrades instead of failing: a state store that cannot

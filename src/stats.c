@@ -14,7 +14,7 @@
 
 #include <cJSON.h>
 
-#include "breaker.h"
+#include "failover.h"
 #include "record.h"
 #include "state.h"
 #include "stats.h"
@@ -182,7 +182,7 @@ add_tagged(cJSON *m, const char *field, const char *tag, const char *val,
 	}
 	struct rec_cooldown cd;
 	if (record_cooldown_decode(val, &cd) != ORGW_OK ||
-	    !breaker_cooling(&cd, now))
+	    !failover_breaker_cooling(&cd, now))
 		return;
 	if ((e = cJSON_AddObjectToObject(o, tag)) == NULL ||
 	    !cJSON_AddNumberToObject(e, "until", (double)cd.until) ||

@@ -1,0 +1,156 @@
+/*
+ * failover.h - the failover policy of SPEC section 5, pure.
+ *
+ * chat.c runs an attempt (I/O), describes it in a struct failover_attempt
+ * and asks this module what it means: relay it, retry the provider after
+ * a 429 delay, fail over to the next attempt, end a broken stream.  The
+ * module also names the stats counter a failure bumps, the lag rule and
+ * the circuit breaker's arithmetic (consecutive failures counted in a
+ * rec_failure; at fail_limit a cooldown; a success resets the count;
+ * 429s and client disconnects never reach the breaker).
+ *
+ * No I/O and no clock: times and the 429 jitter are arguments, so every
+ * rule is a row in tests/unit/test_failover.c.
+ */
+#ifndef ORGW_FAILOVER_H
+#define ORGW_FAILOVER_H
+
+#include <cJSON.h>
+
+#include "record.h"
+
+/* What one finished attempt means for the request. */
+enum failover_outcome {
+	FO_OK,		/* 2xx relayed, stream completed */
+	FO_429,		/* rate limited: retry the same provider */
+	FO_FAIL,	/* provider failure, nothing relayed: fail over */
+	FO_MID,		/* failure after content reached the client */
+	FO_CLIENT,	/* upstream 4xx etc.: relay as is */
+	FO_GONE,	/* the client went away */
+};
+
+/* Why the I/O side stopped an attempt early. */
+enum failover_abort {
+	AB_NONE,
+	AB_TIMEOUT,	/* no first token/byte in time */
+	AB_STALL,	/* stream went quiet */
+	AB_MALFORMED,	/* an unparseable chunk */
+	AB_ERROR_EVENT,	/* upstream sent an SSE error event */
+	AB_GONE,	/* client went away (write failed or hung up) */
+	AB_TOO_BIG,	/* response over the cap */
+};
+
+/* How the transfer itself ended (upstream.h's up_fail, folded). */
+enum failover_net {
+	NET_OK,		/* completed, any HTTP status, or stopped by us */
+	NET_CONNECT,	/* could not connect / resolve */
+	NET_TIMEOUT,	/* the transport's own timeout */
+	NET_BROKEN,	/* reset, closed early, bad HTTP, anything else */
+};
+
+/* The stats class of an attempt; failover_kind_name() is the reason
+ * stored with a failure and a cooldown. */
+enum failover_kind {
+	FK_OTHER,
+	FK_TIMEOUT,
+	FK_5XX,
+	FK_CONNECT,
+	FK_RESET,
+	FK_MALFORMED,
+	FK_NO_ENDPOINT,
+	FK_MID_STREAM,
+	FK_SLOW,	/* lag: relayed, but counted toward the breaker */
+};
+
+/* One finished attempt, as the I/O side saw it. */
+struct failover_attempt {
+	long status;		/* HTTP status; 0 when none arrived */
+	bool is_sse;		/* a 200 text/event-stream */
+	bool pinned;		/* the request named a provider (a lock) */
+	bool content;		/* content reached the client this attempt */
+	bool done;		/* saw data: [DONE] */
+	enum failover_abort why;
+	enum failover_net net;
+	/* Read from a complete non-SSE 2xx body (why AB_NONE, NET_OK): */
+	bool body_ok;		/* it parsed as a JSON object */
+	bool has_error;		/* its error object has a message */
+	/* The error object's code (body, or the SSE error event that set
+	 * AB_ERROR_EVENT); 500 when it had none. */
+	long err_code;
+};
+
+struct failover_verdict {
+	enum failover_outcome out;
+	enum failover_kind kind;	/* FK_OTHER unless a failure */
+	/* FO_MID: what to tell the client when the attempt gave no
+	 * message of its own; NULL otherwise.  Static. */
+	const char *mid_msg;
+};
+
+/* Decides what a finished attempt means (SPEC section 5). */
+struct failover_verdict failover_classify(const struct failover_attempt *a);
+
+/* What the request does after a verdict. */
+enum failover_step {
+	FAILOVER_STOP,		/* relay what the last attempt left */
+	FAILOVER_RETRY,		/* another attempt now (failover) */
+	FAILOVER_WAIT_429,	/* wait failover_delay_429_ms(), same provider */
+};
+
+/*
+ * After attempts attempts (of max_attempts) and n429 429-retries (of
+ * n_delays configured delays): retry, wait, or stop.  Only FO_FAIL and
+ * FO_429 go on; the others are final.
+ */
+enum failover_step failover_next(enum failover_outcome out, int attempts,
+				 int max_attempts, size_t n429,
+				 size_t n_delays);
+
+/*
+ * The 429 wait in ms: delay_s (the configured delay for this retry), or
+ * a larger Retry-After (retry_after_s, negative when absent) capped at
+ * 30 s, plus jitter_ms (the caller draws it, 0..250, so workers limited
+ * together do not retry in lockstep).
+ */
+int64_t failover_delay_429_ms(int delay_s, int retry_after_s,
+			      int64_t jitter_ms);
+
+/*
+ * True when an SSE chunk (a parsed JSON object, borrowed) says something
+ * the client must not see twice: text, reasoning, tool calls, a refusal,
+ * a finish reason or usage.  A role-only first chunk (role "assistant",
+ * content "") is not content.
+ */
+bool failover_carries_content(const cJSON *chunk);
+
+/*
+ * Lag (SPEC 5): true when a pinned attempt's first token (stream) or
+ * first byte (non-streamed) came later than slow_ms after it started.
+ * t_first 0 means none came.  Both times from the same monotonic clock.
+ * Unpinned, there is no provider to count it against.
+ */
+bool failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
+		     int64_t slow_ms);
+
+/* Adds one to the counter of d that failure kind k belongs to. */
+void failover_count(struct stats_delta *d, enum failover_kind k);
+
+/* "timeout", "5xx", ... as stored in PROVIDER_FAILURE.  Static. */
+const char *failover_kind_name(enum failover_kind k);
+
+/*
+ * The breaker: records one failure (reason is copied, truncated) at now.
+ * Returns true when the breaker tripped; then *trip holds the cooldown
+ * (until now + cooldown_seconds) and f->count is back to 0.
+ */
+bool failover_breaker_fail(struct rec_failure *f, const char *reason,
+			   int64_t now, int fail_limit,
+			   int64_t cooldown_seconds, struct rec_cooldown *trip);
+
+/* Records a success: the consecutive count starts again. */
+void failover_breaker_ok(struct rec_failure *f);
+
+/* True when c (may be NULL) says the provider still cools down at now. */
+bool failover_breaker_cooling(const struct rec_cooldown *c, int64_t now);
+
+#endif
