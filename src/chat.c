@@ -27,8 +27,6 @@
 #include "buf.h"
 #include "chat.h"
 #include "clock.h"
-#include "jsonin.h"
-#include "jsonout.h"
 #include "log.h"
 #include "reqval.h"
 #include "rescore.h"
@@ -290,12 +288,6 @@ mask_key(const struct chat *ch, char *p, size_t n)
 	}
 }
 
-/* The members read_meta() and carries_content() read; the parser checks
- * the others and builds nothing for them (jsonin.h). */
-static const char *const meta_keys[] = {"provider", "usage", "error", NULL};
-static const char *const chunk_keys[] = {"provider", "usage", "error",
-					 "choices", NULL};
-
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
@@ -338,7 +330,7 @@ on_event(void *arg, const struct sse_event *ev)
 	}
 	if (a->t_first == 0)
 		a->t_first = clock_mono_ms();
-	o = jsonin_parse_ex(ev->data, ev->data_len, chunk_keys, false);
+	o = cJSON_ParseWithLength(ev->data, ev->data_len);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		a->why = AB_MALFORMED;
@@ -446,9 +438,7 @@ parse_body(struct attempt *a)
 
 	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
 		p++;
-	/* Only what read_meta() reads is built; "choices" (the answer
-	 * itself, most of the bytes) is checked and skipped. */
-	o = jsonin_parse_ex(p, strlen(p) + 1, meta_keys, false);
+	o = cJSON_ParseWithLength(p, strlen(p) + 1);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return false;
@@ -636,7 +626,7 @@ send_stream_error(struct chat *ch, const char *code, const char *msg)
 	     cJSON_AddStringToObject(e, "message", msg) &&
 	     cJSON_AddStringToObject(e, "type", "upstream_error") &&
 	     cJSON_AddStringToObject(e, "code", code);
-	if (ok && (s = jsonout_print(o)) != NULL &&
+	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL &&
 	    send_stream_head(ch) == 0) {
 		if (ch->io->write(ch->io->ctx, "data: ", 6) == 0 &&
 		    ch->io->write(ch->io->ctx, s, strlen(s)) == 0 &&

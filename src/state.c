@@ -18,8 +18,6 @@
 #include <cJSON.h>
 
 #include "breaker.h"
-#include "jsonin.h"
-#include "jsonout.h"
 #include "log.h"
 #include "score.h"
 #include "state.h"
@@ -760,7 +758,7 @@ add_lock(cJSON *m, const char *val, bool *ok)
 static void
 add_cands(cJSON *m, const char *val, bool *ok)
 {
-	cJSON *o = jsonin_parse(val, strlen(val) + 1), *arr;
+	cJSON *o = cJSON_Parse(val), *arr;
 
 	if (o == NULL)
 		return;
@@ -787,7 +785,7 @@ add_cands(cJSON *m, const char *val, bool *ok)
 static void
 add_stats(cJSON *m, const char *val, bool *ok)
 {
-	cJSON *o = jsonin_parse(val, strlen(val) + 1), *it, *next, *lat,
+	cJSON *o = cJSON_Parse(val), *it, *next, *lat,
 	      *tok;
 	double prompt, cached, n;
 
@@ -939,7 +937,7 @@ state_stats_json(const struct orgw_conf *c, int64_t now)
 			a.ok = false;
 	}
 	if (a.ok)
-		out = jsonout_print(root);
+		out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;
 }
