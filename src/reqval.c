@@ -73,9 +73,9 @@ find_members(struct chat_req *r, const cJSON *root, const cJSON **v,
 	if (!jsonscan_begin(&s, r->body, r->body_len))
 		return "request body could not be read";
 	for (it = root->child, i = 0; it != NULL; it = it->next, i++) {
-		m = &r->mem[i];
 		if (i >= r->n_mem || !jsonscan_next(&s, &r->mem[i]))
 			return "request body could not be read";
+		m = &r->mem[i];
 		/* cJSON ends a key at a NUL, JSON.parse does not: the two
 		 * would disagree on which member this is. */
 		if (jsonscan_has_nul(r->body + m->key_off, m->key_len))

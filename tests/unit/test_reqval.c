@@ -142,6 +142,28 @@ test_parse(void)
 		if (rc == ORGW_OK)
 			reqval_free(&e);
 	}
+	{
+		/* cJSON takes both (a NUL is whitespace to it, and raw
+		 * bytes in strings); the forwarded C string could not. */
+		static const char in_str[] =
+		    "{\"model\":\"a\",\"messages\":[\"x\0y\"]}";
+		static const char as_ws[] =
+		    "{\"model\":\"a\",\0\"messages\":[]}";
+		struct chat_req e;
+		enum orgw_err r1 = reqval_parse(in_str, sizeof(in_str) - 1, NULL,
+		                                &e, err, sizeof(err), &param);
+		enum orgw_err r2;
+
+		if (r1 == ORGW_OK)
+			reqval_free(&e);
+		r2 = reqval_parse(as_ws, sizeof(as_ws) - 1, NULL, &e, err,
+		                  sizeof(err), &param);
+		if (r2 == ORGW_OK)
+			reqval_free(&e);
+		T_ASSERT("a NUL byte in a string or between members refused",
+		         r1 == ORGW_EINVAL && r2 == ORGW_EINVAL &&
+		             strstr(err, "NUL") != NULL);
+	}
 
 	/* messages */
 	T_ASSERT("missing messages refused, param messages",
