@@ -16,7 +16,6 @@
 #include "chat.h"
 #include "clock.h"
 #include "gateway.h"
-#include "jsonout.h"
 #include "log.h"
 #include "record.h"
 #include "scorerun.h"
@@ -72,7 +71,7 @@ handle_health(const struct orgw_io *io, const struct orgw_conf *c,
 	if (o == NULL ||
 	    !cJSON_AddStringToObject(o, "status", why[0] ? "error" : "ok") ||
 	    (why[0] && !cJSON_AddStringToObject(o, "reason", why)) ||
-	    (s = jsonout_print(o)) == NULL) {
+	    (s = cJSON_PrintUnformatted(o)) == NULL) {
 		cJSON_Delete(o);
 		snprintf(body, sizeof(body), "{\"status\":\"error\"}");
 		return http_json(io, 503, NULL, body, strlen(body));

@@ -12,7 +12,6 @@
 #include <cJSON.h>
 
 #include "http.h"
-#include "jsonout.h"
 
 static char *
 dup_or_null(const char *s)
@@ -231,7 +230,7 @@ http_error(const struct orgw_io *io, int status, const char *type,
 			    cJSON_AddNullToObject(e, "param")) != NULL;
 	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
 			   cJSON_AddNullToObject(e, "code")) != NULL;
-	if (ok && (s = jsonout_print(o)) != NULL)
+	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL)
 		rc = http_json(io, status, extra, s, strlen(s));
 	else
 		/* Out of memory: a fixed body still tells the client. */

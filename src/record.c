@@ -1,16 +1,11 @@
 /*
  * record.c - JSON codecs for the GDBM values of SPEC section 7.
  *
- * Pure.  Encoders build with cJSON and return jsonout_print() text (the
- * bytes cJSON_PrintUnformatted() gives, printed faster); decoders parse
- * with jsonin_parse() (cJSON_Parse()'s tree, numbers read faster) and copy
- * into fixed structs with bounded string copies, so a damaged or hostile
- * value can at worst read as zeroes.
- *
- * STATS:<model> is rewritten by every request, so record_stats_apply()
- * first tries a flat codec without a tree (record_flat.c) and
- * keeps the cJSON version, record_stats_apply_tree(), as the reference
- * and the fallback for anything the flat codec does not take.
+ * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
+ * text (members in insertion order); decoders parse with cJSON_Parse()
+ * and copy into fixed structs with bounded string copies, so a damaged
+ * or hostile value can at worst read as zeroes.  STATS:<model>, rewritten
+ * by every request, takes the same path: parse, edit the tree, print.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,8 +14,6 @@
 
 #include <cJSON.h>
 
-#include "jsonin.h"
-#include "jsonout.h"
 #include "record.h"
 #include "score.h"
 
@@ -37,8 +30,7 @@ parse_obj(const char *text)
 
 	if (text == NULL)
 		return NULL;
-	/* strlen + 1: exactly cJSON_Parse(text), faster numbers. */
-	o = jsonin_parse(text, strlen(text) + 1);
+	o = cJSON_Parse(text);
 	if (o != NULL && !cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return NULL;
@@ -100,7 +92,7 @@ finish(cJSON *o, bool ok)
 	char *s = NULL;
 
 	if (ok)
-		s = jsonout_print(o);
+		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
 }
@@ -482,7 +474,7 @@ bump_tokens(cJSON *o, const struct stats_delta *d)
 }
 
 char *
-record_stats_apply_tree(const char *text, const struct stats_delta *d)
+record_stats_apply(const char *text, const struct stats_delta *d)
 {
 	cJSON *o = parse_obj(text), *e, *lat, *bp, *p;
 	bool ok;
@@ -523,19 +515,4 @@ record_stats_apply_tree(const char *text, const struct stats_delta *d)
 		cJSON_SetNumberValue(v, RECORD_VERSION);
 	}
 	return finish(o, ok);
-}
-
-char *
-record_stats_apply(const char *text, const struct stats_delta *d)
-{
-	char *s;
-
-	switch (record_stats_apply_flat(text, d, &s)) {
-	case ORGW_OK:
-		return s;
-	case ORGW_EINVAL:
-		return record_stats_apply_tree(text, d);
-	default:
-		return NULL;
-	}
 }

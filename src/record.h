@@ -16,7 +16,7 @@ struct score_result;
 
 #define REC_REASON_MAX 64
 
-/* The "v" every value carries (record.c, record_flat.c). */
+/* The "v" every value carries. */
 #define RECORD_VERSION 1
 
 struct rec_lock {		/* BEST_PROVIDER:<model> */
@@ -112,32 +112,10 @@ size_t record_seen_each(const char *text,
  * that is not a finite number starts again from the delta), a missing
  * key is added at the end of its object, "v" becomes 1.  text is
  * borrowed for the call.  Returns the new text, to be freed with
- * record_free(), or NULL (out of memory).  Takes record_stats_apply_flat()
- * and, for a text it declines, record_stats_apply_tree(): the bytes are
- * the tree path's either way.
+ * record_free(), or NULL (out of memory).  The text is parsed with
+ * cJSON, edited in the tree and printed with cJSON_PrintUnformatted(),
+ * so members keep their order and new ones go last.
  */
 char *record_stats_apply(const char *text, const struct stats_delta *d);
-
-/*
- * The reference: record_stats_apply() on a cJSON tree (jsonin_parse,
- * cJSON edits, jsonout_print), for any text.  The fallback of the flat
- * path, and what tests compare it with.  Same contract.
- */
-char *record_stats_apply_tree(const char *text, const struct stats_delta *d);
-
-/*
- * The fast path: the same bytes as record_stats_apply_tree(), without a
- * tree, for NULL and for texts as record_stats_apply() writes them (an
- * object of numbers and objects, at most 4 deep, under 256 members with
- * those d adds, no whitespace, no key twice in an object, keys of at
- * most 255 bytes without escapes or control bytes; d->tag likewise).
- * Returns ORGW_OK with *out set (free with record_free()), ORGW_EINVAL
- * with *out NULL for anything else (the caller takes the tree path), or
- * ORGW_ENOMEM with *out NULL.  Exported so tests can see which texts it
- * takes.
- */
-enum orgw_err record_stats_apply_flat(const char *text,
-				      const struct stats_delta *d,
-				      char **out);
 
 #endif

@@ -2,32 +2,36 @@
  * reqval.h - an OpenAI chat-completions request body, validated (pure).
  *
  * reqval_parse() checks what the gateway relies on (SPEC section 4 step
- * 1) and keeps what reqval_forward() needs to produce the body sent
- * upstream: the client's JSON with the provider pin added and max_tokens
- * clamped, every other field untouched.
+ * 1), reading every value with cJSON, and keeps what reqval_forward()
+ * needs to produce the body sent upstream: the client's bytes with the
+ * provider pin added and max_tokens clamped, every other member
+ * untouched (jsonscan.h finds the members).
  */
 #ifndef ORGW_REQVAL_H
 #define ORGW_REQVAL_H
 
 #include "orgw.h"
 
-/*
- * root: until edited, only the root members reqval reads ("model",
- * "stream", "max_tokens", "max_completion_tokens", "provider", each
- * copy of a duplicate included), plus "messages" built shallow (its node
- * with no children: an empty array); other members are left out.  Once
- * edited, the whole document with reqval_forward()'s edits.
- */
+struct jsonscan_member;
+
+/* A validated request: what orgw read, and where the members it may
+ * edit sit in the client's bytes. */
 struct chat_req {
-	void *root;			/* cJSON *, owned; see above */
 	const char *body;		/* the client's bytes, borrowed */
 	size_t body_len;
+	struct jsonscan_member *mem;	/* malloc'd: the top-level members,
+					 * in order */
+	size_t n_mem;
 	char model[ORGW_MODEL_MAX];
 	bool stream;
-	bool has_provider;		/* the client sent its own "provider" */
-	bool edited;			/* root is whole and no longer matches
-					 * body */
-	signed char verbatim;		/* body can go as it is: -1 not known */
+	bool has_provider;		/* the client sent its own "provider"
+					 * object */
+	bool has_model;			/* ... and a string "model" */
+	/* Indexes into mem, n_mem when absent: "model", "provider",
+	 * "max_tokens", "max_completion_tokens". */
+	size_t at_model, at_provider, at_limit[2];
+	double limit[2];		/* the two limits' values; 0: absent
+					 * or null */
 };
 
 /*
@@ -35,7 +39,13 @@ struct chat_req {
  * must outlive r: reqval_forward() may send its bytes.
  * default_model (may be NULL) is used when "model" is absent.  On
  * ORGW_EINVAL, err holds a message for the client (param name in
- * *param, static, may be NULL).  On ORGW_OK the caller owns r
+ * *param, static, may be NULL) and r owns nothing (ORGW_ENOMEM: the
+ * same, memory ran out).  Refused besides what
+ * cJSON refuses or the checks name: a second copy of a member orgw reads
+ * (cJSON reads the first, JSON.parse upstream the last), a top-level key
+ * holding \u0000 (cJSON cuts it, so it would name another member here
+ * than upstream).  A model holding \u0000 is not a valid model id, since
+ * the upstream reads it whole.  On ORGW_OK the caller owns r
  * (reqval_free).
  */
 enum orgw_err reqval_parse(const char *body, size_t len,
@@ -48,16 +58,14 @@ bool reqval_model_ok(const char *id);
 
 /*
  * Returns the body to send upstream (caller frees with cJSON_free()),
- * or NULL on allocation failure.  With pin_tag non-NULL (and no client
- * provider object) sets "provider": {"order":[pin_tag],
- * "allow_fallbacks":false}; a NULL pin_tag removes a pin added by an
- * earlier call.  max_tokens and max_completion_tokens above max_out
- * (when max_out > 0) are clamped to it.  Always writes the resolved model.
- * When nothing but the pin changes and the client's bytes mean to a
- * strict JSON parser what the tree means here, those bytes are sent with
- * the pin spliced in before the closing brace; otherwise the first such
- * call parses body again into the whole document (r->edited), and the
- * edited document is printed.
+ * or NULL on allocation failure.  It is the client's object, each member
+ * its own bytes, with only these edits: without a client provider
+ * object, a "provider": null is dropped and, with pin_tag non-NULL,
+ * "provider": {"order":[pin_tag],"allow_fallbacks":false} is added;
+ * max_tokens and max_completion_tokens above max_out (when max_out > 0)
+ * become max_out; a model the client did not send (or sent as null) is
+ * added as the resolved one.  Whitespace between members is dropped.
+ * r is not changed: each call starts from the client's bytes.
  */
 char *reqval_forward(struct chat_req *r, const char *pin_tag,
 		     int64_t max_out);

@@ -32,7 +32,6 @@
 
 #include "clock.h"
 #include "fetchmany.h"
-#include "jsonout.h"
 #include "log.h"
 #include "record.h"
 #include "reqval.h"
@@ -384,7 +383,7 @@ scorerun_cron_json(const struct orgw_conf *c)
 	for (i = 0; ok && i < n; i++)
 		ok = cron_model(models, &v[i]);
 	if (ok)
-		s = jsonout_print(o);
+		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	scorerun_free(v, n);
 	free(v);

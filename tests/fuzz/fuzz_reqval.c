@@ -5,19 +5,20 @@
  * The input is the body, copied with a NUL after it as buf.h guarantees.
  * An odd-sized input is parsed with a default model (TARGET_MODEL naming
  * one model), an even-sized one without.  Invariants (a violation aborts):
- *   - refused: ORGW_EINVAL, a message, nothing kept (root NULL);
+ *   - refused: ORGW_EINVAL (or ORGW_ENOMEM), a message, nothing kept
+ *     (mem NULL);
  *   - accepted: the model is one reqval_model_ok() accepts;
  *   - reqval_forward(tag, 4096) is a JSON object whose "model" is the
  *     resolved model, whose "provider" is the pin (or the client's own,
  *     untouched) and whose max_tokens/max_completion_tokens are <= 4096;
- *   - a second call with another tag re-pins, a NULL tag unpins, and the
- *     client's provider object survives both;
- *   - after reqval_parse, the tree's "messages" has no children (built
- *     shallow) and nothing is edited; every forwarded body (spliced or
- *     printed) holds, in order, exactly the client's members other than
- *     model, provider, max_tokens and max_completion_tokens, each
- *     printing as cJSON's parse of the body prints it: the whole
- *     messages array included.
+ *   - a second call with another tag (and no cap) re-pins, a NULL tag
+ *     unpins, and the client's provider object survives both;
+ *   - every forwarded body holds, in order, exactly the client's
+ *     members other than model, provider, max_tokens and
+ *     max_completion_tokens, each printing as cJSON's parse of the body
+ *     prints it: the whole messages array included;
+ *   - and byte for byte: every member reqval does not edit appears in the
+ *     forwarded text as the client's own bytes, in order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 
 #include <cJSON.h>
 
+#include "jsonscan.h"
 #include "reqval.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -108,6 +110,42 @@ check_others(const cJSON *in, const cJSON *out)
 		abort();
 }
 
+/* The first copy of the n bytes at p in a..e, or NULL. */
+static const char *
+find(const char *a, const char *e, const char *p, size_t n)
+{
+	for (; (size_t)(e - a) >= n; a++)
+		if (memcmp(a, p, n) == 0)
+			return a;
+	return NULL;
+}
+
+/* Every member of r that reqval_forward(.., clamp) leaves alone appears
+ * in s as its bytes in r->body, in order. */
+static void
+check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
+{
+	const struct jsonscan_member *m;
+	const char *at = s, *e = s + strlen(s), *f;
+	size_t i, n;
+
+	for (i = 0; i < r->n_mem; i++) {
+		m = &r->mem[i];
+		if ((i == r->at_provider && !r->has_provider) ||
+		    (i == r->at_model && !r->has_model) ||
+		    (clamp > 0 && i == r->at_limit[0] &&
+		     r->limit[0] > (double)clamp) ||
+		    (clamp > 0 && i == r->at_limit[1] &&
+		     r->limit[1] > (double)clamp))
+			continue;
+		n = m->val_off + m->val_len - m->key_off;
+		f = find(at, e, r->body + m->key_off, n);
+		if (f == NULL)
+			abort();
+		at = f + n;
+	}
+}
+
 /* Parses s and checks what every forwarded body must hold. */
 static cJSON *
 check_out(const char *s, const struct chat_req *r, int64_t clamp)
@@ -119,6 +157,7 @@ check_out(const char *s, const struct chat_req *r, int64_t clamp)
 
 	if (s == NULL)
 		abort();
+	check_bytes(s, r, clamp);
 	out = cJSON_Parse(s);
 	if (!cJSON_IsObject(out))
 		abort();
@@ -151,21 +190,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = '\0';
 	e = reqval_parse(body, size, def, &r, err, sizeof(err), &param);
 	if (e != ORGW_OK) {
-		if (e != ORGW_EINVAL || err[0] == '\0' || r.root != NULL)
+		if ((e != ORGW_EINVAL && e != ORGW_ENOMEM) || err[0] == '\0' ||
+		    r.mem != NULL)
 			abort();
 		free(body);
 		return 0;
 	}
-	if (!reqval_model_ok(r.model) || r.root == NULL || r.edited)
-		abort();
-	m = cJSON_GetObjectItemCaseSensitive(r.root, "messages");
-	if (!cJSON_IsArray(m) || m->child != NULL)
+	if (!reqval_model_ok(r.model) || r.mem == NULL)
 		abort();
 	/* What cJSON makes of the body; NULL only when out of memory. */
 	if ((in = cJSON_ParseWithLengthOpts(body, size + 1, NULL, 1)) == NULL)
 		goto out;
+	m = cJSON_GetObjectItemCaseSensitive(in, "messages");
+	if (!cJSON_IsArray(m))
+		abort();
 	if (r.has_provider) {
-		first = cJSON_GetObjectItemCaseSensitive(r.root, "provider");
+		first = cJSON_GetObjectItemCaseSensitive(in, "provider");
 		if ((in_prov = cJSON_Duplicate(first, 1)) == NULL)
 			goto out;
 	}
@@ -184,7 +224,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON_free(s);
 
 	s = reqval_forward(&r, "deepinfra/fp8", 0);
-	out = check_out(s, &r, CLAMP);	/* already clamped */
+	out = check_out(s, &r, 0);	/* each call from the client's bytes */
 	check_others(in, out);
 	if (!r.has_provider)
 		check_pin(out, "deepinfra/fp8");

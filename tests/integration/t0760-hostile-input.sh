@@ -98,15 +98,10 @@ for m in 'a/b\r\nX-Evil: 1' 'a/b\nX-Evil: 2' 'a/b\rX-Evil: 3' 'a/b\u0000X-Evil: 
 	"$(head -c 300 /dev/zero | tr '\0' 'm')"; do
 	orgw_http POST /v1/chat/completions "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
 	cat "$HTTP_HEADERS_FILE" >>"$ORGW_T/all-headers"
-	case $m in
-	'a/b\u0000X-Evil: 4')
-		# cJSON stops the string at the NUL: the model is "a/b", which
-		# is valid; what goes upstream is that same "a/b".
-		t_match "model '${m:0:40}': cut at the NUL, a/b served or refused" '^(200|400)$' "$HTTP_STATUS" ;;
-	*)
-		t_eq "model '${m:0:40}': 400" 400 "$HTTP_STATUS"
-		t_eq "model '${m:0:40}': param model" model "$(json_get "$HTTP_BODY" j.error.param)" ;;
-	esac
+	# 'a/b\u0000X...' included: cJSON would read "a/b", the upstream
+	# reads the whole string, which is no valid model id.
+	t_eq "model '${m:0:40}': 400" 400 "$HTTP_STATUS"
+	t_eq "model '${m:0:40}': param model" model "$(json_get "$HTTP_BODY" j.error.param)"
 done
 t_eq "no injected header in any response" 0 "$(grep -ci 'x-evil' "$ORGW_T/all-headers")"
 t_eq "no bare CR inside a header line" 0 \

@@ -753,6 +753,36 @@ test_stats_nonfinite(void)
 	record_free(t2);
 }
 
+/* What the tree path keeps (moved from test_statsrec.c with the flat
+ * codec): member order, new keys last, counters past INT_MAX exact (cJSON
+ * prints 15 significant digits, so up to 10^15 - 1). */
+static void
+test_stats_order(void)
+{
+	struct stats_delta d;
+	char *t;
+	cJSON *o;
+
+	memset(&d, 0, sizeof(d));
+	d.requests = 1;
+	d.ok = 1;
+	d.ttfb_ms = d.total_ms = -1;
+	t = record_stats_apply("{\"zz\":7,\"requests\":2147483647,"
+	                       "\"v\":1,\"ok\":999999999999998}",
+	                       &d);
+	T_ASSERT("stats: stored members keep their order, new keys go last",
+	         t != NULL &&
+	             strncmp(t, "{\"zz\":7,\"requests\":2147483648,\"v\":1,"
+	                        "\"ok\":999999999999999,\"errors\":{",
+	                     67) == 0);
+	o = t ? cJSON_Parse(t) : NULL;
+	T_ASSERT("stats: counters past INT_MAX and up to 10^15 stay exact",
+	         at(o, "requests") == 2147483648.0 &&
+	             at(o, "ok") == 999999999999999.0);
+	cJSON_Delete(o);
+	record_free(t);
+}
+
 int
 main(void)
 {
@@ -764,5 +794,6 @@ main(void)
 	test_stats();
 	test_stats_exact();
 	test_stats_nonfinite();
+	test_stats_order();
 	return T_REPORT();
 }

@@ -2,9 +2,9 @@
  * test_reqval.c - unit tests for reqval.c: request validation (SPEC
  * section 4 step 1) and the forwarded body (step 8: provider pin and the
  * max_tokens clamp).  Forwarded bodies are parsed back with cJSON and
- * compared field by field with the client's document.  reqval keeps
- * "messages" shallow until it must print: every printed body must still
- * carry the client's whole messages array.
+ * compared field by field with the client's document, and compared byte
+ * for byte with what the client sent: its members go as they are, with
+ * only what orgw must change replaced, dropped or added.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +34,7 @@ refused(const char *body, const char *def, const char *p)
 {
 	struct chat_req r;
 	enum orgw_err e = parse(body, def, &r);
-	int ok = e == ORGW_EINVAL && err[0] != '\0' && r.root == NULL &&
+	int ok = e == ORGW_EINVAL && err[0] != '\0' && r.mem == NULL &&
 	         (p == NULL ? param == NULL
 	                    : (param != NULL && strcmp(param, p) == 0));
 
@@ -87,10 +87,10 @@ test_parse(void)
 	         strcmp(r.model, "deepseek/deepseek-v3.2") == 0);
 	T_ASSERT("valid: stream true", r.stream);
 	T_ASSERT("valid: no provider", !r.has_provider);
-	T_ASSERT("valid: root kept", r.root != NULL);
+	T_ASSERT("valid: members kept", r.mem != NULL && r.n_mem == 4);
 	T_ASSERT("valid: param left NULL", param == NULL);
 	reqval_free(&r);
-	T_ASSERT("reqval_free clears root", r.root == NULL);
+	T_ASSERT("reqval_free clears members", r.mem == NULL);
 	reqval_free(&r);	/* twice is safe */
 	reqval_free(NULL);
 
@@ -141,6 +141,28 @@ test_parse(void)
 		         rc == ORGW_EINVAL);
 		if (rc == ORGW_OK)
 			reqval_free(&e);
+	}
+	{
+		/* cJSON takes both (a NUL is whitespace to it, and raw
+		 * bytes in strings); the forwarded C string could not. */
+		static const char in_str[] =
+		    "{\"model\":\"a\",\"messages\":[\"x\0y\"]}";
+		static const char as_ws[] =
+		    "{\"model\":\"a\",\0\"messages\":[]}";
+		struct chat_req e;
+		enum orgw_err r1 = reqval_parse(in_str, sizeof(in_str) - 1, NULL,
+		                                &e, err, sizeof(err), &param);
+		enum orgw_err r2;
+
+		if (r1 == ORGW_OK)
+			reqval_free(&e);
+		r2 = reqval_parse(as_ws, sizeof(as_ws) - 1, NULL, &e, err,
+		                  sizeof(err), &param);
+		if (r2 == ORGW_OK)
+			reqval_free(&e);
+		T_ASSERT("a NUL byte in a string or between members refused",
+		         r1 == ORGW_EINVAL && r2 == ORGW_EINVAL &&
+		             strstr(err, "NUL") != NULL);
 	}
 
 	/* messages */
@@ -445,8 +467,10 @@ test_forward(void)
 	out = s ? cJSON_Parse(s) : NULL;
 	T_ASSERT("NULL tag: pin removed",
 	         cJSON_IsObject(out) && count_key(out, "provider") == 0);
-	T_ASSERT("NULL tag: negative max_out clamps nothing more",
-	         num(out, "max_tokens") == 65536);
+	T_ASSERT("NULL tag: each call starts from the client's values, "
+	         "negative max_out clamps nothing",
+	         num(out, "max_tokens") == 100000 &&
+	             num(out, "max_completion_tokens") == 70000);
 	T_ASSERT("NULL tag: other fields unchanged", same_fields(in, out));
 	T_ASSERT("NULL tag: model still there", count_key(out, "model") == 1);
 	cJSON_Delete(out);
@@ -549,112 +573,6 @@ test_forward(void)
 	}
 }
 
-/* The client's bytes, spliced, when they are strict JSON and only the
- * pin changes; the printed tree otherwise. */
-static void
-test_splice(void)
-{
-	static const char strict[] =
-		"\xEF\xBB\xBF \n{ \"model\" : \"a/b\",\r\n\t\"messages\":[{\"role\":"
-		"\"user\",\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
-		"\"max_tokens\":100}  \n";
-	static const char *const loose[] = {
-		"{\"model\":\"a\",\"messages\":[],\"n\":01}",
-		"{\"model\":\"a\",\"messages\":[],\"n\":1.}",
-		"{\"model\":\"a\",\"messages\":[],\"n\":-.5}",
-		"{\"model\":\"a\",\"messages\":[\"tab\there\"]}",
-		"{\"model\":\"a\",\x01\"messages\":[]}",
-	};
-	struct chat_req r;
-	cJSON *out;
-	char *s;
-	size_t i;
-
-	if (parse(strict, NULL, &r) != ORGW_OK)
-		abort();
-	s = reqval_forward(&r, "deepinfra/fp8", 0);
-	T_ASSERT("splice: the client's object, pin before its last brace",
-	         s != NULL &&
-	                 strcmp(s, "{ \"model\" : \"a/b\",\r\n\t\"messages\":[{"
-	                           "\"role\":\"user\",\"content\":\"x\\u00e9\\n"
-	                           "\\\"y\"}],\"n\":-0.5e+2,\"max_tokens\":100,"
-	                           "\"provider\":{\"order\":[\"deepinfra/fp8\"],"
-	                           "\"allow_fallbacks\":false}}") == 0);
-	cJSON_free(s);
-	s = reqval_forward(&r, NULL, 100);
-	T_ASSERT("splice: no tag, max_tokens at the cap: the object as sent",
-	         s != NULL && strncmp(s, "{ \"model\"", 9) == 0 &&
-	                 strcmp(s + strlen(s) - 17, "\"max_tokens\":100}") == 0);
-	cJSON_free(s);
-	s = reqval_forward(&r, "t", 99);
-	out = s ? cJSON_Parse(s) : NULL;
-	T_ASSERT("clamp: printed, clamped, pinned",
-	         out != NULL && s[1] == '"' &&
-	                 cJSON_GetObjectItem(out, "max_tokens")->valuedouble == 99 &&
-	                 cJSON_GetObjectItem(out, "provider") != NULL);
-	cJSON_Delete(out);
-	cJSON_free(s);
-	s = reqval_forward(&r, "t", 0);
-	out = s ? cJSON_Parse(s) : NULL;
-	T_ASSERT("after an edit, never the client's bytes again (still 99)",
-	         out != NULL &&
-	                 cJSON_GetObjectItem(out, "max_tokens")->valuedouble == 99);
-	cJSON_Delete(out);
-	cJSON_free(s);
-	reqval_free(&r);
-
-	for (i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
-		if (parse(loose[i], NULL, &r) != ORGW_OK)
-			abort();
-		s = reqval_forward(&r, "t", 0);
-		out = s ? cJSON_Parse(s) : NULL;
-		T_ASSERT("not strict JSON: printed by cJSON's rules instead",
-		         out != NULL && s[1] == '"' && strchr(s, '\t') == NULL &&
-		                 strchr(s, '\x01') == NULL &&
-		                 cJSON_GetObjectItem(out, "provider") != NULL);
-		cJSON_Delete(out);
-		cJSON_free(s);
-		reqval_free(&r);
-	}
-
-	if (parse("{\"model\":\"a\",\"messages\":[],\"provider\":null}", NULL,
-	          &r) != ORGW_OK)
-		abort();
-	s = reqval_forward(&r, "t", 0);
-	T_ASSERT("provider null: dropped by the printed path, one pin",
-	         s != NULL && strstr(s, "null") == NULL &&
-	                 strstr(s, "\"order\":[\"t\"]") != NULL);
-	cJSON_free(s);
-	s = reqval_forward(&r, "q\"uote", 0);
-	out = s ? cJSON_Parse(s) : NULL;
-	T_ASSERT("a tag needing escapes goes through the printer",
-	         out != NULL && strstr(s, "q\\\"uote") != NULL);
-	cJSON_Delete(out);
-	cJSON_free(s);
-	reqval_free(&r);
-
-	/* cJSON ends the model at \u0000: orgw checked and routes "a/b",
-	 * so "a/b" is what goes upstream, not the client's bytes. */
-	if (parse("{\"model\":\"a/b\\u0000X\",\"messages\":[]}", NULL, &r) !=
-	    ORGW_OK)
-		abort();
-	s = reqval_forward(&r, "t", 0);
-	T_ASSERT("a \\u0000 in the body: printed, the model as checked",
-	         s != NULL && strstr(s, "u0000") == NULL &&
-	                 strstr(s, "\"model\":\"a/b\"") != NULL);
-	cJSON_free(s);
-	reqval_free(&r);
-
-	if (parse("{\"messages\":[]}", "d/m", &r) != ORGW_OK)
-		abort();
-	s = reqval_forward(&r, "t", 0);
-	T_ASSERT("default model: printed with the model written in",
-	         s != NULL && strstr(s, "\"model\":\"d/m\"") != NULL);
-	cJSON_free(s);
-	reqval_free(&r);
-}
-
-
 /* A conversation of n messages; caller frees. */
 static char *
 conversation(size_t n, const char *head)
@@ -707,121 +625,252 @@ failing_malloc(size_t n)
 	return malloc(n);
 }
 
-/* After reqval_parse, the tree holds messages as an empty array; every
- * printing path parses the body again and prints the whole of it. */
+/* True when reqval_forward(body parsed with def, tag, max_out) gives
+ * exactly want. */
+static int
+forwards(const char *body, const char *def, const char *tag,
+         int64_t max_out, const char *want)
+{
+	struct chat_req r;
+	char *s;
+	int ok;
+
+	if (parse(body, def, &r) != ORGW_OK)
+		return 0;
+	s = reqval_forward(&r, tag, max_out);
+	ok = s != NULL && strcmp(s, want) == 0;
+	if (!ok)
+		printf("#   got  %s\n#   want %s\n", s ? s : "(null)", want);
+	cJSON_free(s);
+	reqval_free(&r);
+	return ok;
+}
+
+#define PIN(t) "\"provider\":{\"order\":[\"" t "\"],\"allow_fallbacks\":false}"
+
+/* The client's own bytes, member by member, with orgw's edits only. */
 static void
-test_shallow(void)
+test_bytes(void)
+{
+	static const char spaced[] =
+		"\xEF\xBB\xBF \n{ \"model\" : \"a/b\",\r\n\t\"messages\":[{\"role\":"
+		"\"user\",\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
+		"\"max_tokens\":100}  \n";
+	struct chat_req r;
+	char *s;
+
+	T_ASSERT("bytes: BOM and whitespace around the object dropped, "
+	         "members as sent, pin added last",
+	         forwards(spaced, NULL, "deepinfra/fp8", 0,
+	                  "{\"model\" : \"a/b\",\"messages\":[{\"role\":\"user\","
+	                  "\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
+	                  "\"max_tokens\":100," PIN("deepinfra/fp8") "}"));
+	T_ASSERT("bytes: no tag, max_tokens at the cap: the members as sent",
+	         forwards(spaced, NULL, NULL, 100,
+	                  "{\"model\" : \"a/b\",\"messages\":[{\"role\":\"user\","
+	                  "\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
+	                  "\"max_tokens\":100}"));
+	T_ASSERT("bytes: clamp replaces only the value",
+	         forwards(spaced, NULL, "t", 99,
+	                  "{\"model\" : \"a/b\",\"messages\":[{\"role\":\"user\","
+	                  "\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
+	                  "\"max_tokens\":99," PIN("t") "}"));
+	T_ASSERT("bytes: clamp keeps the bytes between key and value",
+	         forwards("{\"max_completion_tokens\" :\t5000 ,\"messages\":[],"
+	                  "\"model\":\"a\"}",
+	                  NULL, NULL, 4096,
+	                  "{\"max_completion_tokens\" :\t4096,\"messages\":[],"
+	                  "\"model\":\"a\"}"));
+	T_ASSERT("bytes: provider null replaced by the pin",
+	         forwards("{\"model\":\"a\",\"provider\":null,\"messages\":[]}",
+	                  NULL, "t", 0,
+	                  "{\"model\":\"a\",\"messages\":[]," PIN("t") "}"));
+	T_ASSERT("bytes: provider null dropped without a tag",
+	         forwards("{\"provider\" : null , \"model\":\"a\","
+	                  "\"messages\":[]}",
+	                  NULL, NULL, 0, "{\"model\":\"a\",\"messages\":[]}"));
+	T_ASSERT("bytes: the client's provider object kept, no pin",
+	         forwards("{\"model\":\"a\",\"provider\":{ \"sort\":\"price\" },"
+	                  "\"messages\":[]}",
+	                  NULL, "t", 0,
+	                  "{\"model\":\"a\",\"provider\":{ \"sort\":\"price\" },"
+	                  "\"messages\":[]}"));
+	T_ASSERT("bytes: default model written when absent",
+	         forwards("{\"messages\":[]}", "d/m", "t", 0,
+	                  "{\"messages\":[],\"model\":\"d/m\"," PIN("t") "}"));
+	T_ASSERT("bytes: default model written in place of null",
+	         forwards("{\"model\":null,\"messages\":[]}", "d/m", NULL, 0,
+	                  "{\"messages\":[],\"model\":\"d/m\"}"));
+	T_ASSERT("bytes: a tag needing escapes is escaped by cJSON",
+	         forwards("{\"model\":\"a\",\"messages\":[]}", NULL, "q\"uote",
+	                  0,
+	                  "{\"model\":\"a\",\"messages\":[],"
+	                  "\"provider\":{\"order\":[\"q\\\"uote\"],"
+	                  "\"allow_fallbacks\":false}}"));
+	T_ASSERT("bytes: empty messages in an object with no other member",
+	         forwards("{\"messages\":[]}", "d/m", NULL, 0,
+	                  "{\"messages\":[],\"model\":\"d/m\"}"));
+
+	/* What a reprint by cJSON would change goes as sent. */
+	T_ASSERT("bytes: \\u0000 in a message and an integer above 2^53 "
+	         "forwarded as sent",
+	         forwards("{\"model\":\"a/b\",\"messages\":[{\"role\":\"user\","
+	                  "\"content\":\"x\\u0000y\"}],"
+	                  "\"seed\":12345678901234567891,"
+	                  "\"logit_bias\":{\"9007199254740993\":1e400}}",
+	                  NULL, "t", 0,
+	                  "{\"model\":\"a/b\",\"messages\":[{\"role\":\"user\","
+	                  "\"content\":\"x\\u0000y\"}],"
+	                  "\"seed\":12345678901234567891,"
+	                  "\"logit_bias\":{\"9007199254740993\":1e400},"
+	                  PIN("t") "}"));
+	T_ASSERT("bytes: braces, brackets, commas and quotes inside strings "
+	         "and nested objects",
+	         forwards("{\"model\":\"a\",\"messages\":[{\"content\":"
+	                  "\"} { \\\" ] [ , : \\\\\"}],\"x\":{\"y\":\"}\\\"\","
+	                  "\"z\":[{},[]],\"w\":{\"\":\"{\"}},\"\\\"}\":1,"
+	                  "\"max_tokens\":500}",
+	                  NULL, NULL, 10,
+	                  "{\"model\":\"a\",\"messages\":[{\"content\":"
+	                  "\"} { \\\" ] [ , : \\\\\"}],\"x\":{\"y\":\"}\\\"\","
+	                  "\"z\":[{},[]],\"w\":{\"\":\"{\"}},\"\\\"}\":1,"
+	                  "\"max_tokens\":10}"));
+	T_ASSERT("bytes: scalars of every kind end where cJSON ends them",
+	         forwards("{\"a\":true,\"b\":false ,\"c\":null\n,\"d\":-1.5E+3,"
+	                  "\"e\":01,\"model\":\"m\",\"messages\":[ ]}",
+	                  NULL, NULL, 0,
+	                  "{\"a\":true,\"b\":false,\"c\":null,\"d\":-1.5E+3,"
+	                  "\"e\":01,\"model\":\"m\",\"messages\":[ ]}"));
+
+	/* Member identity as cJSON decodes the key, which JSON.parse
+	 * upstream decodes the same way. */
+	T_ASSERT("bytes: an escaped \"provider\" key is the client's provider",
+	         parse("{\"model\":\"a\",\"messages\":[],"
+	               "\"pro\\u0076ider\":{\"order\":[\"x\"]}}",
+	               NULL, &r) == ORGW_OK &&
+	             r.has_provider);
+	s = reqval_forward(&r, "t", 0);
+	T_ASSERT("bytes: ... kept as sent, no pin",
+	         s != NULL && strstr(s, "pro\\u0076ider") != NULL &&
+	             strstr(s, "allow_fallbacks") == NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+	T_ASSERT("bytes: an escaped \"provider\": null is dropped, one pin",
+	         forwards("{\"model\":\"a\",\"messages\":[],"
+	                  "\"pro\\u0076ider\":null}",
+	                  NULL, "t", 0,
+	                  "{\"model\":\"a\",\"messages\":[]," PIN("t") "}"));
+	T_ASSERT("bytes: an escaped max_tokens is clamped",
+	         forwards("{\"model\":\"a\",\"messages\":[],"
+	                  "\"max\\u005ftokens\":900}",
+	                  NULL, NULL, 10,
+	                  "{\"model\":\"a\",\"messages\":[],"
+	                  "\"max\\u005ftokens\":10}"));
+	T_ASSERT("bytes: provider and pro\\u0076ider: a duplicate, refused",
+	         refused("{\"model\":\"a\",\"messages\":[],\"provider\":null,"
+	                 "\"pro\\u0076ider\":{\"order\":[\"x\"]}}",
+	                 NULL, "provider"));
+	T_ASSERT("bytes: model and mod\\u0065l: a duplicate, refused",
+	         refused("{\"model\":\"a\",\"mod\\u0065l\":\"b/c\","
+	                 "\"messages\":[]}",
+	                 NULL, "model"));
+	T_ASSERT("bytes: a top-level key holding \\u0000 refused",
+	         refused("{\"model\\u0000x\":\"a\",\"messages\":[]}", "d/m",
+	                 NULL) &&
+	             refused("{\"model\":\"a\",\"messages\":[],"
+	                     "\"x\\u0000\":1}",
+	                     NULL, NULL));
+	T_ASSERT("bytes: a \\u0000 in a nested key is the client's business",
+	         accepted("{\"model\":\"a\",\"messages\":[{\"x\\u0000\":1}]}",
+	                  NULL));
+	/* cJSON would read "a/b": upstream reads the whole string. */
+	T_ASSERT("bytes: a model holding \\u0000 refused",
+	         refused("{\"model\":\"a/b\\u0000X\",\"messages\":[]}", NULL,
+	                 "model") &&
+	             refused("{\"model\":\"a/b\\u00zzX\",\"messages\":[]}",
+	                     NULL, "model"));
+	T_ASSERT("bytes: a model with other escapes is read as decoded",
+	         parse("{\"model\":\"a\\/b\\u002dc\",\"messages\":[]}", NULL,
+	               &r) == ORGW_OK &&
+	             strcmp(r.model, "a/b-c") == 0);
+	reqval_free(&r);
+
+	/* Out of memory: NULL, and r still usable. */
+	{
+		cJSON_Hooks hk = {failing_malloc, free};
+		int k, nulls = 0;
+
+		if (parse("{\"model\":\"a\",\"messages\":[],\"max_tokens\":50}",
+		          NULL, &r) != ORGW_OK)
+			abort();
+		cJSON_InitHooks(&hk);
+		for (k = 0; k < 8; k++) {
+			fail_left = k;
+			s = reqval_forward(&r, "t", 10);
+			nulls += s == NULL;
+			cJSON_free(s);
+		}
+		fail_left = -1;
+		cJSON_InitHooks(NULL);
+		s = reqval_forward(&r, "t", 10);
+		T_ASSERT("out of memory: NULL, then the same body again",
+		         nulls > 0 && s != NULL &&
+		             strcmp(s, "{\"model\":\"a\",\"messages\":[],"
+		                       "\"max_tokens\":10," PIN("t") "}") == 0);
+		cJSON_free(s);
+		reqval_free(&r);
+	}
+}
+
+/* Every edit leaves the messages whole; what cJSON refuses inside them
+ * is refused. */
+static void
+test_messages(void)
 {
 	static const char *const heads[] = {
 		"\"model\":\"a/b\",\"max_tokens\":500,",	/* clamp */
 		"\"model\":\"a/b\",\"provider\":null,",	/* provider null */
 		"",						/* default model */
-		"\"model\":\"a/b\",\"x\":01,",		/* not strict */
-		"\"model\":\"a/b\",",				/* escaped tag */
-		"\"model\":\"a/b\\u0000X\",",			/* NUL escape */
+		"\"model\":null,",				/* model null */
+		"\"model\":\"a/b\",\"x\":01,",		/* not strict JSON */
 		"\"model\":\"a/b\",\"provider\":{\"sort\":\"price\"},",
 	};
-	static const char *const tags[] = {"t", "t", "t", "t", "q\"uote",
-	                                   "t", "t"};
-	cJSON_Hooks h = {failing_malloc, free};
 	struct chat_req r;
-	cJSON *m;
-	void *root;
-	char *b, *s, *want;
+	char *b, *s;
 	size_t i;
-	int ok, again;
-
-	b = conversation(40, "\"model\":\"a/b\",\"max_tokens\":64,");
-	if (parse(b, NULL, &r) != ORGW_OK)
-		abort();
-	m = cJSON_GetObjectItemCaseSensitive(r.root, "messages");
-	T_ASSERT("shallow: messages is an array node without children",
-	         cJSON_IsArray(m) && m->child == NULL && !r.edited);
-	T_ASSERT("shallow: members orgw does not read are left out",
-	         cJSON_GetObjectItemCaseSensitive(r.root, "temperature") ==
-	                 NULL &&
-	             cJSON_GetArraySize(r.root) == 3);
-	s = reqval_forward(&r, "deepinfra/fp8", 100);
-	want = malloc(strlen(b) + 64);
-	if (want == NULL)
-		abort();
-	snprintf(want, strlen(b) + 64,
-	         "%.*s,\"provider\":{\"order\":[\"deepinfra/fp8\"],"
-	         "\"allow_fallbacks\":false}}",
-	         (int)strlen(b) - 1, b);
-	T_ASSERT("shallow: the splice still sends the client's own bytes",
-	         s != NULL && strcmp(s, want) == 0 && !r.edited);
-	cJSON_free(s);
-	free(want);
-	s = reqval_forward(&r, "t", 10);
-	root = r.root;
-	T_ASSERT("shallow: clamping prints the whole messages array",
-	         r.edited && full_messages(s, b) && strstr(s, "turn 39") &&
-	             strstr(s, "\"max_tokens\":10"));
-	cJSON_free(s);
-	ok = 1;
-	for (i = 0; i < 3; i++) {
-		s = reqval_forward(&r, i % 2 ? NULL : "u", (int64_t)(5 - i));
-		ok = ok && full_messages(s, b) && r.root == root;
-		cJSON_free(s);
-	}
-	T_ASSERT("shallow: repeated forwards stay whole, parsed again once",
-	         ok);
-	reqval_free(&r);
-	free(b);
+	int ok;
 
 	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-		b = conversation(5 + i, heads[i]);
+		b = conversation(5 + 10 * i, heads[i]);
 		if (parse(b, "d/m", &r) != ORGW_OK)
 			abort();
-		s = reqval_forward(&r, tags[i], 100);
-		ok = full_messages(s, b) && r.edited;
+		s = reqval_forward(&r, i % 2 ? "q\"uote" : "t", 100);
+		ok = full_messages(s, b);
 		cJSON_free(s);
-		s = reqval_forward(&r, "v", 100);
-		again = full_messages(s, b);
+		s = reqval_forward(&r, NULL, 100);
+		ok = ok && full_messages(s, b);
 		cJSON_free(s);
-		printf("# printing path %zu\n", i);
-		T_ASSERT("shallow: every printing path prints the whole "
-		         "messages array, twice",
-		         ok && again);
+		printf("# head %zu\n", i);
+		T_ASSERT("messages: every edit forwards the whole messages "
+		         "array, twice",
+		         ok);
 		reqval_free(&r);
 		free(b);
 	}
 
-	/* Out of memory while parsing the whole tree: NULL, r unchanged
-	 * and still usable. */
-	b = conversation(3, "\"model\":\"a/b\",\"max_tokens\":500,");
-	if (parse(b, NULL, &r) != ORGW_OK)
-		abort();
-	root = r.root;
-	cJSON_InitHooks(&h);
-	fail_left = 0;
-	s = reqval_forward(&r, "t", 100);
-	cJSON_InitHooks(NULL);
-	T_ASSERT("shallow: out of memory for the whole tree gives NULL, r "
-	         "as it was",
-	         s == NULL && r.root == root && !r.edited);
-	cJSON_free(s);
-	s = reqval_forward(&r, "t", 100);
-	T_ASSERT("... and the next call prints the whole body",
-	         full_messages(s, b) && r.edited);
-	cJSON_free(s);
-	reqval_free(&r);
-	free(b);
-
-	T_ASSERT("shallow: messages object with contents refused",
+	T_ASSERT("messages object with contents refused",
 	         refused("{\"model\":\"a\",\"messages\":{\"a\":[1]}}", NULL,
 	                 "messages"));
-	T_ASSERT("shallow: duplicate messages refused, param messages",
+	T_ASSERT("duplicate messages refused, param messages",
 	         refused("{\"model\":\"a\",\"messages\":[{\"r\":1}],"
 	                 "\"messages\":[]}",
 	                 NULL, "messages"));
-	T_ASSERT("shallow: a bad escape inside messages refused",
+	T_ASSERT("a bad escape inside messages refused",
 	         refused("{\"model\":\"a\",\"messages\":[{\"c\":\"\\x\"}]}",
 	                 NULL, NULL) &&
 	             refused("{\"model\":\"a\",\"messages\":[\"\\ud800\"]}",
 	                     NULL, NULL));
-	T_ASSERT("shallow: a bad shape inside messages refused",
+	T_ASSERT("a bad shape inside messages refused",
 	         refused("{\"model\":\"a\",\"messages\":[{\"c\":1,}]}", NULL,
 	                 NULL) &&
 	             refused("{\"model\":\"a\",\"messages\":[1.2.3]}", NULL,
@@ -834,7 +883,7 @@ main(void)
 	test_parse();
 	test_model_ok();
 	test_forward();
-	test_splice();
-	test_shallow();
+	test_bytes();
+	test_messages();
 	return T_REPORT();
 }

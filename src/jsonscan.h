@@ -1,0 +1,60 @@
+/*
+ * jsonscan.h - the byte ranges of a JSON object's top-level members
+ * (pure).
+ *
+ * Not a parser: the text must be one cJSON has already accepted
+ * (cJSON_ParseWithLengthOpts) as an object.  The scanner only finds
+ * where each member's key and value start and end, so a caller can send
+ * the client's own bytes with a few members replaced, dropped or added
+ * (cJSON cuts strings at \u0000 and rounds integers above 2^53, so a
+ * reprint would change what the client sent).  Members come in document
+ * order, the order of the cJSON tree's children: the i-th member is the
+ * i-th child, and that child's key is the member's identity as cJSON
+ * decodes it.  On other text the scanner stays within len bytes and
+ * stops; what it reports then means nothing.
+ */
+#ifndef ORGW_JSONSCAN_H
+#define ORGW_JSONSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One member: offsets into the text. */
+struct jsonscan_member {
+	size_t key_off, key_len;	/* the key, its quotes included */
+	size_t val_off, val_len;	/* the value, first to last byte */
+};
+
+/* Walk state; fields are the scanner's own. */
+struct jsonscan {
+	const char *text;
+	size_t len;
+	size_t pos;
+	bool first;
+	bool done;
+};
+
+/*
+ * Starts a walk of the object in text (len bytes, borrowed until the
+ * walk ends).  Skips a UTF-8 BOM and bytes <= 0x20 as cJSON does.
+ * Returns false when no '{' comes first.
+ */
+bool jsonscan_begin(struct jsonscan *s, const char *text, size_t len);
+
+/*
+ * The next member into *m.  Returns false after the last one (or at
+ * anything the scanner cannot follow, which text cJSON accepted does
+ * not hold).
+ */
+bool jsonscan_next(struct jsonscan *s, struct jsonscan_member *m);
+
+/*
+ * For a JSON string token (quotes included, len bytes): true when cJSON
+ * decodes it to a C string that ends early, at a NUL: a raw 0x00 byte,
+ * or a \u escape that cJSON reads as 0 ("\u0000", or one with a byte
+ * that is not a hex digit).  A JavaScript JSON.parse keeps the rest of
+ * such a string, so cJSON's value is not what an upstream reads.
+ */
+bool jsonscan_has_nul(const char *tok, size_t len);
+
+#endif
