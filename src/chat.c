@@ -317,8 +317,8 @@ on_event(void *arg, const struct sse_event *ev)
 
 	/* The event's bytes live in the splitter's buffers (sse.h), which
 	 * are ours to change until we return. */
-	mask_key(ch, (char *)(uintptr_t)ev->raw, ev->raw_len);
-	mask_key(ch, (char *)(uintptr_t)ev->data, ev->data_len);
+	mask_key(ch, ev->raw, ev->raw_len);
+	mask_key(ch, ev->data, ev->data_len);
 
 	switch (ev->kind) {
 	case SSE_COMMENT:

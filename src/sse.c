@@ -51,7 +51,7 @@ event_end(const char *p, size_t n, size_t from)
 
 /* Classifies one event and joins its data lines into s->data. */
 static enum orgw_err
-parse_event(struct sse *s, const char *p, size_t n, struct sse_event *ev)
+parse_event(struct sse *s, char *p, size_t n, struct sse_event *ev)
 {
 	size_t i = 0, eol, len;
 	bool comment = false, data = false, other = false;
@@ -93,7 +93,8 @@ parse_event(struct sse *s, const char *p, size_t n, struct sse_event *ev)
 	}
 	ev->raw = p;
 	ev->raw_len = n;
-	ev->data = data ? s->data.p : "";
+	s->nodata[0] = '\0';
+	ev->data = data ? s->data.p : s->nodata;
 	ev->data_len = data ? s->data.len : 0;
 	if (data)
 		ev->kind = (s->data.len == 6 &&

@@ -19,11 +19,13 @@ enum sse_kind {
 	SSE_OTHER,	/* event:/id:/retry: only, or unknown fields */
 };
 
+/* The bytes are the splitter's, lent to the callback until it returns;
+ * it may change them in place (chat.c masks the upstream key). */
 struct sse_event {
 	enum sse_kind kind;
-	const char *raw;	/* the whole event incl. its blank line */
+	char *raw;		/* the whole event incl. its blank line */
 	size_t raw_len;
-	const char *data;	/* data payload, NUL-terminated; "" if none */
+	char *data;		/* data payload, NUL-terminated; "" if none */
 	size_t data_len;
 };
 
@@ -32,6 +34,7 @@ struct sse {
 	struct buf data;	/* scratch for the joined data lines */
 	size_t scan;		/* in.p[0..scan) holds no event end */
 	size_t max_event;	/* ORGW_ETOOBIG when an event grows past it */
+	char nodata[1];		/* the "" of an event without data */
 };
 
 /* Prepares s; max_event 0 means 16 MiB.  Pair with sse_free(). */
