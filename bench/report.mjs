@@ -84,7 +84,7 @@ function lockStats(logFile) {
   const txt = rd(logFile);
   const tx = [...txt.matchAll(/lock: write=(\d) wait_us=(-?\d+) hold_us=(-?\d+)/g)]
     .map((m) => ({ w: m[1] === '1', wait: +m[2], hold: +m[3] }));
-  const reqs = (txt.match(/ req: /g) || []).length;
+  const reqs = (txt.match(/ req: time=\d+ model=/g) || []).length; // chat requests
   if (!tx.length) return null;
   const holdAll = tx.map((t) => t.hold);
   return {

@@ -62,7 +62,7 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	struct orgw_io io;
 	struct orgw_env env;
 
-	cgi_io_init(&io);
+	cgi_io_init(&io, c->client_send_timeout_ms);
 	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
 		return 1;
 	orgw_handle(&io, &env, c, conf_err);
@@ -85,7 +85,7 @@ serve_fcgi(const struct orgw_conf *c, const char *conf_err)
 	while (!stop_after && FCGX_Accept_r(&req) >= 0) {
 		in_request = 1;
 		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
-			fcgi_io_init(&io, &req);
+			fcgi_io_init(&io, &req, c->client_send_timeout_ms);
 			orgw_handle(&io, &env, c, conf_err);
 			http_env_free(&env);
 		}

@@ -7,13 +7,20 @@
  * answer -> one stats transaction (bookkeep).  This file does the I/O and
  * holds no failover policy.  No state lock is held across network I/O.
  *
- * Streaming: the client's header block is held back until the first data
- * event (or until keep-alive comments have run for KEEPALIVE_COMMIT_MS,
- * so proxies in front of us do not time out), so a provider that fails
+ * Streaming: the client's header block is held back until the first
+ * token (or for KEEPALIVE_COMMIT_MS at most), so a provider that fails
  * before its first token can still be replaced without the client
- * noticing.  Once content has been relayed, a failure ends the client's
- * stream with an SSE error event and no "[DONE]" (SPEC section 5), so a
- * truncated answer never looks finished.
+ * noticing; role-only chunks are held until a token follows them.  Once
+ * content has been relayed, a failure ends the client's stream with an
+ * SSE error event and no "[DONE]" (SPEC section 5), so a truncated answer
+ * never looks finished.
+ *
+ * Real durations (SPEC 5): a request lasts up to minutes.  The first
+ * token of a stream is its first chunk with content; the first byte of a
+ * non-streamed answer is its first byte, padding included.  Silence, not
+ * length, is a timeout; REQUEST_TIMEOUT_MS bounds the whole request.
+ * The client connection is never silent for long (keep_alive()): web
+ * servers notice a departed client only when they write to it.
  *
  * Ownership: struct chat owns everything of the request (parsed body,
  * buffers, forwarded body); chat_free() releases it once.
@@ -39,6 +46,8 @@
 #include "upstream.h"
 
 #define KEEPALIVE_COMMIT_MS 3000	/* hold headers at most this long */
+#define KEEPALIVE_EVERY_MS 500		/* then never silent longer */
+#define WAIT_TICK_MS 50			/* a 429 wait looks around this often */
 #define HELD_MAX_BYTES (64u * 1024)
 #define BODY_MAX_BYTES (64u * 1024 * 1024)	/* non-stream response cap */
 #define CONNECT_TIMEOUT_MS 10000
@@ -50,9 +59,17 @@ struct attempt {
 	bool is_sse;
 	struct buf body;	/* non-SSE body (or an error body) */
 	struct sse sse;
-	int64_t t_start, t_first, t_last;
+	int64_t t_start;
+	/* Stream: the first and the last token (a chunk with content).
+	 * Non-streamed: the first and the last body byte, padding
+	 * included.  0 when none came yet.  Silence is measured from
+	 * t_last (a stall) or from t_start (a timeout). */
+	int64_t t_first, t_last;
+	bool nonws;		/* non-streamed: a body byte that is not
+				 * whitespace padding came */
 	bool content;		/* data relayed in this attempt */
 	bool done;		/* saw data: [DONE] */
+	bool finished;		/* a chunk carried a finish_reason */
 	enum failover_abort why;
 	long err_code;		/* error object's code, in body or event */
 	char err_msg[256];
@@ -72,7 +89,11 @@ struct chat {
 	char *fwd;		/* forwarded body (cJSON allocated) */
 	int attempts;
 	bool head_sent;		/* the client has its header block */
+	bool json_head;		/* ... of a non-streamed 200: whitespace and
+				 * then one JSON document follow */
+	int64_t t_wrote;	/* the last write to the client */
 	struct buf held;	/* comments held before the header block */
+	struct buf pending;	/* role-only chunks, until a token follows */
 	struct attempt a;
 	struct failover_verdict v;	/* what the last attempt means */
 	struct stats_delta d;
@@ -100,6 +121,7 @@ chat_free(struct chat *ch)
 	reqval_free(&ch->req);
 	cJSON_free(ch->fwd);
 	buf_free(&ch->held);
+	buf_free(&ch->pending);
 	buf_free(&ch->a.body);
 	sse_free(&ch->a.sse);
 }
@@ -146,6 +168,74 @@ send_stream_head(struct chat *ch)
 	return 0;
 }
 
+/* Writes n bytes to the client and flushes: 0, or -1 when it is gone. */
+static int
+send_now(struct chat *ch, const char *p, size_t n)
+{
+	const struct orgw_io *io = ch->io;
+
+	if ((n && io->write(io->ctx, p, n)) || io->flush(io->ctx))
+		return -1;
+	ch->t_wrote = clock_mono_ms();
+	return 0;
+}
+
+/*
+ * Commits a non-streamed answer: its 200 head, so that whitespace can
+ * keep the connection alive while upstream pads its own committed 200.
+ * Any later answer is one JSON document after the whitespace, an error
+ * too (as OpenRouter answers).  -1: the client is gone.
+ */
+static int
+send_json_head(struct chat *ch)
+{
+	char extra[512];
+
+	orgw_headers(ch, extra, sizeof(extra));
+	ch->head_sent = true;
+	ch->json_head = true;
+	ch->final_status = 200;
+	if (http_head(ch->io, 200, "application/json", extra) != 0)
+		return -1;
+	return send_now(ch, "\n", 1);
+}
+
+/* True when the attempt is a non-streamed 200 that has sent only
+ * whitespace padding so far: upstream committed and works. */
+static bool
+upstream_pads(const struct attempt *a)
+{
+	return !a->is_sse && a->status == 200 && a->body.len > 0 && !a->nonws;
+}
+
+/*
+ * Keeps the client connection from going silent (SPEC 5, "Keeping the
+ * client connection alive"); called about every 50 ms while upstream
+ * works and while a 429 retry waits.  A stream's head goes out after
+ * KEEPALIVE_COMMIT_MS, with what was held; a non-streamed answer's only
+ * while upstream pads its own committed 200 (before that, failover stays
+ * invisible, status and all).  After the head, a comment (stream) or a
+ * newline (JSON) whenever nothing was written for KEEPALIVE_EVERY_MS.
+ * -1: the client is gone.
+ */
+static int
+keep_alive(struct chat *ch, int64_t now)
+{
+	if (!ch->head_sent) {
+		if (now - ch->t0 < KEEPALIVE_COMMIT_MS)
+			return 0;
+		if (ch->req.stream)
+			return send_stream_head(ch) == 0 ? send_now(ch, "", 0) :
+							   -1;
+		return upstream_pads(&ch->a) ? send_json_head(ch) : 0;
+	}
+	if (now - ch->t_wrote < KEEPALIVE_EVERY_MS)
+		return 0;
+	if (ch->json_head)
+		return send_now(ch, "\n", 1);
+	return send_now(ch, ": keep-alive\n\n", 14);
+}
+
 /* A token count from usage: a non-negative number, else 0. */
 static int64_t
 count(const cJSON *it)
@@ -154,6 +244,40 @@ count(const cJSON *it)
 	    it->valuedouble > 1e15)
 		return 0;
 	return (int64_t)it->valuedouble;
+}
+
+/*
+ * The error a choice carries: how OpenRouter reports a provider error
+ * after it committed its 200 (choices[].error with finish_reason
+ * "error", OPENROUTER.md 6), in a body or a chunk.  NULL when none.
+ */
+static const cJSON *
+choice_error(const cJSON *o)
+{
+	const cJSON *c, *e;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(o, "choices"))
+	{
+		e = cJSON_GetObjectItemCaseSensitive(c, "error");
+		if (cJSON_IsObject(e))
+			return e;
+	}
+	return NULL;
+}
+
+/* True when a choice of o carries a finish_reason other than "error". */
+static bool
+has_finish(const cJSON *o)
+{
+	const cJSON *c, *f;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(o, "choices"))
+	{
+		f = cJSON_GetObjectItemCaseSensitive(c, "finish_reason");
+		if (cJSON_IsString(f) && strcmp(f->valuestring, "error") != 0)
+			return true;
+	}
+	return false;
 }
 
 /* Takes provider, usage and error out of a response or chunk object. */
@@ -183,6 +307,8 @@ read_meta(struct attempt *a, const cJSON *o)
 				  0;
 	}
 	e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	if (!cJSON_IsObject(e))
+		e = choice_error(o);
 	if (cJSON_IsObject(e)) {
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
 		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e,
@@ -237,33 +363,44 @@ mask_key(const struct chat *ch, char *p, size_t n)
 	}
 }
 
+/* Writes the head (once) and the role-only chunks held for the token
+ * that follows them, unflushed: that token's write flushes.  -1 when the
+ * client is gone. */
+static int
+send_pending(struct chat *ch)
+{
+	const struct orgw_io *io = ch->io;
+
+	if (send_stream_head(ch) != 0)
+		return -1;
+	if (ch->pending.len && io->write(io->ctx, ch->pending.p,
+					 ch->pending.len) != 0)
+		return -1;
+	buf_reset(&ch->pending);
+	return 0;
+}
+
 /* Writes an event as it came (after the held-back head) and flushes: 0,
  * or -1 when the client is gone. */
 static int
 relay_raw(struct chat *ch, const struct sse_event *ev)
 {
-	const struct orgw_io *io = ch->io;
-
-	if (send_stream_head(ch) != 0 ||
-	    io->write(io->ctx, ev->raw, ev->raw_len) || io->flush(io->ctx))
+	if (send_stream_head(ch) != 0)
 		return -1;
-	return 0;
+	return send_now(ch, ev->raw, ev->raw_len);
 }
 
 /* A comment (keep-alive) or other event: held back with the head, which
- * goes out after KEEPALIVE_COMMIT_MS at the latest.  -1: client gone. */
+ * goes out after KEEPALIVE_COMMIT_MS at the latest (keep_alive()).
+ * -1: client gone. */
 static int
 on_comment(struct chat *ch, const struct sse_event *ev)
 {
 	if (ch->head_sent)
 		return relay_raw(ch, ev);
-	if (ch->held.len + ev->raw_len <= HELD_MAX_BYTES &&
-	    buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK)
-		return 0;
-	if (clock_mono_ms() - ch->t0 >= KEEPALIVE_COMMIT_MS &&
-	    (send_stream_head(ch) != 0 || ch->io->flush(ch->io->ctx)))
-		return -1;
-	return 0;
+	if (ch->held.len + ev->raw_len <= HELD_MAX_BYTES)
+		(void)buf_add(&ch->held, ev->raw, ev->raw_len);
+	return keep_alive(ch, clock_mono_ms());
 }
 
 /* A data event: relayed when it carries content; 1 stops the attempt
@@ -275,8 +412,6 @@ on_chunk(struct chat *ch, const struct sse_event *ev)
 	bool content;
 	cJSON *o;
 
-	if (a->t_first == 0)
-		a->t_first = clock_mono_ms();
 	o = cJSON_ParseWithLength(ev->data, ev->data_len);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -287,22 +422,29 @@ on_chunk(struct chat *ch, const struct sse_event *ev)
 	}
 	read_meta(a, o);
 	content = failover_carries_content(o);
+	if (has_finish(o))
+		a->finished = true;
 	cJSON_Delete(o);
 	if (a->err_msg[0] != '\0') {
 		a->why = AB_ERROR_EVENT;
 		return 1;
 	}
-	if (!content && !ch->head_sent) {
-		/* A role-only chunk: hold it with the comments, so a
-		 * provider that fails right after it can still be replaced
-		 * without the client seeing two starts. */
-		if (buf_add(&ch->held, ev->raw, ev->raw_len) != ORGW_OK) {
+	if (!content) {
+		/* A role-only chunk is not a token (SPEC 5): hold it, so a
+		 * provider that fails after it can still be replaced
+		 * without the client seeing two starts, even once the head
+		 * went out with keep-alives. */
+		if (ch->pending.len + ev->raw_len > HELD_MAX_BYTES ||
+		    buf_add(&ch->pending, ev->raw, ev->raw_len) != ORGW_OK) {
 			a->why = AB_TOO_BIG;
 			return 1;
 		}
 		return 0;
 	}
-	if (relay_raw(ch, ev) != 0) {
+	a->t_last = clock_mono_ms();
+	if (a->t_first == 0)
+		a->t_first = a->t_last;
+	if (send_pending(ch) != 0 || relay_raw(ch, ev) != 0) {
 		a->why = AB_GONE;
 		return 1;
 	}
@@ -347,15 +489,15 @@ on_data(void *arg, const char *p, size_t n)
 	int stopped = 0;
 	size_t i;
 
-	a->t_last = clock_mono_ms();
 	if (!a->is_sse) {
+		/* Padding is a byte too: upstream committed and works. */
+		a->t_last = clock_mono_ms();
 		if (a->t_first == 0)
-			for (i = 0; i < n; i++)
-				if (p[i] != ' ' && p[i] != '\n' &&
-				    p[i] != '\r' && p[i] != '\t') {
-					a->t_first = a->t_last;
-					break;
-				}
+			a->t_first = a->t_last;
+		for (i = 0; i < n && !a->nonws; i++)
+			if (p[i] != ' ' && p[i] != '\n' && p[i] != '\r' &&
+			    p[i] != '\t')
+				a->nonws = true;
 		if ((err = buf_add(&a->body, p, n)) != ORGW_OK) {
 			a->why = AB_TOO_BIG;
 			return 1;
@@ -379,15 +521,22 @@ on_tick(void *arg, int64_t now)
 	struct attempt *a = &ch->a;
 	int64_t limit = ch->c->upstream_timeout_ms;
 
-	/* Keep-alive comments and whitespace padding are not a first
-	 * byte: a provider that only keeps the line open is not answering. */
+	if (now - ch->t0 >= ch->c->request_timeout_ms) {
+		a->why = AB_DEADLINE;
+		return 1;
+	}
+	/* A stream needs tokens: comments keep its line open but do not
+	 * answer.  A non-streamed answer's padding does (SPEC 5). */
 	if (a->t_first == 0 && now - a->t_start >= limit) {
 		a->why = AB_TIMEOUT;
 		return 1;
 	}
-	if (a->t_first != 0 && now - (a->t_last ? a->t_last : a->t_start) >=
-				       limit) {
+	if (a->t_first != 0 && now - a->t_last >= limit) {
 		a->why = AB_STALL;
+		return 1;
+	}
+	if (keep_alive(ch, now) != 0) {
+		a->why = AB_GONE;
 		return 1;
 	}
 	return 0;
@@ -434,21 +583,23 @@ provider_failed(struct chat *ch, enum failover_kind kind)
 		      clock_now_s(), &tripped, &next);
 	if (tripped) {
 		ch->d.trips++;
-		if (strcmp(next.tag, tag) != 0) {
-			ch->d.failovers++;
-			ch->route = next;
-		}
+		ch->route = next;
 	}
 }
 
-/* Sleeps for a 429 retry while watching the client; -1 if it left. */
+/* Sleeps for a 429 retry while watching the client and keeping its
+ * connection alive (keep_alive()); -1 if it left. */
 static int
 wait_429(struct chat *ch, int64_t ms)
 {
 	struct pollfd pfd;
-	int64_t end = clock_mono_ms() + ms, left;
+	int64_t now, end = clock_mono_ms() + ms, left;
 
-	while ((left = end - clock_mono_ms()) > 0) {
+	while ((left = end - (now = clock_mono_ms())) > 0) {
+		if (keep_alive(ch, now) != 0)
+			return -1;
+		if (left > WAIT_TICK_MS)
+			left = WAIT_TICK_MS;
 		if (ch->io->client_fd < 0) {
 			clock_sleep_ms(left);
 			continue;
@@ -524,7 +675,11 @@ relay_body(struct chat *ch)
 			return relay_gateway_error(ch, status, "upstream_error",
 						   a->err_msg);
 	}
-	ch->final_status = status;
+	if (ch->json_head)	/* committed: the document, as it came */
+		return len ? send_now(ch, p, len) :
+			     relay_gateway_error(ch, status, "upstream_error",
+						 "upstream returned an empty "
+						 "response");
 	if (ch->head_sent) {
 		/* A stream already began (keep-alives); say it in-band. */
 		send_stream_error(ch, "upstream_error",
@@ -532,6 +687,7 @@ relay_body(struct chat *ch)
 						  "upstream request failed");
 		return 0;
 	}
+	ch->final_status = status;
 	orgw_headers(ch, extra, sizeof(extra));
 	if (len == 0)
 		return http_error(ch->io, status, "upstream_error", NULL, NULL,
@@ -545,13 +701,23 @@ static int
 relay_gateway_error(struct chat *ch, int status, const char *code,
 		    const char *msg)
 {
-	char extra[512];
+	char extra[512], *s;
+	int rc;
 
-	ch->final_status = status;
+	if (ch->json_head) {
+		/* A committed 200: an OpenAI error object after the
+		 * whitespace, as OpenRouter answers then. */
+		s = http_error_json("upstream_error", code, NULL, msg);
+		rc = s ? send_now(ch, s, strlen(s)) :
+			 send_now(ch, HTTP_OOM_JSON, sizeof(HTTP_OOM_JSON) - 1);
+		cJSON_free(s);
+		return rc;
+	}
 	if (ch->head_sent) {
 		send_stream_error(ch, code, msg);
 		return 0;
 	}
+	ch->final_status = status;
 	orgw_headers(ch, extra, sizeof(extra));
 	return http_error(ch->io, status, "upstream_error", code, NULL, msg,
 			  extra);
@@ -677,6 +843,7 @@ judge_attempt(struct chat *ch, const struct upstream_result *r)
 		fa.body_ok = parse_body(a);
 	fa.has_error = a->err_msg[0] != '\0';
 	fa.err_code = a->err_code;
+	fa.finished = a->finished;
 	ch->v = failover_classify(&fa);
 	if (ch->v.mid_msg != NULL && a->err_msg[0] == '\0')
 		snprintf(a->err_msg, sizeof(a->err_msg), "%s", ch->v.mid_msg);
@@ -697,6 +864,7 @@ run_attempt(struct chat *ch)
 	 * is dropped: this attempt's stream brings its own. */
 	if (!ch->head_sent)
 		buf_reset(&ch->held);
+	buf_reset(&ch->pending);
 	cJSON_free(ch->fwd);
 	ch->fwd = reqval_forward(&ch->req, pinned_tag(ch), ch->route.max_out);
 	if (ch->fwd == NULL)
@@ -716,6 +884,12 @@ run_attempt(struct chat *ch)
 	call.on_tick = on_tick;
 	call.on_client_gone = on_client_gone;
 	call.arg = ch;
+	/* A failover: this attempt goes to another provider than the last
+	 * one (a trip re-locked the model); one per request.  A trip that
+	 * left the request unpinned moved it to no provider. */
+	if (ch->attempts > 0 && ch->used_tag[0] != '\0' && pinned_tag(ch) &&
+	    strcmp(ch->used_tag, pinned_tag(ch)) != 0)
+		ch->d.failovers = 1;
 	ch->attempts++;
 	/* A trip may re-lock ch->route later on; stats and the log must
 	 * name the provider this attempt really went to. */
@@ -741,10 +915,17 @@ attempt_loop(struct chat *ch)
 	int64_t ms;
 
 	while (ch->attempts < c->max_attempts) {
+		/* No new attempt past the request's deadline. */
+		if (ch->attempts > 0 &&
+		    clock_mono_ms() - ch->t0 >= c->request_timeout_ms) {
+			ch->v.out = FO_DEADLINE;
+			ch->v.kind = FK_TIMEOUT;
+			return 0;
+		}
 		if (run_attempt(ch) != 0)
 			return -1;
 		if (ch->v.out == FO_429)
-			ch->d.e429++;
+			ch->d.e429 = 1;	/* requests that met a 429 */
 		if (ch->v.out == FO_FAIL) {
 			failover_count(&ch->d, ch->v.kind);
 			provider_failed(ch, ch->v.kind);
@@ -761,6 +942,11 @@ attempt_loop(struct chat *ch)
 			ms = failover_delay_429_ms(c->retry_429_delays[n429],
 						   ch->a.retry_after,
 						   clock_mono_ms() % 251);
+			/* A retry that could not start before the deadline:
+			 * the 429 goes to the client now. */
+			if (clock_mono_ms() + ms - ch->t0 >=
+			    c->request_timeout_ms)
+				return 0;
 			if (wait_429(ch, ms) != 0) {
 				ch->v.out = FO_GONE;
 				return 0;
@@ -785,8 +971,17 @@ answer(struct chat *ch)
 		ch->result = "ok";
 		if (!a->is_sse)
 			ch->rc = relay_body(ch);
-		else
-			ch->final_status = 200;
+		else if (!a->done)
+			/* Complete after its finish_reason (SPEC 5): the
+			 * [DONE] upstream did not send. */
+			ch->rc = send_now(ch, "data: [DONE]\n\n", 14);
+		break;
+	case FO_DEADLINE:
+		failover_count(&ch->d, FK_TIMEOUT);
+		ch->result = "request_timeout";
+		ch->rc = relay_gateway_error(ch, 504, "request_timeout",
+					     "the request took longer than "
+					     "REQUEST_TIMEOUT_MS");
 		break;
 	case FO_CLIENT:
 	case FO_429:
@@ -795,7 +990,7 @@ answer(struct chat *ch)
 		ch->rc = relay_body(ch);
 		break;
 	case FO_GONE:
-		ch->d.eabort++;
+		ch->d.eabort = 1;
 		ch->result = "client_abort";
 		ch->final_status = 499;
 		ch->rc = -1;
@@ -873,6 +1068,11 @@ chat_handle(const struct orgw_conf *c, const struct orgw_io *io,
 			 &ch.req, err, sizeof(err), &param) != ORGW_OK) {
 		rc = http_error(io, 400, "invalid_request_error",
 				"invalid_request", param, err, NULL);
+		/* Logged too (SPEC 9), as not routed. */
+		ch.route.kind = ROUTE_UNPINNED;
+		ch.final_status = 400;
+		log_request(&ch, "invalid_request", -1,
+			    clock_mono_ms() - ch.t0);
 		goto out;
 	}
 	route_request(&ch);

@@ -25,6 +25,8 @@ struct orgw_conf {
 	double min_uptime;		/* percent 0..100 */
 	int64_t slow_threshold_ms;
 	int64_t upstream_timeout_ms;
+	int64_t request_timeout_ms;	/* a whole request, not retried */
+	int64_t client_send_timeout_ms;	/* a write that makes no progress */
 	int fail_limit;
 	int64_t cooldown_seconds;
 	int64_t lock_idle_seconds;

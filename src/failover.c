@@ -20,14 +20,16 @@ verdict(enum failover_outcome out, enum failover_kind kind)
 	return v;
 }
 
-/* Content reached the client: anything short of a clean [DONE] is a
- * mid-stream failure. */
+/* Content reached the client: complete after a clean [DONE], or after a
+ * chunk with a finish_reason (its usage follows it) whatever the line did
+ * next; anything else is a mid-stream failure. */
 static struct failover_verdict
 classify_relayed(const struct failover_attempt *a)
 {
 	struct failover_verdict v = verdict(FO_MID, FK_MID_STREAM);
 
-	if (a->done && a->net == NET_OK && a->why == AB_NONE)
+	if (a->why == AB_NONE &&
+	    ((a->done && a->net == NET_OK) || a->finished))
 		return verdict(FO_OK, FK_OTHER);
 	v.mid_msg = a->why == AB_STALL ? "upstream stream stalled" :
 		    a->done ? "upstream stream ended badly" :
@@ -35,19 +37,28 @@ classify_relayed(const struct failover_attempt *a)
 	return v;
 }
 
+/*
+ * An error object inside a 200 (an SSE error event, or the body's
+ * "error" or choices[].error, OPENROUTER.md 6) by its code: 429 is
+ * retried on the provider, another 4xx but 404 and 408 is the client's,
+ * anything else a provider failure.  One rule for streams and bodies.
+ */
+static struct failover_verdict
+classify_error_code(long e)
+{
+	if (e == 429)
+		return verdict(FO_429, FK_OTHER);
+	if (e >= 400 && e < 500 && e != 404 && e != 408)
+		return verdict(FO_CLIENT, FK_OTHER);
+	return verdict(FO_FAIL, FK_5XX);
+}
+
 /* A 200 stream that relayed no content yet. */
 static struct failover_verdict
 classify_stream(const struct failover_attempt *a)
 {
-	long e = a->err_code;
-
-	if (a->why == AB_ERROR_EVENT) {
-		if (e == 429)
-			return verdict(FO_429, FK_OTHER);
-		if (e >= 400 && e < 500 && e != 404 && e != 408)
-			return verdict(FO_CLIENT, FK_OTHER);
-		return verdict(FO_FAIL, FK_5XX);
-	}
+	if (a->why == AB_ERROR_EVENT)
+		return classify_error_code(a->err_code);
 	if (a->done)	/* a stream with no content at all */
 		return verdict(FO_OK, FK_OTHER);
 	return verdict(FO_FAIL,
@@ -62,12 +73,7 @@ classify_body(const struct failover_attempt *a)
 		return verdict(FO_FAIL, FK_MALFORMED);
 	if (!a->has_error)
 		return verdict(FO_OK, FK_OTHER);
-	/* An error object inside a 200 body (OPENROUTER.md 6). */
-	if (a->err_code == 429)
-		return verdict(FO_429, FK_OTHER);
-	if (a->err_code >= 500 || a->err_code == 408)
-		return verdict(FO_FAIL, FK_5XX);
-	return verdict(FO_CLIENT, FK_OTHER);
+	return classify_error_code(a->err_code);
 }
 
 struct failover_verdict
@@ -75,6 +81,8 @@ failover_classify(const struct failover_attempt *a)
 {
 	if (a->why == AB_GONE)
 		return verdict(FO_GONE, FK_OTHER);
+	if (a->why == AB_DEADLINE)
+		return verdict(FO_DEADLINE, FK_TIMEOUT);
 	if (a->content)
 		return classify_relayed(a);
 	if (a->why == AB_TIMEOUT || a->why == AB_STALL ||
@@ -169,23 +177,23 @@ failover_count(struct stats_delta *d, enum failover_kind k)
 {
 	switch (k) {
 	case FK_TIMEOUT:
-		d->etimeout++;
+		d->etimeout = 1;
 		break;
 	case FK_MID_STREAM:
-		d->emid++;
+		d->emid = 1;
 		break;
 	case FK_5XX:
 	case FK_CONNECT:
 	case FK_RESET:
-		d->e5xx++;
+		d->e5xx = 1;
 		break;
 	case FK_SLOW:
-		d->eslow++;
+		d->eslow = 1;
 		break;
 	case FK_OTHER:
 	case FK_MALFORMED:
 	case FK_NO_ENDPOINT:
-		d->eother++;
+		d->eother = 1;
 		break;
 	}
 }

@@ -27,6 +27,9 @@ enum failover_outcome {
 	FO_MID,		/* failure after content reached the client */
 	FO_CLIENT,	/* upstream 4xx etc.: relay as is */
 	FO_GONE,	/* the client went away */
+	FO_DEADLINE,	/* REQUEST_TIMEOUT_MS passed: final, not retried
+			 * (the generation may have been billed), and
+			 * no provider failure */
 };
 
 /* Why the I/O side stopped an attempt early. */
@@ -38,6 +41,7 @@ enum failover_abort {
 	AB_ERROR_EVENT,	/* upstream sent an SSE error event */
 	AB_GONE,	/* client went away (write failed or hung up) */
 	AB_TOO_BIG,	/* response over the cap */
+	AB_DEADLINE,	/* the whole request reached REQUEST_TIMEOUT_MS */
 };
 
 /* How the transfer itself ended (upstream.h's up_fail, folded). */
@@ -62,7 +66,12 @@ enum failover_kind {
 	FK_SLOW,	/* lag: relayed, but counted toward the breaker */
 };
 
-/* One finished attempt, as the I/O side saw it. */
+/*
+ * One finished attempt, as the I/O side saw it.  Times are not in it:
+ * what a first token, a first byte, a timeout and a stall are (SPEC
+ * section 5, "Real durations") is decided while the attempt runs, and
+ * arrives here as why.
+ */
 struct failover_attempt {
 	long status;		/* HTTP status; 0 when none arrived */
 	bool is_sse;		/* a 200 text/event-stream */
@@ -77,6 +86,7 @@ struct failover_attempt {
 	/* The error object's code (body, or the SSE error event that set
 	 * AB_ERROR_EVENT); 500 when it had none. */
 	long err_code;
+	bool finished;		/* stream: a chunk carried a finish_reason */
 };
 
 struct failover_verdict {
@@ -132,7 +142,11 @@ bool failover_carries_content(const cJSON *chunk);
 bool failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
 		     int64_t slow_ms);
 
-/* Adds one to the counter of d that failure kind k belongs to. */
+/*
+ * Marks the error class of failure kind k in d (its counter becomes 1):
+ * STATS' errors.<class> count requests that met that error at least
+ * once, not the attempts that did (SPEC section 7, README "Stats").
+ */
 void failover_count(struct stats_delta *d, enum failover_kind k);
 
 /* "timeout", "5xx", ... as stored in PROVIDER_FAILURE.  Static. */

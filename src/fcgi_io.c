@@ -7,14 +7,19 @@
  * provider failure).  CGI: plain read(2)/write(2) on fds 0 and 1.
  */
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <fcgiapp.h>
 
 #include "fcgi_io.h"
+#include "log.h"
 
 static ssize_t
 f_read(void *ctx, char *buf, size_t n)
@@ -106,9 +111,21 @@ f_finish(void *ctx)
 }
 
 void
-fcgi_io_init(struct orgw_io *io, void *req)
+fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 {
 	FCGX_Request *r = req;
+	struct timeval tv;
+
+	/* CLIENT_SEND_TIMEOUT_MS: a write the web server does not take for
+	 * this long fails (EAGAIN), and libfcgi reports the stream broken:
+	 * a client that stopped reading ends the request like one that
+	 * left, instead of holding the worker forever.  Per request: the
+	 * web server may hand over a new connection each time. */
+	tv.tv_sec = (time_t)(send_timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(send_timeout_ms % 1000) * 1000;
+	if (r->ipcFd >= 0 &&
+	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
+		log_warn("FastCGI socket: SO_SNDTIMEO: %s", strerror(errno));
 
 	io->ctx = r;
 	io->read = f_read;
@@ -117,6 +134,7 @@ fcgi_io_init(struct orgw_io *io, void *req)
 	io->drain = f_drain;
 	io->finish = f_finish;
 	io->client_fd = r->ipcFd;
+	io->status = NULL;
 }
 
 const char *
@@ -128,6 +146,7 @@ fcgi_io_param(void *req, const char *name)
 }
 
 static unsigned long long c_body_read;	/* request body bytes read so far */
+static int c_send_timeout_ms = -1;	/* CLIENT_SEND_TIMEOUT_MS, for poll */
 
 static ssize_t
 c_read(void *ctx, char *buf, size_t n)
@@ -172,8 +191,21 @@ c_write(void *ctx, const char *p, size_t n)
 {
 	ssize_t w;
 
+	struct pollfd pfd;
+	int ready;
+
 	(void)ctx;
 	while (n > 0) {
+		/* CLIENT_SEND_TIMEOUT_MS: stdout may be a pipe, where
+		 * SO_SNDTIMEO does not apply; wait for room with poll. */
+		pfd.fd = STDOUT_FILENO;
+		pfd.events = POLLOUT;
+		pfd.revents = 0;
+		ready = poll(&pfd, 1, c_send_timeout_ms);
+		if (ready == -1 && errno == EINTR)
+			continue;
+		if (ready <= 0)
+			return -1;
 		w = write(STDOUT_FILENO, p, n);
 		if (w == -1 && errno == EINTR)
 			continue;
@@ -193,8 +225,10 @@ c_flush(void *ctx)
 }
 
 void
-cgi_io_init(struct orgw_io *io)
+cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms)
 {
+	c_send_timeout_ms = send_timeout_ms > INT_MAX ? INT_MAX :
+							(int)send_timeout_ms;
 	io->ctx = NULL;
 	io->read = c_read;
 	io->write = c_write;
@@ -202,6 +236,7 @@ cgi_io_init(struct orgw_io *io)
 	io->drain = NULL;
 	io->finish = NULL;
 	io->client_fd = -1;
+	io->status = NULL;
 }
 
 const char *

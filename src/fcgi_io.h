@@ -8,14 +8,17 @@
 
 #include "http.h"
 
-/* Fills io for the FastCGI request req (an FCGX_Request *). */
-void fcgi_io_init(struct orgw_io *io, void *req);
+/* Fills io for the FastCGI request req (an FCGX_Request *); a write
+ * that makes no progress for send_timeout_ms fails (the client is
+ * treated as gone). */
+void fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms);
 
 /* FCGX_GetParam over req's environment, for http_env_load(). */
 const char *fcgi_io_param(void *req, const char *name);
 
-/* Fills io for plain CGI: body on fd 0, response on fd 1. */
-void cgi_io_init(struct orgw_io *io);
+/* Fills io for plain CGI: body on fd 0, response on fd 1; a write that
+ * makes no progress for send_timeout_ms fails. */
+void cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms);
 
 /* After the response: reads and drops what is left of the request body
  * (CONTENT_LENGTH minus what was read), at most max_bytes.  Under Apache's

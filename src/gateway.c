@@ -35,8 +35,9 @@ static const struct {
 	enum route_id id;
 	bool auth;
 } routes[] = {
-	{"/v1/chat/completions", "POST", R_CHAT, true},
-	{"/v1/models", "GET", R_MODELS, true},
+	/* Paths as http_route_path() gives them: /v1 and /api dropped. */
+	{"/chat/completions", "POST", R_CHAT, true},
+	{"/models", "GET", R_MODELS, true},
 	{"/stats", "GET", R_STATS, true},
 	{"/__cron", "POST", R_CRON, true},
 	{"/healthz", "GET", R_HEALTH, false},
@@ -142,10 +143,11 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 	return rc;
 }
 
-/* Reads the body per RFC 3875 4.1.2 and hands it to the chat proxy. */
+/* Reads the body per RFC 3875 4.1.2 and hands it to the chat proxy,
+ * which logs the request itself (*logged). */
 static int
 handle_chat(const struct orgw_io *io, const struct orgw_env *env,
-	    const struct orgw_conf *c)
+	    const struct orgw_conf *c, bool *logged)
 {
 	struct buf body = {0};
 	unsigned long long cl;
@@ -196,21 +198,24 @@ handle_chat(const struct orgw_io *io, const struct orgw_env *env,
 	/* Quiet the client socket so a hang-up is all it can signal. */
 	if (io->drain)
 		io->drain(io->ctx);
+	*logged = true;
 	rc = chat_handle(c, io, body.p, body.len);
 	buf_free(&body);
 	return rc;
 }
 
-int
-orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
-	    const struct orgw_conf *c, const char *conf_err)
+/* Routes the request to its handler; the checks in the order of the
+ * file's header comment. */
+static int
+dispatch(const struct orgw_io *io, const struct orgw_env *env,
+	 const struct orgw_conf *c, const char *conf_err, const char *path,
+	 bool *logged)
 {
-	char path[PATH_MAX_BYTES], allow[64];
 	const char *method = env->method ? env->method : "GET";
+	char allow[64];
 	size_t i;
 	bool path_known = false;
 
-	http_route_path(env, path, sizeof(path));
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (strcmp(path, routes[i].path) != 0)
 			continue;
@@ -252,7 +257,7 @@ orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
 				  "WWW-Authenticate: Bearer\r\n");
 	switch (routes[i].id) {
 	case R_CHAT:
-		return handle_chat(io, env, c);
+		return handle_chat(io, env, c, logged);
 	case R_MODELS:
 		return handle_models(io, c);
 	case R_STATS:
@@ -264,4 +269,30 @@ orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
 	}
 	return http_error(io, 404, "invalid_request_error", "not_found", NULL,
 			  "unknown path", NULL);
+}
+
+int
+orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
+	    const struct orgw_conf *c, const char *conf_err)
+{
+	char path[PATH_MAX_BYTES], m[64], pth[PATH_MAX_BYTES * 4];
+	struct orgw_io rio = *io;
+	int64_t t0 = clock_mono_ms();
+	int status = 0, rc;
+	bool logged = false;
+
+	/* Every request gets one log line (SPEC section 9): the chat proxy
+	 * writes its own, with the model and the route; the rest, the
+	 * refusals before it included, get this one. */
+	rio.status = &status;
+	http_route_path(env, path, sizeof(path));
+	rc = dispatch(&rio, env, c, conf_err, path, &logged);
+	if (!logged)
+		log_msg("req", "time=%lld method=%s path=%s status=%d "
+			"total_ms=%lld",
+			(long long)clock_now_s(),
+			log_safe(m, sizeof(m), env->method ? env->method : "-"),
+			log_safe(pth, sizeof(pth), path), status,
+			(long long)(clock_mono_ms() - t0));
+	return rc;
 }

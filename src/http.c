@@ -60,6 +60,15 @@ http_env_free(struct orgw_env *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* True when p[0..len) begins with the path segment seg ("/api"). */
+static bool
+segment(const char *p, size_t len, const char *seg)
+{
+	size_t k = strlen(seg);
+
+	return len >= k && memcmp(p, seg, k) == 0 && (len == k || p[k] == '/');
+}
+
 void
 http_route_path(const struct orgw_env *e, char *dst, size_t n)
 {
@@ -86,10 +95,20 @@ http_route_path(const struct orgw_env *e, char *dst, size_t n)
 	} else {
 		return;
 	}
-	if (len >= 7 && memcmp(p, "/api/v1", 7) == 0 &&
-	    (len == 7 || p[7] == '/')) {
+	/* One leading "/api", then one leading "/v1", each a whole
+	 * segment: https://host, /v1, /api and /api/v1 all work as an OpenAI
+	 * SDK's base URL (SPEC section 2). */
+	if (segment(p, len, "/api")) {
 		p += 4;
 		len -= 4;
+	}
+	if (segment(p, len, "/v1")) {
+		p += 3;
+		len -= 3;
+		if (len == 0) {
+			p = "/";
+			len = 1;
+		}
 	}
 	if (len >= n)
 		return;
@@ -179,6 +198,8 @@ http_head(const struct orgw_io *io, int status, const char *ctype,
 		     status, http_reason(status), ctype);
 	if (n < 0 || (size_t)n >= sizeof(h))
 		return -1;
+	if (io->status != NULL)
+		*io->status = status;
 	if (io->write(io->ctx, h, (size_t)n) != 0)
 		return -1;
 	if (extra != NULL && io->write(io->ctx, extra, strlen(extra)) != 0)
@@ -210,17 +231,12 @@ http_json(const struct orgw_io *io, int status, const char *extra,
 	return 0;
 }
 
-int
-http_error(const struct orgw_io *io, int status, const char *type,
-	   const char *code, const char *param, const char *message,
-	   const char *extra)
+char *
+http_error_json(const char *type, const char *code, const char *param,
+		const char *message)
 {
-	static const char oom[] = "{\"error\":{\"message\":\"out of memory\","
-				  "\"type\":\"server_error\",\"param\":null,"
-				  "\"code\":null}}";
 	cJSON *o = cJSON_CreateObject(), *e = NULL;
 	char *s = NULL;
-	int rc = -1;
 	bool ok;
 
 	ok = o != NULL && (e = cJSON_AddObjectToObject(o, "error")) != NULL;
@@ -230,13 +246,27 @@ http_error(const struct orgw_io *io, int status, const char *type,
 			    cJSON_AddNullToObject(e, "param")) != NULL;
 	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
 			   cJSON_AddNullToObject(e, "code")) != NULL;
-	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL)
+	if (ok)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+int
+http_error(const struct orgw_io *io, int status, const char *type,
+	   const char *code, const char *param, const char *message,
+	   const char *extra)
+{
+	char *s = http_error_json(type, code, param, message);
+	int rc;
+
+	if (s != NULL)
 		rc = http_json(io, status, extra, s, strlen(s));
 	else
 		/* Out of memory: a fixed body still tells the client. */
-		rc = http_json(io, 500, NULL, oom, sizeof(oom) - 1);
+		rc = http_json(io, 500, NULL, HTTP_OOM_JSON,
+			       sizeof(HTTP_OOM_JSON) - 1);
 	cJSON_free(s);
-	cJSON_Delete(o);
 	return rc;
 }
 

@@ -29,6 +29,9 @@ struct orgw_io {
 	 * write or flush fails.  NULL when the transport cannot. */
 	void (*finish)(void *ctx);
 	int client_fd;		/* polled for hang-up; -1 when unknown */
+	/* Where http_head() records the status it sent (for the request's
+	 * log line); NULL for nowhere. */
+	int *status;
 };
 
 /* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or
@@ -54,9 +57,10 @@ void http_env_free(struct orgw_env *e);
 /*
  * The request path below the mount point: PATH_INFO when set and not
  * empty, else REQUEST_URI without its query (and without a SCRIPT_NAME
- * prefix the web server mounted it under); a leading "/api" before
- * "/v1/" is dropped so /api/v1/x and /v1/x are the same (SPEC section
- * 2).  Writes into dst (size n); "" when nothing fits.
+ * prefix the web server mounted it under), with a leading "/api"
+ * segment and then a leading "/v1" segment dropped, so /api/v1/x, /v1/x,
+ * /api/x and /x are the same path /x (SPEC section 2).  Writes into dst
+ * (size n); "" when nothing fits.
  */
 void http_route_path(const struct orgw_env *e, char *dst, size_t n);
 
@@ -88,8 +92,20 @@ int http_json(const struct orgw_io *io, int status, const char *extra,
 	      const char *body, size_t len);
 
 /*
- * Writes an OpenAI-shaped error: {"error":{"message","type","param",
- * "code"}} with status.  code may be NULL (then null); param likewise.
+ * The OpenAI-shaped error object {"error":{"message","type","param",
+ * "code"}}; code and param may be NULL (then null).  Returns text the
+ * caller frees with cJSON_free(), or NULL when out of memory (then
+ * HTTP_OOM_JSON says so).
+ */
+char *http_error_json(const char *type, const char *code, const char *param,
+		      const char *message);
+
+#define HTTP_OOM_JSON                                                      \
+	"{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","   \
+	"\"param\":null,\"code\":null}}"
+
+/*
+ * Writes an OpenAI-shaped error (http_error_json()) with status.
  */
 int http_error(const struct orgw_io *io, int status, const char *type,
 	       const char *code, const char *param, const char *message,

@@ -975,6 +975,12 @@ function finishTail(ctx, data, tail, f) {
   const res = ctx.res;
   if (tail === 'end') { res.end(data); return; }
   if (tail === 'destroy') {
+    if (f && f.wait_ms > 0) {
+      // cut_after with wait_ms: keep the line open (keep-alive comments) before the cut
+      if (data) res.write(data);
+      waitWithKeepalive(ctx, f.wait_ms, cfg.keepalive_interval_ms, COMMENT, () => destroySelf(ctx));
+      return;
+    }
     if (data) res.write(data, () => destroySelf(ctx)); else destroySelf(ctx);
     return;
   }

@@ -55,7 +55,7 @@ t_check "memory: orgw workers sampled idle and during the streams" \
 	sh -c "grep -q '\"phase\":\"idle\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl' && grep -q '\"phase\":\"hold\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl'"
 t_check "lock trace: the trace build logged its transactions" grep -q 'lock: write=1 wait_us=' "$OUT/trace-seq.log"
 txns=$(grep -c 'lock: write=' "$OUT/trace-seq.log")
-reqs=$(grep -c ' req: ' "$OUT/trace-seq.log")
+reqs=$(grep -c ' req: .*model=' "$OUT/trace-seq.log")
 # Two transactions per request: routing, then STATS; a few more when a
 # model is scored or a provider fails.
 t_check "lock trace: two transactions per request, fewer than three" \

@@ -25,7 +25,7 @@ static const char *const all_names[] = {
 	"OPENROUTER_API_KEY", "CUSTOM_ACCESS_KEY", "UPSTREAM_URL",
 	"STATE_PATH", "TARGET_MODEL", "HIT_RATE", "CACHE_BONUS",
 	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
-	"FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
+	"REQUEST_TIMEOUT_MS", "CLIENT_SEND_TIMEOUT_MS", "FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES",
 };
 
@@ -74,6 +74,9 @@ test_defaults(void)
 	T_ASSERT("default MIN_UPTIME 95", T_NEAR(c.min_uptime, 95));
 	T_ASSERT("default SLOW_THRESHOLD_MS", c.slow_threshold_ms == 20000);
 	T_ASSERT("default UPSTREAM_TIMEOUT_MS", c.upstream_timeout_ms == 60000);
+	T_ASSERT("default REQUEST_TIMEOUT_MS", c.request_timeout_ms == 600000);
+	T_ASSERT("default CLIENT_SEND_TIMEOUT_MS",
+		 c.client_send_timeout_ms == 60000);
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
@@ -196,6 +199,10 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->slow_threshold_ms;
 	if (strcmp(name, "UPSTREAM_TIMEOUT_MS") == 0)
 		return c->upstream_timeout_ms;
+	if (strcmp(name, "REQUEST_TIMEOUT_MS") == 0)
+		return c->request_timeout_ms;
+	if (strcmp(name, "CLIENT_SEND_TIMEOUT_MS") == 0)
+		return c->client_send_timeout_ms;
 	if (strcmp(name, "FAIL_LIMIT") == 0)
 		return c->fail_limit;
 	if (strcmp(name, "COOLDOWN_SECONDS") == 0)
@@ -216,6 +223,10 @@ test_integers(void)
 		{ "SLOW_THRESHOLD_MS", "0", "1", "3600000", "3600001", 1,
 		  3600000 },
 		{ "UPSTREAM_TIMEOUT_MS", "99", "100", "3600000", "3600001",
+		  100, 3600000 },
+		{ "REQUEST_TIMEOUT_MS", "999", "1000", "86400000", "86400001",
+		  1000, 86400000 },
+		{ "CLIENT_SEND_TIMEOUT_MS", "99", "100", "3600000", "3600001",
 		  100, 3600000 },
 		{ "FAIL_LIMIT", "0", "1", "1000", "1001", 1, 1000 },
 		{ "COOLDOWN_SECONDS", "0", "1", "604800", "604801", 1,
@@ -979,8 +990,8 @@ test_load(void)
 	{
 		static const char *const vals[] = {
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
-			"m/one", "0.25", "3", "50", "1000", "2000", "5", "60",
-			"120", "1,1", "2", "4096",
+			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
+			"7000", "5", "60", "120", "1,1", "2", "4096",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -999,6 +1010,8 @@ test_load(void)
 				 T_NEAR(c.min_uptime, 50) &&
 				 c.slow_threshold_ms == 1000 &&
 				 c.upstream_timeout_ms == 2000 &&
+				 c.request_timeout_ms == 30000 &&
+				 c.client_send_timeout_ms == 7000 &&
 				 c.fail_limit == 5 &&
 				 c.cooldown_seconds == 60 &&
 				 c.lock_idle_seconds == 120 &&

@@ -32,11 +32,15 @@ struct classify_row {
 /* status, is_sse, pinned, content, done, why, net, body_ok, has_error,
  * err_code */
 #define A(st, sse, pin, content, done, why, net, ok, err, code)            \
-	{st, sse, pin, content, done, why, net, ok, err, code}
+	{st, sse, pin, content, done, why, net, ok, err, code, false}
 /* A complete non-streamed answer with a readable body. */
 #define BODY_OK(st, pin) A(st, BODY, pin, 0, 0, AB_NONE, NET_OK, 1, 0, 0)
 /* A complete 200 body that carries an error object with code. */
 #define BODY_ERR(code) A(200, BODY, PIN, 0, 0, AB_NONE, NET_OK, 1, 1, code)
+/* A stream whose content reached the client and that saw a chunk with a
+ * finish_reason, then ended with why and net (no [DONE]). */
+#define FINISHED(why, net)                                                 \
+	{200, SSE, PIN, 1, 0, why, net, 0, 0, 0, true}
 /* A 200 stream that sent an error event before any content. */
 #define EVENT_ERR(code)                                                    \
 	A(200, SSE, PIN, 0, 0, AB_ERROR_EVENT, NET_BROKEN, 0, 1, code)
@@ -118,8 +122,10 @@ static const struct classify_row classify_rows[] = {
 	 NULL},
 	{"200 body, error 402: relayed", BODY_ERR(402), FO_CLIENT, FK_OTHER,
 	 NULL},
-	{"200 body, error 404: relayed (even pinned)", BODY_ERR(404),
-	 FO_CLIENT, FK_OTHER, NULL},
+	{"200 body, error 404: failure 5xx, as an error event",
+	 BODY_ERR(404), FO_FAIL, FK_5XX, NULL},
+	{"200 body, error 403: relayed", BODY_ERR(403), FO_CLIENT, FK_OTHER,
+	 NULL},
 	{"error event 500 before content: failure 5xx", EVENT_ERR(500),
 	 FO_FAIL, FK_5XX, NULL},
 	{"error event 502 before content: failure 5xx", EVENT_ERR(502),
@@ -180,6 +186,14 @@ static const struct classify_row classify_rows[] = {
 	{"malformed chunk after content: mid-stream",
 	 A(200, SSE, PIN, 1, 0, AB_MALFORMED, NET_BROKEN, 0, 0, 0), FO_MID,
 	 FK_MID_STREAM, EARLY},
+	{"finish_reason and usage, no [DONE], clean end: complete",
+	 FINISHED(AB_NONE, NET_OK), FO_OK, FK_OTHER, NULL},
+	{"finish_reason, then the line breaks: complete",
+	 FINISHED(AB_NONE, NET_BROKEN), FO_OK, FK_OTHER, NULL},
+	{"finish_reason, then a malformed chunk: mid-stream",
+	 FINISHED(AB_MALFORMED, NET_BROKEN), FO_MID, FK_MID_STREAM, EARLY},
+	{"finish_reason, then a stall: mid-stream",
+	 FINISHED(AB_STALL, NET_BROKEN), FO_MID, FK_MID_STREAM, STALLED},
 	{"[DONE] then a broken transfer: mid-stream",
 	 A(200, SSE, PIN, 1, 1, AB_NONE, NET_BROKEN, 0, 0, 0), FO_MID,
 	 FK_MID_STREAM, BADLY},
@@ -189,6 +203,20 @@ static const struct classify_row classify_rows[] = {
 	{"timeout after content: mid-stream",
 	 A(200, SSE, PIN, 1, 0, AB_TIMEOUT, NET_BROKEN, 0, 0, 0), FO_MID,
 	 FK_MID_STREAM, EARLY},
+
+	/* REQUEST_TIMEOUT_MS: final, a timeout, in any phase. */
+	{"request deadline before any byte",
+	 A(0, BODY, PIN, 0, 0, AB_DEADLINE, NET_BROKEN, 0, 0, 0),
+	 FO_DEADLINE, FK_TIMEOUT, NULL},
+	{"request deadline during a padded 200",
+	 A(200, BODY, PIN, 0, 0, AB_DEADLINE, NET_BROKEN, 0, 0, 0),
+	 FO_DEADLINE, FK_TIMEOUT, NULL},
+	{"request deadline mid-stream",
+	 A(200, SSE, PIN, 1, 0, AB_DEADLINE, NET_BROKEN, 0, 0, 0),
+	 FO_DEADLINE, FK_TIMEOUT, NULL},
+	{"client gone wins over the deadline",
+	 A(200, SSE, PIN, 1, 0, AB_GONE, NET_BROKEN, 0, 0, 0), FO_GONE,
+	 FK_OTHER, NULL},
 
 	/* Client disconnect, in any phase: no provider failure. */
 	{"client gone before the answer",
@@ -236,6 +264,8 @@ static const struct next_row next_rows[] = {
 	{"client gone: no further attempt", FO_GONE, 1, 4, 0, 3,
 	 FAILOVER_STOP},
 	{"mid-stream is final", FO_MID, 1, 4, 0, 3, FAILOVER_STOP},
+	{"request deadline is final, never retried", FO_DEADLINE, 1, 4, 0,
+	 3, FAILOVER_STOP},
 	{"failure with attempts left: fail over", FO_FAIL, 1, 4, 0, 3,
 	 FAILOVER_RETRY},
 	{"failure, last attempt left: fail over", FO_FAIL, 3, 4, 0, 0,
@@ -451,11 +481,12 @@ test_count(void)
 
 		memset(&d, 0, sizeof(d));
 		failover_count(&d, r->kind);
+		failover_count(&d, r->kind);	/* a request counts once */
 		for (j = 0; j < NROWS(counters); j++)
 			if (counters[j] != r->counter && at(&d, counters[j]))
 				only = false;
 		snprintf(what, sizeof(what),
-			 "count: %s bumps its counter and no other", r->name);
+			 "count: %s sets its counter to 1 (twice met, once counted) and no other", r->name);
 		T_ASSERT(what, at(&d, r->counter) == 1 && only);
 		snprintf(what, sizeof(what), "kind name: %s", r->name);
 		T_ASSERT(what, strcmp(failover_kind_name(r->kind), r->name) == 0);

@@ -58,43 +58,55 @@ test_route_path(void)
 
 	T_ASSERT("PATH_INFO wins over REQUEST_URI",
 	         path_is("/v1/chat/completions", "/cgi-bin/orgw.fcgi/x?y",
-	                 "/v1/chat/completions"));
+	                 "/chat/completions"));
 	T_ASSERT("empty PATH_INFO falls back to REQUEST_URI",
-	         path_is("", "/v1/models?x=1", "/v1/models"));
+	         path_is("", "/v1/models?x=1", "/models"));
 	T_ASSERT("REQUEST_URI query stripped",
 	         path_is(NULL, "/v1/chat/completions?stream=1&a=b",
-	                 "/v1/chat/completions"));
+	                 "/chat/completions"));
 	T_ASSERT("REQUEST_URI fragment stripped",
 	         path_is(NULL, "/stats#top", "/stats"));
-	T_ASSERT("/api/v1/x -> /v1/x",
+	T_ASSERT("/api/v1/x -> /x",
 	         path_is(NULL, "/api/v1/chat/completions?x",
-	                 "/v1/chat/completions"));
-	T_ASSERT("/api/v1/x in PATH_INFO -> /v1/x",
-	         path_is("/api/v1/models", NULL, "/v1/models"));
-	T_ASSERT("/api/v1 alone -> /v1", path_is(NULL, "/api/v1", "/v1"));
-	T_ASSERT("/api/v1/ -> /v1/", path_is(NULL, "/api/v1/", "/v1/"));
-	T_ASSERT("/api/v1?q -> /v1", path_is(NULL, "/api/v1?q=1", "/v1"));
+	                 "/chat/completions"));
+	T_ASSERT("/api/v1/x in PATH_INFO -> /x",
+	         path_is("/api/v1/models", NULL, "/models"));
+	T_ASSERT("/api/x -> /x (base URL https://host/api)",
+	         path_is(NULL, "/api/chat/completions", "/chat/completions"));
+	T_ASSERT("/x as is (base URL https://host)",
+	         path_is(NULL, "/chat/completions", "/chat/completions"));
+	T_ASSERT("/api/v1 alone -> /", path_is(NULL, "/api/v1", "/"));
+	T_ASSERT("/v1 alone -> /", path_is(NULL, "/v1", "/"));
+	T_ASSERT("/api/v1/ -> /", path_is(NULL, "/api/v1/", "/"));
+	T_ASSERT("/api/v1?q -> /", path_is(NULL, "/api/v1?q=1", "/"));
 	T_ASSERT("/apiv1/models untouched",
 	         path_is(NULL, "/apiv1/models", "/apiv1/models"));
-	T_ASSERT("/api/v1x untouched", path_is(NULL, "/api/v1x", "/api/v1x"));
-	T_ASSERT("/api/v2/models untouched",
-	         path_is(NULL, "/api/v2/models", "/api/v2/models"));
-	T_ASSERT("/api/healthz untouched",
-	         path_is(NULL, "/api/healthz", "/api/healthz"));
+	T_ASSERT("/api/v1x: /api dropped, /v1x is no /v1 segment",
+	         path_is(NULL, "/api/v1x", "/v1x"));
+	T_ASSERT("/v1x/models untouched",
+	         path_is(NULL, "/v1x/models", "/v1x/models"));
+	T_ASSERT("/api/v2/models -> /v2/models",
+	         path_is(NULL, "/api/v2/models", "/v2/models"));
+	T_ASSERT("/api/healthz -> /healthz",
+	         path_is(NULL, "/api/healthz", "/healthz"));
 	T_ASSERT("/healthz as is", path_is("/healthz", NULL, "/healthz"));
 	T_ASSERT("only one /api is dropped",
-	         path_is(NULL, "/api/api/v1/x", "/api/api/v1/x"));
+	         path_is(NULL, "/api/api/v1/x", "/api/v1/x"));
+	T_ASSERT("only one /v1 is dropped",
+	         path_is(NULL, "/v1/v1/models", "/v1/models"));
+	T_ASSERT("/v1 before /api is not an /api prefix",
+	         path_is(NULL, "/v1/api/models", "/api/models"));
 	T_ASSERT("query only gives \"\"", path_is(NULL, "?a=b", ""));
 	T_ASSERT("neither set gives \"\"", path_is(NULL, NULL, ""));
 	T_ASSERT("empty PATH_INFO, no REQUEST_URI gives \"\"",
 	         path_is("", NULL, ""));
 
-	T_ASSERT("exact fit: 10 chars into 11 bytes",
-	         strcmp(rpath("/v1/models", NULL, small, 11), "/v1/models") ==
-	             0);
+	T_ASSERT("exact fit: 9 chars into 10 bytes",
+	         strcmp(rpath("/x/models", "/v1/x/models", small, 10),
+	                "/x/models") == 0);
 	memset(small, 'Z', sizeof(small));
 	T_ASSERT("one short: 10 chars into 10 bytes gives \"\"",
-	         rpath("/v1/models", NULL, small, 10)[0] == '\0');
+	         rpath("/xx/models", NULL, small, 10)[0] == '\0');
 	memset(small, 'Z', sizeof(small));
 	rpath("/v1/models", NULL, small, 0);
 	T_ASSERT("size 0: nothing written", small[0] == 'Z');
