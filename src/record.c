@@ -155,7 +155,7 @@ add_price(cJSON *o, int k, const unsigned char *kind, const double *price)
 static bool
 terms_to_json(cJSON *o, const struct score_terms *t)
 {
-	cJSON *pr, *arr, *w;
+	cJSON *pr, *arr = NULL, *w = NULL;
 	bool ok;
 	size_t i;
 	int k;

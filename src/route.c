@@ -6,9 +6,9 @@
  * so long jobs never switch provider mid-run; it moves only when idle
  * past LOCK_IDLE_SECONDS or when its provider is cooling down.  Before a
  * lock moves, the caller re-ranks the stored candidates at the current
- * UTC time (route_rerank: score.c's formula on each candidate's stored
- * price terms), so the move follows today's prices, not those of the
- * last scoring run, which may be hours old.
+ * UTC clock with route_rerank() (score.c's formula on each candidate's
+ * stored price terms), so the move follows the prices of now, not those
+ * of the last scoring run, which may be hours old.
  */
 #include <stdio.h>
 #include <stdlib.h>

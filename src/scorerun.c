@@ -149,7 +149,7 @@ exclude_cooling(const struct orgw_conf *c, const char *model,
 		    record_cooldown_decode(v, &cd) == ORGW_OK &&
 		    failover_breaker_cooling(&cd, now)) {
 			snprintf(why, sizeof(why),
-				 "cooling down for %lld s more (%.40s)",
+				 "%lld s left (%.40s)",
 				 (long long)(cd.until - now), cd.reason);
 			score_result_exclude(res, i, "cooling", why);
 		}
