@@ -17,6 +17,13 @@
  *     treated as missing; unknown fields are ignored (OPENROUTER.md
  *     section 1, "a parser should accept any field being absent or null").
  *
+ * Two steps per endpoint: its JSON is read into struct score_terms
+ * (base prices, the override windows that can apply for ranking,
+ * discount, throughput, caching flag), then the formula runs on those
+ * terms alone (score_terms_eval).  The terms are stored with each
+ * candidate, so the gateway re-ranks at another time of day with this
+ * very formula when a lock moves (route_rerank).
+ *
  * Ownership: score_endpoints() fills a struct score_result whose v is
  * malloc'd; score_result_free() releases it.  Nothing here keeps state
  * between calls, and the cJSON tree never outlives score_endpoints().
