@@ -327,7 +327,9 @@ print_text(const struct orgw_conf *c, const struct opts *o,
 	       "# cost = 0.4*eff_in + 0.6*complet; score = tput_p50 / "
 	       "cost(USD/token) * bonus (CACHE_BONUS %g\n"
 	       "# with implicit caching); excluded: status != 0, uptime "
-	       "< MIN_UPTIME %g, bad price\n",
+	       "< MIN_UPTIME %g, bad price,\n"
+	       "# cooling down (breaker tripped: never ranked until the "
+	       "cooldown ends)\n",
 	       c->hit_rate, 1 - c->hit_rate, c->cache_bonus, c->min_uptime);
 	if (x->n == 0)
 		printf("# no models to score: MODELS_SEEN is empty and "

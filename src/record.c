@@ -132,6 +132,60 @@ record_lock_decode(const char *text, struct rec_lock *l)
 	return l->tag[0] ? ORGW_OK : ORGW_EINVAL;
 }
 
+/* The price key names of enum score_key, as OpenRouter spells them. */
+static const char *const key_name[SCORE_KEYS] = {"prompt", "completion",
+						  "input_cache_read"};
+
+/* Adds price k of kind[k]/price[k] to o: a number when valid, null when
+ * unreadable (it poisons its key while its window applies), nothing when
+ * not given. */
+static bool
+add_price(cJSON *o, int k, const unsigned char *kind, const double *price)
+{
+	if (kind[k] == SCORE_PRICE_OK)
+		return add_num(o, key_name[k], price[k]);
+	if (kind[k] == SCORE_PRICE_BAD)
+		return cJSON_AddNullToObject(o, key_name[k]) != NULL;
+	return true;
+}
+
+/* "pricing": {base prices, "discount", "windows": [{"utc_start",
+ * "utc_end", prices}]} and "supports_implicit_caching" (null when the
+ * endpoint did not say). */
+static bool
+terms_to_json(cJSON *o, const struct score_terms *t)
+{
+	cJSON *pr, *arr = NULL, *w = NULL;
+	bool ok;
+	size_t i;
+	int k;
+
+	ok = (pr = cJSON_AddObjectToObject(o, "pricing")) != NULL;
+	for (k = 0; ok && k < SCORE_KEYS; k++)
+		ok = add_price(pr, k, t->base_kind, t->base);
+	ok = ok && add_num(pr, "discount", t->discount);
+	ok = ok && (arr = cJSON_AddArrayToObject(pr, "windows")) != NULL;
+	for (i = 0; ok && i < t->n_win && i < SCORE_WINDOWS_MAX; i++) {
+		const struct score_window *sw = &t->win[i];
+
+		ok = (w = cJSON_CreateObject()) != NULL &&
+		     cJSON_AddItemToArray(arr, w);
+		if (!ok) {
+			cJSON_Delete(w);
+			break;
+		}
+		ok = add_num(w, "utc_start", sw->utc_start) &&
+		     add_num(w, "utc_end", sw->utc_end);
+		for (k = 0; ok && k < SCORE_KEYS; k++)
+			ok = add_price(w, k, sw->kind, sw->price);
+	}
+	if (ok && t->implicit_flag < 0)
+		return cJSON_AddNullToObject(o, "supports_implicit_caching") !=
+		       NULL;
+	return ok && cJSON_AddBoolToObject(o, "supports_implicit_caching",
+					   t->implicit_flag > 0) != NULL;
+}
+
 static cJSON *
 cand_to_json(const struct rec_cand *c)
 {
@@ -157,11 +211,95 @@ cand_to_json(const struct rec_cand *c)
 	ok = ok && cJSON_AddBoolToObject(o, "free", c->free);
 	ok = ok && add_num(o, "max_completion_tokens",
 			   (double)c->max_completion_tokens);
+	ok = ok && terms_to_json(o, &c->terms);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
 	}
 	return o;
+}
+
+/* A stored price: absent (NONE), a finite number >= 0 (OK), anything
+ * else (BAD). */
+static unsigned char
+price_get(const cJSON *o, int k, double *out)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key_name[k]);
+
+	if (it == NULL)
+		return SCORE_PRICE_NONE;
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
+	    it->valuedouble < 0)
+		return SCORE_PRICE_BAD;
+	*out = it->valuedouble;
+	return SCORE_PRICE_OK;
+}
+
+/* An HHMM window bound: an integer 0..2400 with minutes below 60. */
+static bool
+hhmm_get(const cJSON *o, const char *k, int *out)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return false;
+	d = it->valuedouble;
+	if (!(d >= 0 && d <= 2400) || d != floor(d) || (int)d % 100 >= 60)
+		return false;
+	*out = (int)d;
+	return true;
+}
+
+/*
+ * The re-pricing terms of candidate it into d->terms (after d's scored
+ * fields).  A candidate written before re-pricing has no "pricing": its
+ * scored prices become the base prices (they had any discount and the
+ * window of their time applied already), without windows: state is soft,
+ * such a candidate is re-ranked at its old prices until the next scoring.
+ * Windows with unreadable bounds never apply and are dropped; past
+ * SCORE_WINDOWS_MAX, the rest are dropped.
+ */
+static void
+terms_from_json(const cJSON *it, struct rec_cand *d)
+{
+	struct score_terms *t = &d->terms;
+	const cJSON *pr, *flag, *w;
+	int k;
+
+	t->throughput = d->throughput;
+	t->has_throughput = d->has_throughput;
+	pr = cJSON_GetObjectItemCaseSensitive(it, "pricing");
+	if (!cJSON_IsObject(pr)) {
+		t->base[SCORE_PROMPT] = d->prompt;
+		t->base[SCORE_COMPLETION] = d->completion;
+		t->base[SCORE_CACHE_READ] = d->cache_read;
+		for (k = 0; k < SCORE_KEYS; k++)
+			t->base_kind[k] = SCORE_PRICE_OK;
+		t->implicit_flag = d->implicit_cache;
+		return;
+	}
+	for (k = 0; k < SCORE_KEYS; k++)
+		t->base_kind[k] = price_get(pr, k, &t->base[k]);
+	t->discount = get_dbl(pr, "discount");
+	if (!(t->discount >= 0 && t->discount <= 1))
+		t->discount = 0;
+	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(pr, "windows"))
+	{
+		struct score_window *sw = &t->win[t->n_win];
+
+		if (t->n_win == SCORE_WINDOWS_MAX)
+			break;
+		if (!cJSON_IsObject(w) ||
+		    !hhmm_get(w, "utc_start", &sw->utc_start) ||
+		    !hhmm_get(w, "utc_end", &sw->utc_end))
+			continue;
+		for (k = 0; k < SCORE_KEYS; k++)
+			sw->kind[k] = price_get(w, k, &sw->price[k]);
+		t->n_win++;
+	}
+	flag = cJSON_GetObjectItemCaseSensitive(it, "supports_implicit_caching");
+	t->implicit_flag = cJSON_IsBool(flag) ? cJSON_IsTrue(flag) : -1;
 }
 
 char *
@@ -233,6 +371,7 @@ record_cands_decode(const char *text, struct rec_cands *c)
 				cJSON_GetObjectItemCaseSensitive(it, "free"));
 			d->max_completion_tokens =
 				get_i64(it, "max_completion_tokens");
+			terms_from_json(it, d);
 			i++;
 		}
 		c->v = v;
@@ -285,6 +424,7 @@ record_cands_from_score(const struct score_result *r, int64_t now,
 		d->implicit_cache = e->implicit_cache;
 		d->free = e->free;
 		d->max_completion_tokens = e->max_completion_tokens;
+		d->terms = e->terms;
 	}
 	c->n = r->n_ranked;
 	return ORGW_OK;

@@ -11,8 +11,7 @@
 #define ORGW_RECORD_H
 
 #include "orgw.h"
-
-struct score_result;
+#include "score.h"
 
 #define REC_REASON_MAX 64
 
@@ -27,6 +26,13 @@ struct rec_lock {		/* BEST_PROVIDER:<model> */
 	int64_t max_completion_tokens;	/* 0 = unknown */
 };
 
+/*
+ * One candidate: the terms as scored (shown by /stats) and, in terms,
+ * what re-pricing needs (base prices, time windows, discount, throughput,
+ * caching flag), stored as "pricing" and "supports_implicit_caching".  A
+ * record written before re-pricing has neither: it decodes with its
+ * scored prices as base prices, no windows, no discount.
+ */
 struct rec_cand {
 	char tag[ORGW_TAG_MAX];
 	char provider_name[ORGW_TAG_MAX];
@@ -34,6 +40,7 @@ struct rec_cand {
 	double effective_input, cost, uptime, bonus;
 	bool has_throughput, implicit_cache, free;
 	int64_t max_completion_tokens;
+	struct score_terms terms;
 };
 
 struct rec_cands {		/* PROVIDER_CANDIDATE:<model> */

@@ -4,12 +4,24 @@
  * Pure: the lock, candidates, cooldowns and the time come in as
  * arguments.  A lock is kept while it is used (renewed on every request)
  * so long jobs never switch provider mid-run; it moves only when idle
- * past LOCK_IDLE_SECONDS or when its provider is cooling down.
+ * past LOCK_IDLE_SECONDS or when its provider is cooling down.  Before a
+ * lock moves, the caller re-ranks the stored candidates at the current
+ * UTC clock with route_rerank() (score.c's formula on each candidate's
+ * stored price terms), so the move follows the prices of now, not those
+ * of the last scoring run, which may be hours old.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "route.h"
+#include "score.h"
+
+/* A candidate scored now, and where it was in the stored list. */
+struct route_slot {
+	struct score_endpoint e;
+	size_t idx;
+};
 
 const char *
 route_name(enum route_kind k)
@@ -45,6 +57,64 @@ route_next(const struct rec_cands *c, route_cooling_fn cooling, void *arg,
 		return &c->v[i];
 	}
 	return NULL;
+}
+
+static int
+slot_cmp(const void *va, const void *vb)
+{
+	const struct route_slot *a = va, *b = vb;
+	int c = score_rank_cmp(&a->e, &b->e);
+
+	if (c != 0)
+		return c;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+enum orgw_err
+route_rerank(struct rec_cands *c, int utc_hhmm, const struct score_params *p)
+{
+	struct route_slot *s;
+	struct rec_cand *v;
+	size_t i, n = 0;
+
+	if (c == NULL || c->n == 0)
+		return ORGW_OK;
+	if ((s = calloc(c->n, sizeof(*s))) == NULL ||
+	    (v = calloc(c->n, sizeof(*v))) == NULL) {
+		free(s);
+		return ORGW_ENOMEM;
+	}
+	for (i = 0; i < c->n; i++) {
+		snprintf(s[i].e.tag, sizeof(s[i].e.tag), "%s", c->v[i].tag);
+		score_terms_eval(&c->v[i].terms, utc_hhmm, p, &s[i].e);
+		s[i].idx = i;
+	}
+	qsort(s, c->n, sizeof(*s), slot_cmp);
+	for (i = 0; i < c->n; i++) {
+		const struct score_endpoint *e = &s[i].e;
+		struct rec_cand *d;
+
+		if (e->excluded != NULL)
+			continue;
+		d = &v[n++];
+		*d = c->v[s[i].idx];
+		d->score = e->score;
+		d->throughput = e->throughput;
+		d->has_throughput = e->has_throughput;
+		d->prompt = e->prompt;
+		d->cache_read = e->cache_read;
+		d->completion = e->completion;
+		d->effective_input = e->effective_input;
+		d->cost = e->cost;
+		d->bonus = e->bonus;
+		d->implicit_cache = e->implicit_cache;
+		d->free = e->free;
+	}
+	memcpy(c->v, v, n * sizeof(*v));
+	c->n = n;
+	free(v);
+	free(s);
+	return ORGW_OK;
 }
 
 void

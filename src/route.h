@@ -50,6 +50,19 @@ const struct rec_cand *route_next(const struct rec_cands *c,
 				  route_cooling_fn cooling, void *arg,
 				  const char *skip_tag);
 
+/*
+ * Re-ranks the candidates of c at UTC clock time utc_hhmm from their
+ * stored terms (SPEC section 6: when a lock moves, a time-of-day price
+ * counts from its first minute), with the formula and order of score.c:
+ * each candidate's scored fields become its terms now, the list is
+ * sorted best first (ties keep their stored order), and a candidate
+ * without a valid price now is dropped (c->n shrinks; c->v is still the
+ * one allocation record_cands_clear() frees).  ORGW_ENOMEM leaves c as
+ * it was: the stored order, the best that is known.
+ */
+enum orgw_err route_rerank(struct rec_cands *c, int utc_hhmm,
+			   const struct score_params *p);
+
 /* Fills a lock record for candidate c, taken at now. */
 void route_lock_from(struct rec_lock *l, const struct rec_cand *c,
 		     int64_t now);

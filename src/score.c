@@ -17,6 +17,13 @@
  *     treated as missing; unknown fields are ignored (OPENROUTER.md
  *     section 1, "a parser should accept any field being absent or null").
  *
+ * Two steps per endpoint: its JSON is read into struct score_terms
+ * (base prices, the override windows that can apply for ranking,
+ * discount, throughput, caching flag), then the formula runs on those
+ * terms alone (score_terms_eval).  The terms are stored with each
+ * candidate, so the gateway re-ranks at another time of day with this
+ * very formula when a lock moves (route_rerank).
+ *
  * Ownership: score_endpoints() fills a struct score_result whose v is
  * malloc'd; score_result_free() releases it.  Nothing here keeps state
  * between calls, and the cJSON tree never outlives score_endpoints().
@@ -177,35 +184,90 @@ hhmm_parse(const cJSON *j, int *out)
 	return true;
 }
 
+/* The pricing key names of enum score_key (OPENROUTER.md section 1). */
+static const char *const key_name[SCORE_KEYS] = {"prompt", "completion",
+						  "input_cache_read"};
+
+/* The kind of price j is (NULL: not given), its value in *out when OK. */
+static unsigned char
+price_kind(const cJSON *j, double *out)
+{
+	if (j == NULL)
+		return SCORE_PRICE_NONE;
+	return price_parse(j, out) ? SCORE_PRICE_OK : SCORE_PRICE_BAD;
+}
+
 /*
- * Does override entry ov apply at t?  OPENROUTER.md section 2: an entry
- * applies when all its condition fields match.  For ranking:
+ * The window of override entry ov, when it can apply for ranking.
+ * OPENROUTER.md section 2: an entry applies when all its condition
+ * fields match.  For ranking:
  *   - min_prompt_tokens present: ignored (SPEC section 6); the tier
  *     depends on the request, which scoring does not know.
  *   - utc_start and utc_end: both needed; one alone, or a bound that is
  *     not a valid HHMM, is a condition we cannot evaluate, so the entry
- *     does not apply (rather than applying always).
- *   - no condition field at all: applies always.
+ *     never applies (rather than applying always).
+ *   - no condition field at all: applies always, [0, 2400).
  * A condition field the schema gains later would go unnoticed here and
  * the entry would apply always; re-check OPENROUTER.md when it changes.
  */
 static bool
-override_applies(const cJSON *ov, int t)
+override_window(const cJSON *ov, int *start, int *end)
 {
 	const cJSON *js, *je;
-	int start, end;
 
-	if (!cJSON_IsObject(ov))
-		return false;
-	if (json_get(ov, "min_prompt_tokens") != NULL)
+	if (!cJSON_IsObject(ov) || json_get(ov, "min_prompt_tokens") != NULL)
 		return false;
 	js = json_get(ov, "utc_start");
 	je = json_get(ov, "utc_end");
-	if (js == NULL && je == NULL)
+	if (js == NULL && je == NULL) {
+		*start = 0;
+		*end = SCORE_HHMM_MAX;
 		return true;
-	if (!hhmm_parse(js, &start) || !hhmm_parse(je, &end))
-		return false;
-	return score_window_match(start, end, t);
+	}
+	return hhmm_parse(js, start) && hhmm_parse(je, end);
+}
+
+/*
+ * Reads pricing (any cJSON value) into the price terms of t: the base
+ * prices, every override entry that can apply for ranking and carries one
+ * of our keys (in order: later entries win per key), the discount (a
+ * number in [0, 1]; anything else is none).  False when there are more
+ * such entries than SCORE_WINDOWS_MAX.
+ */
+static bool
+terms_pricing(const cJSON *pr, struct score_terms *t)
+{
+	const cJSON *ovs, *ov;
+	struct score_window w;
+	double d;
+	bool any;
+	int k;
+
+	for (k = 0; k < SCORE_KEYS; k++)
+		t->base_kind[k] = price_kind(json_get(pr, key_name[k]),
+					     &t->base[k]);
+	ovs = json_get(pr, "overrides");
+	if (cJSON_IsArray(ovs)) {
+		for (ov = ovs->child; ov != NULL; ov = ov->next) {
+			memset(&w, 0, sizeof(w));
+			if (!override_window(ov, &w.utc_start, &w.utc_end))
+				continue;
+			any = false;
+			for (k = 0; k < SCORE_KEYS; k++) {
+				w.kind[k] = price_kind(json_get(ov, key_name[k]),
+						       &w.price[k]);
+				any = any || w.kind[k] != SCORE_PRICE_NONE;
+			}
+			if (!any)
+				continue;
+			if (t->n_win == SCORE_WINDOWS_MAX)
+				return false;
+			t->win[t->n_win++] = w;
+		}
+	}
+	if (json_number(json_get(pr, "discount"), &d) && d >= 0 && d <= 1)
+		t->discount = d;
+	return true;
 }
 
 bool
@@ -219,42 +281,69 @@ score_window_match(int start, int end, int t)
 }
 
 /*
- * Base price, then every matching override in order: an entry carrying
- * key replaces the value so far, valid or not (later entries win per
+ * Base price, then every window that matches in order: one that carries
+ * the key replaces the value so far, valid or not (later entries win per
  * key, OPENROUTER.md section 2), so a garbage base price is cured by a
  * valid override that applies now and a garbage override poisons it.
- * Then the endpoint-wide discount, a number in [0, 1]; anything else is
- * no discount.
+ * Then the endpoint-wide discount.  Terms may come from a damaged state
+ * record, so the result is checked again.
  */
+bool
+score_terms_price(const struct score_terms *t, enum score_key k,
+		  int utc_hhmm, double *out)
+{
+	const struct score_window *w;
+	double v, disc;
+	bool ok;
+	size_t i;
+
+	if (t == NULL || out == NULL || (int)k < 0 || k >= SCORE_KEYS)
+		return false;
+	v = t->base[k];
+	ok = t->base_kind[k] == SCORE_PRICE_OK;
+	for (i = 0; i < t->n_win && i < SCORE_WINDOWS_MAX; i++) {
+		w = &t->win[i];
+		if (w->kind[k] == SCORE_PRICE_NONE ||
+		    !score_window_match(w->utc_start, w->utc_end, utc_hhmm))
+			continue;
+		ok = w->kind[k] == SCORE_PRICE_OK;
+		v = w->price[k];
+	}
+	if (!ok || !isfinite(v) || v < 0)
+		return false;
+	disc = t->discount;
+	if (disc > 0 && disc <= 1)
+		v *= 1 - disc;
+	*out = v == 0 ? 0.0 : v; /* no -0 */
+	return true;
+}
+
 bool
 score_price_now(const void *pricing, const char *key, int utc_hhmm, double *out)
 {
-	const cJSON *pr = pricing;
-	const cJSON *ovs, *ov, *j;
-	double v = 0, disc;
-	bool ok;
+	struct score_terms t;
+	int k;
 
-	if (pr == NULL || key == NULL || out == NULL || !cJSON_IsObject(pr))
+	if (pricing == NULL || key == NULL || out == NULL ||
+	    !cJSON_IsObject((const cJSON *)pricing))
 		return false;
-	j = json_get(pr, key);
-	ok = j != NULL && price_parse(j, &v);
-	ovs = json_get(pr, "overrides");
-	if (cJSON_IsArray(ovs)) {
-		for (ov = ovs->child; ov != NULL; ov = ov->next) {
-			if (!override_applies(ov, utc_hhmm))
-				continue;
-			j = json_get(ov, key);
-			if (j != NULL)
-				ok = price_parse(j, &v);
-		}
-	}
-	if (!ok)
+	for (k = 0; k < SCORE_KEYS; k++)
+		if (strcmp(key, key_name[k]) == 0)
+			break;
+	memset(&t, 0, sizeof(t));
+	if (k == SCORE_KEYS || !terms_pricing(pricing, &t))
 		return false;
-	if (json_number(json_get(pr, "discount"), &disc) && disc >= 0 &&
-	    disc <= 1)
-		v *= 1 - disc;
-	*out = v;
-	return true;
+	return score_terms_price(&t, (enum score_key)k, utc_hhmm, out);
+}
+
+int
+score_hhmm(int64_t t)
+{
+	int64_t s = t % 86400;
+
+	if (s < 0)
+		s += 86400;
+	return (int)(s / 3600 * 100 + s % 3600 / 60);
 }
 
 /* Saturating conversion of a finite double to int. */
@@ -349,35 +438,47 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 	/* Tokens per second; higher is better; null without a key. */
 	j = json_get(ep, "throughput_last_30m");
 	if (json_number(json_get(j, "p50"), &d) && d >= 0) {
-		e->throughput = d;
-		e->has_throughput = true;
+		e->terms.throughput = d;
+		e->terms.has_throughput = true;
 	}
+
+	/* SPEC section 6: the flag, or (when absent) a cheaper cache read,
+	 * decided at the time the prices are computed. */
+	j = json_get(ep, "supports_implicit_caching");
+	e->terms.implicit_flag = cJSON_IsBool(j) ? cJSON_IsTrue(j) : -1;
+	if (!terms_pricing(json_get(ep, "pricing"), &e->terms))
+		exclude(e, "price", "more than %d price windows",
+			SCORE_WINDOWS_MAX);
 
 	if (json_number(json_get(ep, "max_completion_tokens"), &d) && d > 0)
 		e->max_completion_tokens =
 		    d >= 9223372036854775807.0 ? INT64_MAX : (int64_t)d;
 }
 
-/* Prices now, every term of the formula, and the score. */
+/* Prices now, every term of the formula, and the score, from t; p is
+ * sanitized. */
 static void
-endpoint_score(const cJSON *ep, int t, const struct score_params *p,
-               struct score_endpoint *e)
+terms_eval(const struct score_terms *t, int hhmm,
+	   const struct score_params *p, struct score_endpoint *e)
 {
-	const cJSON *pricing, *flag;
 	double cr, s;
 
-	pricing = json_get(ep, "pricing");
-	if (!score_price_now(pricing, "prompt", t, &e->prompt)) {
+	e->throughput = t->has_throughput && isfinite(t->throughput) &&
+				t->throughput >= 0 ?
+			    t->throughput :
+			    0;
+	e->has_throughput = t->has_throughput;
+	if (!score_terms_price(t, SCORE_PROMPT, hhmm, &e->prompt)) {
 		exclude(e, "price", "prompt price missing or invalid");
 		return;
 	}
-	if (!score_price_now(pricing, "completion", t, &e->completion)) {
+	if (!score_terms_price(t, SCORE_COMPLETION, hhmm, &e->completion)) {
 		exclude(e, "price", "completion price missing or invalid");
 		return;
 	}
 	/* A missing or garbage cache price means no cache pricing. */
 	e->cache_read = e->prompt;
-	if (score_price_now(pricing, "input_cache_read", t, &cr))
+	if (score_terms_price(t, SCORE_CACHE_READ, hhmm, &cr))
 		e->cache_read = cr;
 	e->effective_input =
 	    p->hit_rate * e->cache_read + (1 - p->hit_rate) * e->prompt;
@@ -390,9 +491,8 @@ endpoint_score(const cJSON *ep, int t, const struct score_params *p,
 	}
 
 	/* SPEC section 6: the flag, or a cheaper cache read without one. */
-	flag = json_get(ep, "supports_implicit_caching");
-	if (cJSON_IsBool(flag))
-		e->implicit_cache = cJSON_IsTrue(flag);
+	if (t->implicit_flag >= 0)
+		e->implicit_cache = t->implicit_flag > 0;
 	else
 		e->implicit_cache = e->cache_read < e->prompt;
 	e->bonus = e->implicit_cache ? p->cache_bonus : 1.0;
@@ -413,6 +513,16 @@ endpoint_score(const cJSON *ep, int t, const struct score_params *p,
 	e->score = s;
 }
 
+void
+score_terms_eval(const struct score_terms *t, int utc_hhmm,
+		 const struct score_params *p, struct score_endpoint *e)
+{
+	struct score_params pp;
+
+	params_sanitize(p, &pp);
+	terms_eval(t, utc_hhmm, &pp, e);
+}
+
 /* Fills e from endpoint ep (any cJSON value) at clock t. */
 static void
 endpoint_eval(const cJSON *ep, int t, const struct score_params *p,
@@ -424,17 +534,12 @@ endpoint_eval(const cJSON *ep, int t, const struct score_params *p,
 		return;
 	}
 	endpoint_meta(ep, p, e);
-	endpoint_score(ep, t, p, e);
+	terms_eval(&e->terms, t, p, e);
 }
 
-/* qsort order of the ranked endpoints; see the file header. */
-static int
-slot_cmp(const void *va, const void *vb)
+int
+score_rank_cmp(const struct score_endpoint *a, const struct score_endpoint *b)
 {
-	const struct score_slot *sa = va, *sb = vb;
-	const struct score_endpoint *a = sa->e, *b = sb->e;
-	int c;
-
 	if (a->has_throughput != b->has_throughput)
 		return a->has_throughput ? -1 : 1;
 	if (a->free != b->free)
@@ -443,7 +548,16 @@ slot_cmp(const void *va, const void *vb)
 		return a->score > b->score ? -1 : 1;
 	if (a->cost != b->cost)
 		return a->cost < b->cost ? -1 : 1;
-	c = strcmp(a->tag, b->tag);
+	return strcmp(a->tag, b->tag);
+}
+
+/* qsort order of the ranked endpoints; see the file header. */
+static int
+slot_cmp(const void *va, const void *vb)
+{
+	const struct score_slot *sa = va, *sb = vb;
+	int c = score_rank_cmp(sa->e, sb->e);
+
 	if (c != 0)
 		return c;
 	return sa->idx < sb->idx ? -1 : sa->idx > sb->idx;
@@ -540,6 +654,23 @@ out:
 	cJSON_Delete(root);
 	free(buf);
 	return err;
+}
+
+void
+score_result_exclude(struct score_result *r, size_t i, const char *reason,
+		     const char *why)
+{
+	struct score_endpoint e;
+
+	if (r == NULL || r->v == NULL || i >= r->n_ranked)
+		return;
+	e = r->v[i];
+	memmove(&r->v[i], &r->v[i + 1],
+		(r->n_ranked - i - 1) * sizeof(r->v[0]));
+	r->n_ranked--;
+	e.excluded = reason;
+	copy_str(e.why, sizeof(e.why), why != NULL ? why : "");
+	r->v[r->n_ranked] = e;
 }
 
 void

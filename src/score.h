@@ -19,6 +19,56 @@ struct score_params {
 	double min_uptime;	/* MIN_UPTIME, percent */
 };
 
+/* The price keys the formula reads (OPENROUTER.md section 2). */
+enum score_key {
+	SCORE_PROMPT,		/* "prompt" */
+	SCORE_COMPLETION,	/* "completion" */
+	SCORE_CACHE_READ,	/* "input_cache_read" */
+	SCORE_KEYS
+};
+
+/* How one price is given: not at all, as a valid price (finite, >= 0),
+ * or unreadable.  An unreadable override price poisons its key while its
+ * window applies (later entries win per key, valid or not). */
+enum score_price_kind {
+	SCORE_PRICE_NONE,
+	SCORE_PRICE_OK,
+	SCORE_PRICE_BAD
+};
+
+/*
+ * Time windows kept per endpoint: enough for hourly prices tiling a
+ * day.  An endpoint with more is excluded ("price"): its price could not
+ * be re-computed at another time of day.
+ */
+#define SCORE_WINDOWS_MAX 24
+
+/* One pricing.overrides entry that can apply for ranking. */
+struct score_window {
+	int utc_start, utc_end;	/* HHMM, [start, end), may wrap midnight;
+				 * [0, 2400) for an entry without condition */
+	unsigned char kind[SCORE_KEYS];	/* enum score_price_kind */
+	double price[SCORE_KEYS];	/* USD/token when kind is OK */
+};
+
+/*
+ * Everything the formula reads from one endpoint, valid at any time of
+ * day: stored with each candidate, so that a lock that moves re-ranks
+ * the candidates at the time it moves (SPEC section 6).  Entries with
+ * min_prompt_tokens and entries whose window is unreadable never apply
+ * and are not kept; an entry without condition is the window [0, 2400).
+ */
+struct score_terms {
+	unsigned char base_kind[SCORE_KEYS];	/* enum score_price_kind */
+	double base[SCORE_KEYS];	/* top-level prices, USD/token */
+	struct score_window win[SCORE_WINDOWS_MAX];	/* in input order */
+	size_t n_win;
+	double discount;	/* 0..1; 0 when absent or invalid */
+	double throughput;	/* throughput_last_30m.p50 */
+	bool has_throughput;
+	int implicit_flag;	/* supports_implicit_caching: 1, 0, -1 absent */
+};
+
 struct score_endpoint {
 	char tag[ORGW_TAG_MAX];		/* routing slug, e.g. "deepinfra/fp8" */
 	char provider_name[ORGW_TAG_MAX]; /* display name, e.g. "DeepInfra" */
@@ -39,6 +89,7 @@ struct score_endpoint {
 	int status;		/* endpoint status, 0 when absent */
 	const char *excluded;	/* NULL when ranked; else a static reason */
 	char why[96];		/* detail for the reason, e.g. "uptime 80.0 < 95" */
+	struct score_terms terms;	/* what the prices above came from */
 };
 
 struct score_result {
@@ -62,13 +113,50 @@ enum orgw_err score_endpoints(const char *json, size_t len, int utc_hhmm,
 void score_result_free(struct score_result *r);
 
 /*
+ * Moves ranked endpoint r->v[i] (i < r->n_ranked) to the excluded ones,
+ * with reason (static) and why (copied, truncated); the ranked ones
+ * after it keep their order.  For exclusions scoring cannot see from the
+ * endpoints alone (a cooldown in the state).  No-op when i is not ranked.
+ */
+void score_result_exclude(struct score_result *r, size_t i,
+			  const char *reason, const char *why);
+
+/*
+ * The formula of SPEC section 6 at clock time utc_hhmm, from stored terms
+ * t: sets e's prices now, effective_input, cost, throughput, implicit
+ * cache flag, bonus, free and score; on a price missing now, sets
+ * e->excluded to "price" (unless already excluded).  Other fields of e
+ * are left alone.  score_endpoints() uses it for every endpoint and the
+ * lock's re-ranking (route_rerank) for every stored candidate.
+ */
+void score_terms_eval(const struct score_terms *t, int utc_hhmm,
+		      const struct score_params *p, struct score_endpoint *e);
+
+/*
+ * The ranking order, qsort style, of two endpoints scored by
+ * score_terms_eval(): has_throughput desc, free desc, score desc, cost
+ * asc, tag asc.  0 when they tie (callers break ties by position).
+ */
+int score_rank_cmp(const struct score_endpoint *a,
+		   const struct score_endpoint *b);
+
+/* The price of key k in t at utc_hhmm (windows, then discount); false
+ * when it is missing or unreadable then. */
+bool score_terms_price(const struct score_terms *t, enum score_key k,
+		       int utc_hhmm, double *out);
+
+/* The UTC clock time HHMM (hour*100+minute) of unix time t. */
+int score_hhmm(int64_t t);
+
+/*
  * The price of key ("prompt", "completion", "input_cache_read") for one
  * endpoint pricing object (a cJSON object passed as const void * so this
  * header stays cJSON-free) at utc_hhmm: base price, then matching
  * overrides (utc_start/utc_end HHMM, half-open, may wrap midnight; later
  * entries win per key; entries with min_prompt_tokens are ignored),
  * then discount.  Returns false when the price is missing or not a
- * non-negative decimal.
+ * non-negative decimal, or key is none of those three.  The same path as
+ * scoring: the pricing is read into terms, then score_terms_price().
  */
 bool score_price_now(const void *pricing, const char *key, int utc_hhmm,
 		     double *out);

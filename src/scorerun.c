@@ -5,7 +5,8 @@
  * Shape: fetchmany_run() fetches every model's endpoints on one libcurl
  * multi handle, at most `parallel` at once, each with its own timeout.
  * As each fetch ends, its done() callback scores the body (score.c, at
- * the UTC time of that moment) and, unless this is a dry run, writes the
+ * the UTC time of that moment; providers cooling down are excluded, as
+ * "cooling") and, unless this is a dry run, writes the
  * model's candidates with state_store_candidates(): one short exclusive
  * transaction per model.  No state lock is ever held while waiting on
  * the network, so live workers are never blocked by a slow fetch, and
@@ -31,6 +32,7 @@
 #include <cJSON.h>
 
 #include "clock.h"
+#include "failover.h"
 #include "fetchmany.h"
 #include "log.h"
 #include "record.h"
@@ -117,6 +119,49 @@ struct run_ctx {
 	bool dry_run;
 };
 
+/*
+ * SPEC section 6: a provider cooling down (PROVIDER_COOLDOWN:<model>:<tag>
+ * until > now) is never ranked; orgw-score shows it as "cooling".  Moves
+ * such endpoints of res to the excluded ones.  Reads the store in one
+ * reader transaction that never repairs it (a dry run leaves the file as
+ * it is); a store that cannot be read excludes nothing, with a warning.
+ */
+static void
+exclude_cooling(const struct orgw_conf *c, const char *model,
+		struct score_result *res, int64_t now)
+{
+	struct rec_cooldown cd;
+	struct store *s = NULL;
+	char k[ORGW_MODEL_MAX + ORGW_TAG_MAX + 32], why[96], *v;
+	enum orgw_err err;
+	size_t i;
+
+	if (res->n_ranked == 0)
+		return;
+	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	/* Downwards: an exclusion shifts only the ranked ones after it. */
+	for (i = res->n_ranked; err == ORGW_OK && i-- > 0;) {
+		v = NULL;
+		snprintf(k, sizeof(k), "PROVIDER_COOLDOWN:%s:%s", model,
+			 res->v[i].tag);
+		err = store_get(s, k, &v);
+		if (err == ORGW_OK && v != NULL &&
+		    record_cooldown_decode(v, &cd) == ORGW_OK &&
+		    failover_breaker_cooling(&cd, now)) {
+			snprintf(why, sizeof(why),
+				 "%lld s left (%.40s)",
+				 (long long)(cd.until - now), cd.reason);
+			score_result_exclude(res, i, "cooling", why);
+		}
+		free(v);
+	}
+	if (s != NULL && store_close(s) != ORGW_OK && err == ORGW_OK)
+		err = ORGW_EIO;
+	if (err != ORGW_OK)
+		log_warn("scorer: %s: cooldowns not read from %s: %s", model,
+			 c->state_path, orgw_strerror(err));
+}
+
 /* fetchmany done(): score model i and write its candidates. */
 static void
 run_done(void *arg, size_t i, struct fetchmany_item *it)
@@ -135,6 +180,9 @@ run_done(void *arg, size_t i, struct fetchmany_item *it)
 		r->err = scorerun_answer(&x->p, it->status, it->body,
 					 it->len, r->utc_hhmm, &r->res,
 					 r->error, sizeof(r->error));
+		if (r->err == ORGW_OK)
+			exclude_cooling(x->c, r->model, &r->res,
+					r->scored_at);
 	}
 	if (x->dry_run)
 		return;

@@ -162,10 +162,26 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 	r->max_out = max_out;
 }
 
+/*
+ * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves.
+ * Out of memory keeps the stored order: a lock moves either way.
+ */
+static void
+rerank(const struct orgw_conf *c, struct rec_cands *cands, int64_t now)
+{
+	struct score_params p;
+
+	p.hit_rate = c->hit_rate;
+	p.cache_bonus = c->cache_bonus;
+	p.min_uptime = c->min_uptime;
+	if (route_rerank(cands, score_hhmm(now), &p) != ORGW_OK)
+		log_warn("out of memory: lock moves by the stored ranking");
+}
+
 /* Decides with what the store holds and writes the lock it implies. */
 static enum orgw_err
-decide_and_lock(struct store *s, const char *model, bool client_provider,
-		int64_t now, int64_t idle, struct state_route *r)
+decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
+		bool client_provider, int64_t now, struct state_route *r)
 {
 	struct rec_lock lock;
 	struct rec_cands cands;
@@ -186,7 +202,7 @@ decide_and_lock(struct store *s, const char *model, bool client_provider,
 	v.cooling = cooling;
 	v.cooling_arg = &cc;
 	v.now = now;
-	v.lock_idle_seconds = idle;
+	v.lock_idle_seconds = c->lock_idle_seconds;
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
 	v.client_provider = client_provider;
 	/* Most requests find a live lock (step 4) or bring their own
@@ -202,6 +218,8 @@ decide_and_lock(struct store *s, const char *model, bool client_provider,
 			record_cands_clear(&cands);
 			return err;
 		}
+		if (have_cands)
+			rerank(c, &cands, now);
 		v.cands = have_cands ? &cands : NULL;
 		kind = route_decide(&v, &pick);
 	}
@@ -271,8 +289,8 @@ do_route(struct store *s, void *arg)
 
 	if ((err = seen_add(s, a->model, a->now)) != ORGW_OK)
 		return err;
-	return decide_and_lock(s, a->model, a->client_provider, a->now,
-			       a->c->lock_idle_seconds, a->r);
+	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
+			       a->r);
 }
 
 enum orgw_err
@@ -332,8 +350,7 @@ do_route_scored(struct store *s, void *arg)
 
 	if ((err = write_cands(s, a->model, a->res, a->error, a->now)))
 		return err;
-	err = decide_and_lock(s, a->model, false, a->now,
-			      a->c->lock_idle_seconds, a->r);
+	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
 	/* Locked by this scoring: report it as such (SPEC 4 step 6). */
 	if (err == ORGW_OK && a->r->kind == ROUTE_RELOCKED)
 		a->r->kind = ROUTE_SCORED;
@@ -418,6 +435,8 @@ do_failure(struct store *s, void *arg)
 			      &have_cands);
 	if (err != ORGW_OK)
 		return err;
+	if (have_cands)
+		rerank(a->c, &cands, a->now);
 	key2(k, "BEST_PROVIDER", a->model);
 	if (have_lock && strcmp(lock.tag, a->tag) != 0 &&
 	    !cooling(&cc, lock.tag)) {

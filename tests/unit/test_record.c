@@ -783,11 +783,138 @@ test_stats_order(void)
 	record_free(t);
 }
 
+/*
+ * The re-pricing terms of a candidate (issue 14 item 6) survive the
+ * state: base prices, windows (valid, unreadable and absent prices),
+ * discount, caching flag.  A candidate from before re-pricing (no
+ * "pricing") decodes with its scored prices as base and no windows, and
+ * re-prices to what it was scored at.
+ */
+static void
+test_cands_terms(void)
+{
+	static const struct score_params p = {0.9, 2.0, 95.0};
+	struct rec_cand v;
+	struct rec_cands a, b;
+	struct score_terms *t = &v.terms;
+	struct score_endpoint e;
+	char *s;
+	double x;
+
+	fill_cand(&v, 0);
+	t->base_kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	t->base[SCORE_PROMPT] = 2.8e-7;
+	t->base_kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+	t->base[SCORE_COMPLETION] = 4.2e-7;
+	t->base_kind[SCORE_CACHE_READ] = SCORE_PRICE_BAD;
+	t->discount = 0.25;
+	t->n_win = 2;
+	t->win[0].utc_start = 30;
+	t->win[0].utc_end = 1630;
+	t->win[0].kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	t->win[0].price[SCORE_PROMPT] = 2.8e-7;
+	t->win[1].utc_start = 1630;
+	t->win[1].utc_end = 30;
+	t->win[1].kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	t->win[1].price[SCORE_PROMPT] = 1.4e-7;
+	t->win[1].kind[SCORE_CACHE_READ] = SCORE_PRICE_OK;
+	t->win[1].price[SCORE_CACHE_READ] = 1.4e-8;
+	t->win[1].kind[SCORE_COMPLETION] = SCORE_PRICE_BAD;
+	t->implicit_flag = -1;
+	memset(&a, 0, sizeof(a));
+	a.n = 1;
+	a.v = &v;
+	s = record_cands_encode(&a);
+	T_ASSERT("terms: decode ok",
+	         s && record_cands_decode(s, &b) == ORGW_OK && b.n == 1);
+	if (b.n == 1) {
+		const struct score_terms *d = &b.v[0].terms;
+		T_ASSERT("terms round trip: base prices, unreadable one too",
+		         d->base_kind[SCORE_PROMPT] == SCORE_PRICE_OK &&
+		             d->base[SCORE_PROMPT] == 2.8e-7 &&
+		             d->base[SCORE_COMPLETION] == 4.2e-7 &&
+		             d->base_kind[SCORE_CACHE_READ] != SCORE_PRICE_OK);
+		T_ASSERT("terms round trip: discount, flag absent",
+		         d->discount == 0.25 && d->implicit_flag == -1);
+		T_ASSERT("terms round trip: windows in order, every price kind",
+		         d->n_win == 2 && d->win[0].utc_start == 30 &&
+		             d->win[0].utc_end == 1630 &&
+		             d->win[0].kind[SCORE_COMPLETION] ==
+		                 SCORE_PRICE_NONE &&
+		             d->win[1].utc_start == 1630 &&
+		             d->win[1].price[SCORE_PROMPT] == 1.4e-7 &&
+		             d->win[1].price[SCORE_CACHE_READ] == 1.4e-8 &&
+		             d->win[1].kind[SCORE_COMPLETION] == SCORE_PRICE_BAD);
+		T_ASSERT("terms round trip: throughput from the candidate",
+		         d->has_throughput && d->throughput == v.throughput);
+		T_ASSERT("terms re-price after the round trip (window, discount)",
+		         score_terms_price(d, SCORE_PROMPT, 2000, &x) &&
+		             T_NEAR(x, 1.05e-7) &&
+		             score_terms_price(d, SCORE_PROMPT, 1200, &x) &&
+		             T_NEAR(x, 2.1e-7));
+		T_ASSERT("terms: an unreadable window price poisons its key",
+		         !score_terms_price(d, SCORE_COMPLETION, 2000, &x) &&
+		             score_terms_price(d, SCORE_COMPLETION, 1200, &x));
+	}
+	record_cands_clear(&b);
+	record_free(s);
+
+	/* Written before re-pricing: no "pricing". */
+	T_ASSERT(
+	    "old candidate without pricing decodes",
+	    record_cands_decode(
+	        "{\"v\":1,\"scored_at\":5,\"candidates\":[{\"tag\":\"deepseek\","
+	        "\"score\":230497200,\"throughput\":31.5,\"has_throughput\":"
+	        "true,\"prompt\":1.4e-7,\"cache_read\":1.4e-8,\"completion\":"
+	        "2.1e-7,\"cost\":1.3664e-7,\"implicit_cache\":true}]}",
+	        &b) == ORGW_OK &&
+	        b.n == 1);
+	if (b.n == 1) {
+		const struct score_terms *d = &b.v[0].terms;
+		T_ASSERT("old candidate: scored prices as base, no windows",
+		         d->n_win == 0 && d->discount == 0 &&
+		             d->base_kind[SCORE_PROMPT] == SCORE_PRICE_OK &&
+		             d->base[SCORE_PROMPT] == 1.4e-7 &&
+		             d->base[SCORE_CACHE_READ] == 1.4e-8 &&
+		             d->base[SCORE_COMPLETION] == 2.1e-7 &&
+		             d->implicit_flag == 1 && d->has_throughput);
+		memset(&e, 0, sizeof(e));
+		score_terms_eval(d, 1200, &p, &e);
+		T_ASSERT("old candidate re-prices to its scored cost at any time",
+		         e.excluded == NULL && T_NEAR(e.cost, 1.3664e-7) &&
+		             T_NEAR(e.score, 31.5 / 1.3664e-7 * 2));
+	}
+	record_cands_clear(&b);
+
+	/* Damaged windows: bad bounds dropped, odd prices unreadable. */
+	T_ASSERT(
+	    "damaged windows decode",
+	    record_cands_decode(
+	        "{\"candidates\":[{\"tag\":\"x\",\"pricing\":{\"prompt\":1,"
+	        "\"completion\":\"1\",\"discount\":7,\"windows\":[{\"utc_start\":"
+	        "100,\"utc_end\":2460,\"prompt\":2},{\"utc_start\":1.5,"
+	        "\"utc_end\":200},7,{\"utc_start\":0,\"utc_end\":2400,\"prompt\":"
+	        "-1}]},\"supports_implicit_caching\":\"yes\"}]}",
+	        &b) == ORGW_OK &&
+	        b.n == 1);
+	if (b.n == 1) {
+		const struct score_terms *d = &b.v[0].terms;
+		T_ASSERT("damaged: only the window with valid bounds kept",
+		         d->n_win == 1 && d->win[0].utc_end == 2400 &&
+		             d->win[0].kind[SCORE_PROMPT] == SCORE_PRICE_BAD);
+		T_ASSERT("damaged: string price unreadable, discount 7 is none",
+		         d->base_kind[SCORE_COMPLETION] == SCORE_PRICE_BAD &&
+		             d->discount == 0 && d->implicit_flag == -1);
+	}
+	record_cands_clear(&b);
+}
+
 int
 main(void)
 {
 	test_lock();
 	test_cands();
+	test_cands_terms();
 	test_from_score();
 	test_failure_cooldown();
 	test_seen();

@@ -9,6 +9,7 @@
 
 #include "t.h"
 #include "route.h"
+#include "score.h"
 
 /* The cooling set: a NULL-terminated list of tags. */
 static bool
@@ -249,6 +250,132 @@ test_lock_from(void)
 	             l.provider_name[sizeof(l.provider_name) - 1] == '\0');
 }
 
+/* A candidate with flat prices (USD/token), 100 tok/s, no caching. */
+static void
+cand(struct rec_cand *c, const char *tag, double prompt, double completion)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->tag, sizeof(c->tag), "%s", tag);
+	c->terms.base_kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	c->terms.base[SCORE_PROMPT] = prompt;
+	c->terms.base_kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+	c->terms.base[SCORE_COMPLETION] = completion;
+	c->terms.throughput = 100;
+	c->terms.has_throughput = true;
+	c->terms.implicit_flag = 0;
+}
+
+/* Adds the window [start, end) at prompt/completion prices to c. */
+static void
+window(struct rec_cand *c, int start, int end, double prompt,
+       double completion)
+{
+	struct score_window *w = &c->terms.win[c->terms.n_win++];
+
+	w->utc_start = start;
+	w->utc_end = end;
+	w->kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	w->price[SCORE_PROMPT] = prompt;
+	w->kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+	w->price[SCORE_COMPLETION] = completion;
+}
+
+static const char *
+order(const struct rec_cands *c, char *buf, size_t n)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < c->n && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? "," : "",
+		                      c->v[i].tag);
+	return buf;
+}
+
+/*
+ * SPEC section 6: when a lock moves, the stored candidates are re-ranked
+ * at the current time.  steady costs 1.6e-7 (score 6.25e8), mid 3.2e-7
+ * (3.125e8), night 6.4e-7 (1.5625e8) but 2.4e-7 (4.17e8) from 16:30 to
+ * 00:30.  Stored at 12:00: steady, mid, night.  At 20:00: steady, night,
+ * mid, so a trip of steady moves the lock to night, not mid.
+ */
+static void
+test_rerank(void)
+{
+	static const struct score_params p = {0.9, 1.0, 95.0};
+	static const char *const cool_steady[] = {"steady", NULL};
+	struct rec_cand v[4];
+	struct rec_cands c;
+	const struct rec_cand *next;
+	char buf[128];
+
+	cand(&v[0], "steady", 1e-7, 2e-7);
+	cand(&v[1], "mid", 2e-7, 4e-7);
+	cand(&v[2], "night", 4e-7, 8e-7);
+	window(&v[2], 1630, 30, 1.5e-7, 3e-7);
+	memset(&c, 0, sizeof(c));
+	c.v = v;
+	c.n = 3;
+	T_ASSERT("rerank at 12:00 keeps the peak order",
+	         route_rerank(&c, 1200, &p) == ORGW_OK &&
+	             strcmp(order(&c, buf, sizeof(buf)), "steady,mid,night") ==
+	                 0);
+	T_ASSERT("rerank at 12:00: night scored at its peak price",
+	         T_NEAR(c.v[2].score, 100 / 6.4e-7) &&
+	             T_NEAR(c.v[2].cost, 6.4e-7));
+	next = route_next(&c, cooling, (void *)(uintptr_t)cool_steady, NULL);
+	T_ASSERT("at 12:00 a trip of steady moves the lock to mid",
+	         next != NULL && strcmp(next->tag, "mid") == 0);
+
+	T_ASSERT("rerank at 20:00: night's off-peak price counts now",
+	         route_rerank(&c, 2000, &p) == ORGW_OK &&
+	             strcmp(order(&c, buf, sizeof(buf)), "steady,night,mid") ==
+	                 0);
+	T_ASSERT("rerank at 20:00: night's terms are the off-peak ones",
+	         T_NEAR(c.v[1].score, 100 / 2.4e-7) &&
+	             T_NEAR(c.v[1].prompt, 1.5e-7) &&
+	             T_NEAR(c.v[1].completion, 3e-7));
+	next = route_next(&c, cooling, (void *)(uintptr_t)cool_steady, NULL);
+	T_ASSERT("at 20:00 a trip of steady moves the lock to night",
+	         next != NULL && strcmp(next->tag, "night") == 0);
+	next = route_next(&c, cooling, NULL, "steady");
+	T_ASSERT("route_next skipping steady at 20:00: night",
+	         next != NULL && strcmp(next->tag, "night") == 0);
+	T_ASSERT("00:30 ends the window: back to the peak order",
+	         route_rerank(&c, 30, &p) == ORGW_OK &&
+	             strcmp(order(&c, buf, sizeof(buf)), "steady,mid,night") ==
+	                 0);
+
+	/* The best at night only: an idle lock moving at 20:00 takes it. */
+	window(&v[2], 1630, 30, 0.5e-7, 1e-7);
+	T_ASSERT("rerank at 20:00: the cheaper night window makes night best",
+	         route_rerank(&c, 2000, &p) == ORGW_OK &&
+	             strcmp(c.v[0].tag, "night") == 0);
+
+	/* A price unreadable now drops the candidate; ties keep order. */
+	cand(&v[0], "a", 1e-7, 2e-7);
+	cand(&v[1], "b", 1e-7, 2e-7);
+	cand(&v[2], "c", 1e-7, 2e-7);
+	cand(&v[3], "d", 1e-7, 2e-7);
+	v[3].terms.win[0].utc_start = 1800;
+	v[3].terms.win[0].utc_end = 1900;
+	v[3].terms.win[0].kind[SCORE_PROMPT] = SCORE_PRICE_BAD;
+	v[3].terms.n_win = 1;
+	snprintf(v[2].tag, sizeof(v[2].tag), "a");
+	c.n = 4;
+	T_ASSERT("equal candidates keep their stored order (tag, position)",
+	         route_rerank(&c, 1200, &p) == ORGW_OK &&
+	             strcmp(order(&c, buf, sizeof(buf)), "a,a,b,d") == 0 &&
+	             c.v[0].terms.base[SCORE_PROMPT] == 1e-7);
+	T_ASSERT("a candidate without a valid price now is dropped",
+	         route_rerank(&c, 1830, &p) == ORGW_OK && c.n == 3 &&
+	             strcmp(order(&c, buf, sizeof(buf)), "a,a,b") == 0);
+	c.n = 0;
+	T_ASSERT("rerank of no candidates is ok",
+	         route_rerank(&c, 1200, &p) == ORGW_OK &&
+	             route_rerank(NULL, 1200, &p) == ORGW_OK);
+}
+
 int
 main(void)
 {
@@ -256,5 +383,6 @@ main(void)
 	test_decide();
 	test_next_find();
 	test_lock_from();
+	test_rerank();
 	return T_REPORT();
 }

@@ -646,6 +646,118 @@ test_extremes(void)
 	score_result_free(&r);
 }
 
+/*
+ * Re-pricing (SPEC section 6, issue 14 item 6): the terms kept with an
+ * endpoint re-price it at any time of day to exactly what scoring at
+ * that time gives.  The example's DeepSeek endpoint is half price from
+ * 16:30 to 00:30 UTC; with CACHE_BONUS 1 and HIT_RATE 0.9 DeepInfra
+ * (1.648e8) beats it at 12:00 (1.153e8) and loses at 20:00 (2.305e8).
+ */
+static void
+test_terms(void)
+{
+	static const struct score_params p = {0.9, 1.0, 95.0};
+	struct score_result noon, eve;
+	struct score_endpoint e;
+	const struct score_endpoint *d;
+	char *doc;
+	size_t i, len;
+	bool same = true;
+	double v;
+
+	T_ASSERT("example scores at 12:00 and 20:00",
+	         run(EXAMPLE, 1200, &p, &noon) == ORGW_OK &&
+	             run(EXAMPLE, 2000, &p, &eve) == ORGW_OK &&
+	             noon.n_ranked == 2 && eve.n_ranked == 2);
+	if (noon.n_ranked != 2 || eve.n_ranked != 2)
+		return;
+	T_ASSERT("12:00: deepinfra/fp8 first (deepseek at peak price)",
+	         strcmp(noon.v[0].tag, "deepinfra/fp8") == 0 &&
+	             T_NEAR(noon.v[0].score, 48 / 2.912e-7) &&
+	             T_NEAR(noon.v[1].score, 31.5 / 2.7328e-7));
+	T_ASSERT("20:00: deepseek first (off-peak half price)",
+	         strcmp(eve.v[0].tag, "deepseek") == 0 &&
+	             T_NEAR(eve.v[0].score, 31.5 / 1.3664e-7));
+	d = find(&noon, "deepseek");
+	T_ASSERT("deepseek's terms keep its base prices and both windows",
+	         d != NULL && d->terms.n_win == 2 &&
+	             d->terms.base_kind[SCORE_PROMPT] == SCORE_PRICE_OK &&
+	             T_NEAR(d->terms.base[SCORE_PROMPT], 2.8e-7) &&
+	             d->terms.win[1].utc_start == 1630 &&
+	             d->terms.win[1].utc_end == 30 &&
+	             T_NEAR(d->terms.win[1].price[SCORE_COMPLETION], 2.1e-7) &&
+	             d->terms.implicit_flag == 1 &&
+	             d->terms.has_throughput &&
+	             T_NEAR(d->terms.throughput, 31.5));
+	/* The 12:00 terms, evaluated at 20:00, are the 20:00 scoring. */
+	for (i = 0; i < noon.n_ranked; i++) {
+		const struct score_endpoint *want = find(&eve, noon.v[i].tag);
+
+		memset(&e, 0, sizeof(e));
+		score_terms_eval(&noon.v[i].terms, 2000, &p, &e);
+		same = same && want != NULL && e.excluded == NULL &&
+		       e.score == want->score && e.cost == want->cost &&
+		       e.prompt == want->prompt &&
+		       e.completion == want->completion &&
+		       e.cache_read == want->cache_read &&
+		       e.bonus == want->bonus && e.free == want->free &&
+		       e.implicit_cache == want->implicit_cache;
+	}
+	T_ASSERT("12:00 terms re-priced at 20:00 equal the 20:00 scoring",
+	         same);
+	T_ASSERT("score_rank_cmp: deepseek before deepinfra at 20:00",
+	         score_rank_cmp(&eve.v[0], &eve.v[1]) < 0 &&
+	             score_rank_cmp(&eve.v[1], &eve.v[0]) > 0 &&
+	             score_rank_cmp(&eve.v[0], &eve.v[0]) == 0);
+
+	/* score_result_exclude: a cooling provider leaves the ranking. */
+	score_result_exclude(&eve, 0, "cooling", "cooling down for 5 s more");
+	T_ASSERT("exclude moves the endpoint after the ranked ones",
+	         eve.n_ranked == 1 && eve.n == 2 &&
+	             strcmp(eve.v[0].tag, "deepinfra/fp8") == 0 &&
+	             strcmp(eve.v[1].tag, "deepseek") == 0 &&
+	             strcmp(eve.v[1].excluded, "cooling") == 0 &&
+	             strcmp(eve.v[1].why, "cooling down for 5 s more") == 0);
+	score_result_exclude(&eve, 1, "cooling", "x");
+	T_ASSERT("exclude of an excluded endpoint is a no-op",
+	         eve.n_ranked == 1 && strcmp(eve.v[1].why, "x") != 0);
+	score_result_free(&noon);
+	score_result_free(&eve);
+
+	T_ASSERT("score_hhmm: 2025-12-01 20:05 UTC is 2005",
+	         score_hhmm(1764547200 + 20 * 3600 + 5 * 60 + 59) == 2005);
+	T_ASSERT("score_hhmm: midnight is 0, a minute before is 2359",
+	         score_hhmm(1764547200) == 0 && score_hhmm(1764547200 - 60) ==
+	                                            2359 &&
+	             score_hhmm(-60) == 2359);
+
+	/* More windows than can be kept: excluded, never mis-priced. */
+	len = 200 + 60 * (SCORE_WINDOWS_MAX + 1);
+	doc = malloc(len);
+	if (doc != NULL) {
+		size_t o = (size_t)snprintf(doc, len,
+		                            "{\"data\":{\"endpoints\":[{"
+		                            "\"tag\":\"many\",\"pricing\":{"
+		                            "\"prompt\":\"1\",\"completion\":"
+		                            "\"1\",\"overrides\":[");
+		for (i = 0; i <= SCORE_WINDOWS_MAX; i++)
+			o += (size_t)snprintf(doc + o, len - o,
+			                      "%s{\"utc_start\":%zu,"
+			                      "\"utc_end\":%zu,\"prompt\":\"2\"}",
+			                      i ? "," : "", i % 24 * 100,
+			                      i % 24 * 100 + 30);
+		snprintf(doc + o, len - o, "]}}]}}");
+		T_ASSERT("more than SCORE_WINDOWS_MAX windows: excluded, price",
+		         run(doc, 1200, &p, &noon) == ORGW_OK && noon.n == 1 &&
+		             noon.n_ranked == 0 &&
+		             strcmp(noon.v[0].excluded, "price") == 0);
+		score_result_free(&noon);
+		free(doc);
+	}
+	T_ASSERT("score_price_now: a key the formula does not read is false",
+	         !price("{\"request\":\"1\"}", "request", 0, &v));
+}
+
 int
 main(void)
 {
@@ -656,5 +768,6 @@ main(void)
 	test_ranking();
 	test_garbage();
 	test_extremes();
+	test_terms();
 	return T_REPORT();
 }
