@@ -391,42 +391,59 @@ record_cands_clear(struct rec_cands *c)
 	c->n = 0;
 }
 
+/* True when e was excluded only for cooling down (scorerun.c). */
+static bool
+stored_cooling(const struct score_endpoint *e)
+{
+	return e->excluded != NULL && strcmp(e->excluded, "cooling") == 0;
+}
+
+static void
+cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
+{
+	snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
+	snprintf(d->provider_name, sizeof(d->provider_name), "%s",
+		 e->provider_name);
+	d->score = e->score;
+	d->throughput = e->throughput;
+	d->has_throughput = e->has_throughput;
+	d->prompt = e->prompt;
+	d->cache_read = e->cache_read;
+	d->completion = e->completion;
+	d->effective_input = e->effective_input;
+	d->cost = e->cost;
+	d->uptime = e->uptime;
+	d->bonus = e->bonus;
+	d->implicit_cache = e->implicit_cache;
+	d->free = e->free;
+	d->max_completion_tokens = e->max_completion_tokens;
+	d->terms = e->terms;
+}
+
 enum orgw_err
 record_cands_from_score(const struct score_result *r, int64_t now,
 			struct rec_cands *c)
 {
-	size_t i;
+	size_t i, n = 0;
 
 	memset(c, 0, sizeof(*c));
 	c->scored_at = now;
 	c->attempted_at = now;
-	if (r->n_ranked == 0)
+	/* The ranked endpoints, best first, then those excluded only
+	 * because they were cooling down when scored: routing skips them
+	 * while they cool, and once the cooldown ends the next lock move
+	 * (re-ranked at that time) can take them again without waiting
+	 * for the next scoring run. */
+	for (i = 0; i < r->n; i++)
+		if (i < r->n_ranked || stored_cooling(&r->v[i]))
+			n++;
+	if (n == 0)
 		return ORGW_OK;
-	if ((c->v = calloc(r->n_ranked, sizeof(*c->v))) == NULL)
+	if ((c->v = calloc(n, sizeof(*c->v))) == NULL)
 		return ORGW_ENOMEM;
-	for (i = 0; i < r->n_ranked; i++) {
-		const struct score_endpoint *e = &r->v[i];
-		struct rec_cand *d = &c->v[i];
-
-		snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
-		snprintf(d->provider_name, sizeof(d->provider_name), "%s",
-			 e->provider_name);
-		d->score = e->score;
-		d->throughput = e->throughput;
-		d->has_throughput = e->has_throughput;
-		d->prompt = e->prompt;
-		d->cache_read = e->cache_read;
-		d->completion = e->completion;
-		d->effective_input = e->effective_input;
-		d->cost = e->cost;
-		d->uptime = e->uptime;
-		d->bonus = e->bonus;
-		d->implicit_cache = e->implicit_cache;
-		d->free = e->free;
-		d->max_completion_tokens = e->max_completion_tokens;
-		d->terms = e->terms;
-	}
-	c->n = r->n_ranked;
+	for (i = 0; i < r->n; i++)
+		if (i < r->n_ranked || stored_cooling(&r->v[i]))
+			cand_from_endpoint(&c->v[c->n++], &r->v[i]);
 	return ORGW_OK;
 }
 

@@ -84,7 +84,9 @@ char *record_cands_encode(const struct rec_cands *c);
 enum orgw_err record_cands_decode(const char *text, struct rec_cands *c);
 void record_cands_clear(struct rec_cands *c);
 
-/* Fills c from a scoring result (ranked endpoints only), scored now. */
+/* Fills c from a scoring result, scored now: the ranked endpoints, best
+ * first, then those excluded only as "cooling" (kept for when their
+ * cooldown ends; routing skips them until then). */
 enum orgw_err record_cands_from_score(const struct score_result *r,
 				      int64_t now, struct rec_cands *c);
 

@@ -2,7 +2,9 @@
 # t0345-score-cooling: orgw-score never ranks a provider that is cooling
 # down (PROVIDER_COOLDOWN until > now, SPEC section 6) and shows it as
 # such: excluded "cooling" in the table and in --json; the candidates it
-# writes leave it out; once the cooldown is over it is ranked again.
+# writes keep it after the ranked ones (routing skips it while it cools, and
+# a lock move after the cooldown can take it again without waiting for the
+# next run); once the cooldown is over it is ranked again.
 #
 #   ORGW_SCORE_BIN   the scorer binary (default scheduler/orgw-score)
 . "$(dirname "$0")/../lib.sh"
@@ -54,7 +56,8 @@ t_match "table: deepinfra/fp8 ranked first" '^ +1 +deepinfra/fp8 ' \
 	"$(grep -E '^ +1 ' "$ORGW_T/s.out")"
 t_eq "table: two ranked, one excluded" 1 \
 	"$(grep -c '2 ranked, 1 excluded' "$ORGW_T/s.out")"
-t_eq "the written candidates leave deepseek out" "deepinfra/fp8,novita" "$(cands)"
+t_eq "the written candidates keep deepseek, after the ranked ones" \
+	"deepinfra/fp8,novita,deepseek" "$(cands)"
 t_eq "the scorer left the live lock alone" deepinfra/fp8 \
 	"$(json_get "$(orgw_curl /stats)" "j.models['$M'].lock.tag")"
 

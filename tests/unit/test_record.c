@@ -315,6 +315,13 @@ test_from_score(void)
 	             c.v[1].max_completion_tokens == 1001 &&
 	             c.v[0].cost == 5e-8 && c.v[0].cache_read == 3e-8);
 	record_cands_clear(&c);
+	e[2].excluded = "cooling";
+	T_ASSERT("from_score: one cooling when scored is kept after the ranked",
+	         record_cands_from_score(&r, 1234, &c) == ORGW_OK && c.n == 3 &&
+	             strcmp(c.v[0].tag, "t0") == 0 &&
+	             strcmp(c.v[2].tag, "t2") == 0 && c.v[2].score == 8.0);
+	record_cands_clear(&c);
+	e[2].excluded = "uptime";
 	r.n_ranked = 0;
 	T_ASSERT("from_score: none ranked gives an empty scored list",
 	         record_cands_from_score(&r, 99, &c) == ORGW_OK && c.n == 0 &&
