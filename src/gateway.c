@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "gateway.h"
 #include "log.h"
+#include "mask.h"
 #include "record.h"
 #include "scorerun.h"
 #include "state.h"
@@ -102,6 +103,15 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 		return http_error(io, 502, "upstream_error",
 				  "upstream_unavailable", NULL,
 				  "could not fetch the model list", NULL);
+	/* Every byte relayed from upstream is masked (SPEC 3), the cache
+	 * included; a redirect is a gateway error (no Location goes on). */
+	mask_key(c->openrouter_api_key, body, len);
+	if (status >= 300 && status <= 399) {
+		free(body);
+		return http_error(io, 502, "upstream_error",
+				  "upstream_unavailable", NULL,
+				  "upstream answered with a redirect", NULL);
+	}
 	if (status == 200) {
 		free(models_cache);
 		models_cache = body;

@@ -11,6 +11,13 @@
  * released by store_close() and nowhere else.  This is the only file
  * that includes gdbm.h.
  *
+ * Files are opened without following symlinks (O_NOFOLLOW, and GDBM gets
+ * the descriptor through gdbm_fd_open), and refused, like sshd's
+ * StrictModes, when the state file, its lock file or their directory is
+ * a symlink or writable by others: anyone who can write there could
+ * otherwise make orgw create or overwrite any file its user can write.
+ * Files orgw creates get STATE_MODE (store_set_mode()).
+ *
  * No fsync: gdbm_close() syncs a database opened for writing and has no
  * flag against it; db_close() below sidesteps that (why: see there).
  *
@@ -38,6 +45,9 @@
 #include "log.h"
 #include "store.h"
 
+/* STATE_MODE, set once at start by store_set_mode(). */
+static mode_t store_mode = 0600;
+
 struct store {
 	int lockfd;
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
@@ -56,6 +66,106 @@ lock_path(char *dst, size_t n, const char *path)
 	return (r < 0 || (size_t)r >= n) ? -1 : 0;
 }
 
+void
+store_set_mode(unsigned mode)
+{
+	store_mode = (mode_t)(mode & 0660);
+}
+
+/* The directory of path is not a symlink and not writable by others:
+ * 0, or -1 after a log line (errno EPERM). */
+static int
+dir_ok(const char *path)
+{
+	char dir[4200];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	size_t n;
+
+	if (slash == NULL) {
+		dir[0] = '.';
+		n = 1;
+	} else {
+		n = slash == path ? 1 : (size_t)(slash - path);
+		if (n >= sizeof(dir)) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(dir, path, n);
+	}
+	dir[n] = '\0';
+	if (lstat(dir, &st) == -1)
+		return -1;
+	if (S_ISLNK(st.st_mode)) {
+		log_err("state directory %s is a symlink; refused (point "
+			"STATE_PATH at the real directory)", dir);
+		errno = EPERM;
+		return -1;
+	}
+	if ((st.st_mode & S_IWOTH) != 0) {
+		log_err("state directory %s is writable by others (mode %04o); "
+			"refused: chmod o-w it", dir,
+			(unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens file (the state or its lock file) without following a symlink,
+ * creating it with STATE_MODE when create; refuses a file that is not a
+ * regular file or is writable by others.  The fd, or -1 (errno set;
+ * EPERM after a log line for a refusal).
+ */
+static int
+open_safe(const char *file, bool write, bool create)
+{
+	int flags = (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
+		    O_NOCTTY, fd, e;
+	struct stat st;
+	bool made = false;
+
+	if (create) {
+		fd = open(file, flags | O_CREAT | O_EXCL, store_mode);
+		made = fd != -1;
+		if (fd == -1 && errno == EEXIST)
+			fd = open(file, flags);
+	} else {
+		fd = open(file, flags);
+	}
+	if (fd == -1) {
+		if (errno == ELOOP) {
+			log_err("state %s is a symlink; refused", file);
+			errno = EPERM;
+		}
+		return -1;
+	}
+	if (fstat(fd, &st) == -1)
+		goto bad;
+	if (!S_ISREG(st.st_mode)) {
+		log_err("state %s is not a regular file; refused", file);
+		errno = EPERM;
+		goto bad;
+	}
+	if ((st.st_mode & S_IWOTH) != 0) {
+		log_err("state %s is writable by others (mode %04o); refused: "
+			"chmod o-w it", file, (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		goto bad;
+	}
+	/* The umask may have taken bits STATE_MODE wants (0660). */
+	if (made && (st.st_mode & 0777) != store_mode &&
+	    fchmod(fd, store_mode) == -1)
+		goto bad;
+	return fd;
+bad:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 /* Takes the flock with backoff; returns the fd or -1 (errno set). */
 static int
 take_lock(const char *path, bool write, int64_t timeout_ms)
@@ -72,9 +182,11 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1 && !write)
-		fd = open(lp, O_RDONLY | O_CLOEXEC);
+	if (dir_ok(path) == -1)
+		return -1;
+	fd = open_safe(lp, true, true);
+	if (fd == -1 && !write && errno != EPERM)
+		fd = open_safe(lp, false, false);
 	if (fd == -1)
 		return -1;
 	for (;;) {
@@ -98,13 +210,22 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	return -1;
 }
 
+/* gdbm_open on a descriptor from open_safe(): NULL with gdbm_errno
+ * GDBM_FILE_OPEN_ERROR and errno set when the file cannot be opened or
+ * is refused (EPERM). */
 static GDBM_FILE
 open_db(const char *path, bool write)
 {
 	int flags = (write ? GDBM_WRCREAT : GDBM_READER) | GDBM_NOLOCK |
-		    GDBM_NOMMAP | GDBM_CLOEXEC;
+		    GDBM_NOMMAP | GDBM_CLOERROR, fd;
 
-	return gdbm_open(path, 0, flags, 0600, NULL);
+	if ((fd = open_safe(path, write, write)) == -1) {
+		int e = errno;
+		gdbm_errno = GDBM_FILE_OPEN_ERROR;
+		errno = e;
+		return NULL;
+	}
+	return gdbm_fd_open(fd, path, 0, flags, NULL);
 }
 
 enum orgw_err
@@ -129,7 +250,8 @@ store_open(struct store **out, const char *path, bool write,
 		free(s);
 		if (e == EWOULDBLOCK)
 			return ORGW_EBUSY;
-		log_err("state lock %s.lock: %s", path, strerror(e));
+		if (e != EPERM)	/* a refusal was logged with its reason */
+			log_err("state lock %s.lock: %s", path, strerror(e));
 		return ORGW_EIO;
 	}
 #ifdef ORGW_TRACE_LOCK
@@ -145,9 +267,11 @@ store_open(struct store **out, const char *path, bool write,
 			*out = s;
 			return ORGW_OK;
 		}
-		log_err("state %s: %s%s%s", path, gdbm_strerror(gdbm_errno),
-			gdbm_syserr[gdbm_errno] ? ": " : "",
-			gdbm_syserr[gdbm_errno] ? strerror(e) : "");
+		if (e != EPERM || gdbm_errno != GDBM_FILE_OPEN_ERROR)
+			log_err("state %s: %s%s%s", path,
+				gdbm_strerror(gdbm_errno),
+				gdbm_syserr[gdbm_errno] ? ": " : "",
+				gdbm_syserr[gdbm_errno] ? strerror(e) : "");
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -393,8 +517,10 @@ repair_locked(const char *path, bool reorganize)
 	dbf = open_db(path, true);
 	if (dbf == NULL) {
 		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
-		    (errno == EACCES || errno == EROFS || errno == ENOENT)) {
-			log_err("state %s: %s", path, strerror(errno));
+		    (errno == EACCES || errno == EROFS || errno == ENOENT ||
+		     errno == EPERM)) {
+			if (errno != EPERM)	/* a refusal was logged */
+				log_err("state %s: %s", path, strerror(errno));
 			return ORGW_EIO;
 		}
 		if ((err = move_aside(path)) != ORGW_OK)

@@ -22,9 +22,16 @@ struct store;
 #define STORE_LOCK_TIMEOUT_MS 3000
 
 /*
+ * The mode of the state and lock files orgw creates (STATE_MODE, SPEC 8:
+ * 0600, or 0640/0660 for a scorer of the same group); bits for others are
+ * dropped.  Process-wide: call once at start, before any thread.
+ */
+void store_set_mode(unsigned mode);
+
+/*
  * Begins a transaction on the GDBM file at path (lock file path.lock).
- * write selects an exclusive lock and a writer (creating the file, mode
- * 0600); readers of a missing file see an empty store.  Waits for the
+ * write selects an exclusive lock and a writer (creating the file with
+ * STATE_MODE); readers of a missing file see an empty store.  Waits for the
  * lock up to timeout_ms (ORGW_EBUSY after).  ORGW_EIO when the file
  * cannot be opened (damaged: call store_repair()).  On ORGW_OK *out is
  * the caller's until store_close().
