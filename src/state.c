@@ -518,21 +518,13 @@ state_finish(const struct orgw_conf *c, const char *model,
 	return err;
 }
 
-static enum orgw_err
-do_nothing(struct store *s, void *arg)
-{
-	(void)s;
-	(void)arg;
-	return ORGW_OK;
-}
-
 enum orgw_err
 state_health(const struct orgw_conf *c, char *why, size_t n)
 {
-	enum orgw_err err = state_txn(c, true, do_nothing, NULL);
+	char r[4400];
+	enum orgw_err err = store_check(c->state_path, r, sizeof(r));
 
 	if (err != ORGW_OK)
-		snprintf(why, n, "state store %s: %s", c->state_path,
-			 orgw_strerror(err));
+		snprintf(why, n, "state store %s: %s", c->state_path, r);
 	return err;
 }

@@ -45,6 +45,11 @@
 #include "log.h"
 #include "store.h"
 
+/* errno of a refusal (symlink, writable by others) that was logged with
+ * its reason: no open(2) or lstat(2) here returns it, so it is told
+ * apart from a system error such as EPERM on an immutable file. */
+#define REFUSED ENOTRECOVERABLE
+
 /* STATE_MODE, set once at start by store_set_mode(). */
 static mode_t store_mode = 0600;
 
@@ -72,41 +77,56 @@ store_set_mode(unsigned mode)
 	store_mode = (mode_t)(mode & 0660);
 }
 
+/* The directory of path into dir (n bytes): 0, or -1 (ENAMETOOLONG). */
+static int
+dir_of(const char *path, char *dir, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+	size_t k;
+
+	if (slash == NULL) {
+		if (n < 2)
+			return -1;
+		memcpy(dir, ".", 2);
+		return 0;
+	}
+	k = slash == path ? 1 : (size_t)(slash - path);
+	if (k >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, k);
+	dir[k] = '\0';
+	return 0;
+}
+
+/* Why st (lstat of name) is refused as a state file or directory, or
+ * NULL: a symlink, or writable by others (sshd StrictModes). */
+static const char *
+refused(const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return "is a symlink; refused";
+	if ((st->st_mode & S_IWOTH) != 0)
+		return "is writable by others; refused: chmod o-w it";
+	return NULL;
+}
+
 /* The directory of path is not a symlink and not writable by others:
- * 0, or -1 after a log line (errno EPERM). */
+ * 0, or -1 after a log line (errno REFUSED). */
 static int
 dir_ok(const char *path)
 {
 	char dir[4200];
-	const char *slash = strrchr(path, '/');
+	const char *why;
 	struct stat st;
-	size_t n;
 
-	if (slash == NULL) {
-		dir[0] = '.';
-		n = 1;
-	} else {
-		n = slash == path ? 1 : (size_t)(slash - path);
-		if (n >= sizeof(dir)) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(dir, path, n);
-	}
-	dir[n] = '\0';
-	if (lstat(dir, &st) == -1)
+	if (dir_of(path, dir, sizeof(dir)) == -1 || lstat(dir, &st) == -1)
 		return -1;
-	if (S_ISLNK(st.st_mode)) {
-		log_err("state directory %s is a symlink; refused (point "
-			"STATE_PATH at the real directory)", dir);
-		errno = EPERM;
-		return -1;
-	}
-	if ((st.st_mode & S_IWOTH) != 0) {
-		log_err("state directory %s is writable by others (mode %04o); "
-			"refused: chmod o-w it", dir,
-			(unsigned)(st.st_mode & 07777));
-		errno = EPERM;
+	if ((why = refused(&st)) != NULL) {
+		log_err("state directory %s (mode %04o) %s", dir,
+			(unsigned)(st.st_mode & 07777), why);
+		errno = REFUSED;
 		return -1;
 	}
 	return 0;
@@ -116,7 +136,7 @@ dir_ok(const char *path)
  * Opens file (the state or its lock file) without following a symlink,
  * creating it with STATE_MODE when create; refuses a file that is not a
  * regular file or is writable by others.  The fd, or -1 (errno set;
- * EPERM after a log line for a refusal).
+ * REFUSED after a log line for a refusal).
  */
 static int
 open_safe(const char *file, bool write, bool create)
@@ -137,7 +157,7 @@ open_safe(const char *file, bool write, bool create)
 	if (fd == -1) {
 		if (errno == ELOOP) {
 			log_err("state %s is a symlink; refused", file);
-			errno = EPERM;
+			errno = REFUSED;
 		}
 		return -1;
 	}
@@ -145,13 +165,13 @@ open_safe(const char *file, bool write, bool create)
 		goto bad;
 	if (!S_ISREG(st.st_mode)) {
 		log_err("state %s is not a regular file; refused", file);
-		errno = EPERM;
+		errno = REFUSED;
 		goto bad;
 	}
 	if ((st.st_mode & S_IWOTH) != 0) {
 		log_err("state %s is writable by others (mode %04o); refused: "
 			"chmod o-w it", file, (unsigned)(st.st_mode & 07777));
-		errno = EPERM;
+		errno = REFUSED;
 		goto bad;
 	}
 	/* The umask may have taken bits STATE_MODE wants (0660). */
@@ -185,7 +205,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	if (dir_ok(path) == -1)
 		return -1;
 	fd = open_safe(lp, true, true);
-	if (fd == -1 && !write && errno != EPERM)
+	if (fd == -1 && !write && errno != REFUSED)
 		fd = open_safe(lp, false, false);
 	if (fd == -1)
 		return -1;
@@ -212,7 +232,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 
 /* gdbm_open on a descriptor from open_safe(): NULL with gdbm_errno
  * GDBM_FILE_OPEN_ERROR and errno set when the file cannot be opened or
- * is refused (EPERM). */
+ * is refused (REFUSED). */
 static GDBM_FILE
 open_db(const char *path, bool write)
 {
@@ -250,7 +270,7 @@ store_open(struct store **out, const char *path, bool write,
 		free(s);
 		if (e == EWOULDBLOCK)
 			return ORGW_EBUSY;
-		if (e != EPERM)	/* a refusal was logged with its reason */
+		if (e != REFUSED) /* a refusal was logged with its reason */
 			log_err("state lock %s.lock: %s", path, strerror(e));
 		return ORGW_EIO;
 	}
@@ -267,7 +287,7 @@ store_open(struct store **out, const char *path, bool write,
 			*out = s;
 			return ORGW_OK;
 		}
-		if (e != EPERM || gdbm_errno != GDBM_FILE_OPEN_ERROR)
+		if (e != REFUSED || gdbm_errno != GDBM_FILE_OPEN_ERROR)
 			log_err("state %s: %s%s%s", path,
 				gdbm_strerror(gdbm_errno),
 				gdbm_syserr[gdbm_errno] ? ": " : "",
@@ -438,6 +458,56 @@ store_each(struct store *s, const char *prefix,
 	return ORGW_OK;
 }
 
+/* One file of the store for store_check(): 0, or -1 with why. */
+static int
+check_one(const char *file, const char *dir, char *why, size_t n)
+{
+	struct stat st;
+	const char *r;
+
+	if (lstat(file, &st) == 0) {
+		if ((r = refused(&st)) != NULL || !S_ISREG(st.st_mode)) {
+			snprintf(why, n, "%s %s", file,
+				 r ? r : "is not a regular file");
+			return -1;
+		}
+		if (access(file, R_OK | W_OK) == 0)
+			return 0;
+	} else if (errno == ENOENT && access(dir, W_OK) == 0) {
+		return 0;	/* created by the first write */
+	} else if (errno == ENOENT) {
+		file = dir;
+	}
+	snprintf(why, n, "%s: %s", file, strerror(errno));
+	return -1;
+}
+
+enum orgw_err
+store_check(const char *path, char *why, size_t n)
+{
+	char dir[4200], lp[4200];
+	struct stat st;
+	const char *r;
+
+	if (dir_of(path, dir, sizeof(dir)) == -1 ||
+	    lock_path(lp, sizeof(lp), path) == -1) {
+		snprintf(why, n, "path too long");
+		return ORGW_EIO;
+	}
+	if (lstat(dir, &st) == -1) {
+		snprintf(why, n, "%s: %s", dir, strerror(errno));
+		return ORGW_EIO;
+	}
+	if ((r = refused(&st)) != NULL) {
+		snprintf(why, n, "directory %s %s", dir, r);
+		return ORGW_EIO;
+	}
+	if (check_one(lp, dir, why, n) == -1 ||
+	    check_one(path, dir, why, n) == -1)
+		return ORGW_EIO;
+	return ORGW_OK;
+}
+
 enum orgw_err
 store_close(struct store *s)
 {
@@ -518,8 +588,8 @@ repair_locked(const char *path, bool reorganize)
 	if (dbf == NULL) {
 		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
 		    (errno == EACCES || errno == EROFS || errno == ENOENT ||
-		     errno == EPERM)) {
-			if (errno != EPERM)	/* a refusal was logged */
+		     errno == EPERM || errno == REFUSED)) {
+			if (errno != REFUSED)	/* a refusal was logged */
 				log_err("state %s: %s", path, strerror(errno));
 			return ORGW_EIO;
 		}
