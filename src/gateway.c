@@ -54,8 +54,9 @@ static int64_t models_cache_at;
  * GET /healthz needs no key, so anyone may ask it, often.  It answers ok,
  * or a short generic reason; the detail (setting values, paths, system
  * errors) goes to the log (once per change) and to a caller that sent the
- * client key (issue 15).  The state check takes no lock and opens no
- * GDBM (state_health), and its result is kept for a second per worker.
+ * client key (issue 15).  The state check takes a shared lock at most,
+ * waits 200 ms at most and opens no GDBM (state_health), and its result
+ * is kept for a second per worker.
  */
 static int
 handle_health(const struct orgw_io *io, const struct orgw_env *env,

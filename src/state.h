@@ -86,8 +86,8 @@ enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   const struct stats_delta *d, const char *ok_tag);
 
 /* Checks that the store could be opened for writing (for /healthz),
- * without a lock (store_check); ORGW_OK or the error, with a reason
- * naming paths in why. */
+ * with a shared lock at most (store_check); ORGW_OK or the error, with a
+ * reason naming paths in why. */
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
 #endif

@@ -50,6 +50,9 @@
  * apart from a system error such as EPERM on an immutable file. */
 #define REFUSED ENOTRECOVERABLE
 
+/* How long store_check() waits for its shared lock. */
+#define STORE_CHECK_WAIT_MS 200
+
 /* STATE_MODE, set once at start by store_set_mode(). */
 static mode_t store_mode = 0600;
 
@@ -488,6 +491,7 @@ store_check(const char *path, char *why, size_t n)
 	char dir[4200], lp[4200];
 	struct stat st;
 	const char *r;
+	int fd;
 
 	if (dir_of(path, dir, sizeof(dir)) == -1 ||
 	    lock_path(lp, sizeof(lp), path) == -1) {
@@ -505,6 +509,18 @@ store_check(const char *path, char *why, size_t n)
 	if (check_one(lp, dir, why, n) == -1 ||
 	    check_one(path, dir, why, n) == -1)
 		return ORGW_EIO;
+	/* A shared lock, given up after a short wait: a writer holds the
+	 * lock for microseconds, so only a stuck holder makes this busy. */
+	if ((fd = take_lock(path, false, STORE_CHECK_WAIT_MS)) == -1) {
+		if (errno == EWOULDBLOCK) {
+			snprintf(why, n, "busy (the lock is held)");
+			return ORGW_EBUSY;
+		}
+		snprintf(why, n, "%s: %s", lp, strerror(errno));
+		return ORGW_EIO;
+	}
+	flock(fd, LOCK_UN);
+	close(fd);
 	return ORGW_OK;
 }
 

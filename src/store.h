@@ -40,11 +40,12 @@ enum orgw_err store_open(struct store **out, const char *path, bool write,
 			 int64_t timeout_ms);
 
 /*
- * Checks, without a lock and without opening GDBM, that a writer could
- * open the store at path: its directory and files are not refused (a
- * symlink, writable by others) and the files (or, for a missing one, the
- * directory) are writable.  For /healthz, which anyone may ask often.
- * ORGW_OK, or ORGW_EIO with a reason (naming paths) in why (n bytes).
+ * Checks, without opening GDBM, that a writer could open the store at
+ * path: its directory and files are not refused (a symlink, writable by
+ * others), the files (or, for a missing one, the directory) are writable,
+ * and a shared lock can be had within 200 ms (never the exclusive one).
+ * For /healthz, which anyone may ask often.  ORGW_OK, or ORGW_EIO /
+ * ORGW_EBUSY with a reason (naming paths) in why (n bytes).
  */
 enum orgw_err store_check(const char *path, char *why, size_t n);
 
