@@ -516,7 +516,9 @@ main(int argc, char *argv[])
 	struct outcome x;
 	struct sigaction sa;
 	int64_t t0;
-	int rc;
+	enum orgw_err err;
+	size_t dropped;
+	int rc, run_fd = -1;
 
 	if (harden_no_dumps() != 0)
 		perror("orgw-score: turning core dumps off");
@@ -550,6 +552,25 @@ main(int argc, char *argv[])
 	}
 
 	x.started_at = clock_now_s();
+	/* One run that writes at a time, whether from cron or /__cron. */
+	if (!o.dry_run) {
+		int64_t retry;
+
+		err = store_run_begin(conf.state_path, 0, x.started_at,
+				      &run_fd, &retry);
+		if (err == ORGW_EBUSY) {
+			fprintf(stderr, "orgw-score: another scoring run is in "
+				"progress (%s.score is locked); nothing done\n",
+				conf.state_path);
+			upstream_global_cleanup();
+			rc = EXIT_SOME_FAILED;
+			goto out;
+		}
+		if (err != ORGW_OK)
+			log_warn("scorer: no scoring lock: %s; running anyway",
+				 orgw_strerror(err));
+		(void)scorerun_prune(&conf, &dropped);
+	}
 	t0 = clock_mono_ms();
 	if (o.n_models > 0) {
 		x.v = o.models;
@@ -582,6 +603,7 @@ main(int argc, char *argv[])
 	}
 	upstream_global_cleanup();
 out:
+	store_run_end(run_fd);
 	scorerun_free(x.v, x.n);
 	free(x.v);
 	scorerun_free(o.models, o.n_models);

@@ -22,6 +22,7 @@
 #include "scorerun.h"
 #include "state.h"
 #include "stats.h"
+#include "store.h"
 #include "upstream.h"
 
 #define MODELS_CACHE_MS 60000
@@ -170,12 +171,32 @@ handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
 	return rc;
 }
 
+/* POST /__cron: one scoring run at a time, at most every
+ * CRON_MIN_INTERVAL_SECONDS (429 with Retry-After otherwise). */
 static int
 handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 {
-	char *s = scorerun_cron_json(c);
-	int rc;
+	char *s, extra[64];
+	int64_t retry = 0;
+	int rc, fd = -1;
+	enum orgw_err err;
 
+	err = store_run_begin(c->state_path, c->cron_min_interval_seconds,
+			      clock_now_s(), &fd, &retry);
+	if (err == ORGW_EBUSY) {
+		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+			 (long long)retry);
+		return http_error(io, 429, "rate_limit_exceeded",
+				  "rate_limit_exceeded", NULL,
+				  "a scoring run is in progress or ran less "
+				  "than CRON_MIN_INTERVAL_SECONDS ago",
+				  extra);
+	}
+	if (err != ORGW_OK)
+		return http_error(io, 503, "server_error", NULL, NULL,
+				  "the scoring lock is unavailable", NULL);
+	s = scorerun_cron_json(c);
+	store_run_end(fd);
 	if (s == NULL)
 		return http_error(io, 500, "server_error", NULL, NULL,
 				  "scoring run failed", NULL);

@@ -391,6 +391,30 @@ child_obj(cJSON *o, const char *k)
 }
 
 char *
+record_model_seen_encode(int64_t first_seen)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "first_seen", (double)first_seen);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_model_seen_decode(const char *text, int64_t *first_seen)
+{
+	cJSON *o = parse_obj(text);
+
+	*first_seen = 0;
+	if (o == NULL)
+		return ORGW_EINVAL;
+	*first_seen = get_i64(o, "first_seen");
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+char *
 record_seen_add(const char *text, const char *model, int64_t now,
 		bool *added)
 {

@@ -50,6 +50,9 @@
  * apart from a system error such as EPERM on an immutable file. */
 #define REFUSED ENOTRECOVERABLE
 
+/* Retry-After for a scoring run refused because another one runs. */
+#define STORE_RUN_BUSY_RETRY_S 10
+
 /* How long store_check() waits for its shared lock. */
 #define STORE_CHECK_WAIT_MS 200
 
@@ -459,6 +462,63 @@ store_each(struct store *s, const char *prefix,
 	if (gdbm_errno != GDBM_ITEM_NOT_FOUND && gdbm_errno != GDBM_NO_ERROR)
 		return ORGW_EIO;
 	return ORGW_OK;
+}
+
+enum orgw_err
+store_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
+		int *fd_out, int64_t *retry_after_s)
+{
+	char rp[4200], buf[32];
+	long long last = 0;
+	ssize_t r;
+	int fd, n;
+
+	*fd_out = -1;
+	*retry_after_s = 0;
+	n = snprintf(rp, sizeof(rp), "%s.score", path);
+	if (n < 0 || (size_t)n >= sizeof(rp) || dir_ok(path) == -1)
+		return ORGW_EIO;
+	if ((fd = open_safe(rp, true, true)) == -1) {
+		if (errno != REFUSED)
+			log_err("scoring lock %s: %s", rp, strerror(errno));
+		return ORGW_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		int e = errno;
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return ORGW_EIO;
+		*retry_after_s = STORE_RUN_BUSY_RETRY_S;
+		return ORGW_EBUSY;
+	}
+	/* The file holds the start time of the last run, in seconds. */
+	if ((r = pread(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[r] = '\0';
+		last = strtoll(buf, NULL, 10);
+	}
+	if (min_interval_s > 0 && last > 0 && now_s >= last &&
+	    now_s - last < min_interval_s) {
+		*retry_after_s = min_interval_s - (now_s - last);
+		flock(fd, LOCK_UN);
+		close(fd);
+		return ORGW_EBUSY;
+	}
+	/* Only a throttled run (POST /__cron) starts the interval. */
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)now_s);
+	if (min_interval_s > 0 &&
+	    (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) == -1))
+		log_warn("scoring lock %s: %s", rp, strerror(errno));
+	*fd_out = fd;
+	return ORGW_OK;
+}
+
+void
+store_run_end(int fd)
+{
+	if (fd < 0)
+		return;
+	flock(fd, LOCK_UN);
+	close(fd);
 }
 
 /* One file of the store for store_check(): 0, or -1 with why. */

@@ -40,6 +40,21 @@ enum orgw_err store_open(struct store **out, const char *path, bool write,
 			 int64_t timeout_ms);
 
 /*
+ * One scoring run at a time (orgw-score from cron and POST /__cron), and
+ * at most one every min_interval_s seconds (0: no interval): an exclusive
+ * flock on path.score (opened like the state files), which holds the
+ * start time of the last run begun with an interval.  ORGW_OK with *fd_out to pass to store_run_end()
+ * when the run is over; ORGW_EBUSY with *retry_after_s when another run
+ * holds it or the last began too recently; ORGW_EIO (logged).
+ */
+enum orgw_err store_run_begin(const char *path, int64_t min_interval_s,
+			      int64_t now_s, int *fd_out,
+			      int64_t *retry_after_s);
+
+/* Ends a run begun by store_run_begin(); fd -1 is a no-op. */
+void store_run_end(int fd);
+
+/*
  * Checks, without opening GDBM, that a writer could open the store at
  * path: its directory and files are not refused (a symlink, writable by
  * others), the files (or, for a missing one, the directory) are writable,

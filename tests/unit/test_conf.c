@@ -27,6 +27,7 @@ static const char *const all_names[] = {
 	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
 	"REQUEST_TIMEOUT_MS", "CLIENT_SEND_TIMEOUT_MS", "FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
+	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -87,6 +88,9 @@ test_defaults(void)
 	T_ASSERT("default MAX_ATTEMPTS", c.max_attempts == 4);
 	T_ASSERT("default MAX_BODY_BYTES", c.max_body_bytes == 8388608);
 	T_ASSERT("default STATE_MODE 0600", c.state_mode == 0600);
+	T_ASSERT("default MAX_MODELS 256", c.max_models == 256);
+	T_ASSERT("default CRON_MIN_INTERVAL_SECONDS 60",
+		 c.cron_min_interval_seconds == 60);
 	for (i = 0; i < NNAMES; i++)
 		if (!conf_known(all_names[i]))
 			break;
@@ -214,6 +218,10 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->max_attempts;
 	if (strcmp(name, "MAX_BODY_BYTES") == 0)
 		return (long long)c->max_body_bytes;
+	if (strcmp(name, "MAX_MODELS") == 0)
+		return c->max_models;
+	if (strcmp(name, "CRON_MIN_INTERVAL_SECONDS") == 0)
+		return c->cron_min_interval_seconds;
 	return -12345;
 }
 
@@ -237,6 +245,9 @@ test_integers(void)
 		{ "MAX_ATTEMPTS", "0", "1", "20", "21", 1, 20 },
 		{ "MAX_BODY_BYTES", "1023", "1024", "1073741824",
 		  "1073741825", 1024, 1073741824 },
+		{ "MAX_MODELS", "0", "1", "100000", "100001", 1, 100000 },
+		{ "CRON_MIN_INTERVAL_SECONDS", "-1", "0", "86400", "86401", 0,
+		  86400 },
 	};
 	static const char *const garbage[] = {
 		"12abc", "", " 5", "5 ", "0x10", "1.0", "1e3", "-",
@@ -1036,6 +1047,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
+			"7", "30",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1062,7 +1074,8 @@ test_load(void)
 				 c.n_retry_429_delays == 2 &&
 				 c.max_attempts == 2 &&
 				 c.max_body_bytes == 4096 &&
-				 c.state_mode == 0660);
+				 c.state_mode == 0660 && c.max_models == 7 &&
+				 c.cron_min_interval_seconds == 30);
 		conf_free(&c);
 	}
 	env_clear();
