@@ -77,6 +77,8 @@ out=$(orgw_chat --model hostile/key-escaped --stream)
 echo "# key-escaped stream: $(json_get "$out" 'JSON.stringify({ok: j.ok, mid: j.mid_stream, done: j.done, err: j.error && j.error.message})')"
 t_eq "an error event quoting the key JSON-escaped: re-sent without it" 0 "$(printf '%s' "$out" | hits)"
 t_match "  the message is re-sent, the key masked" 'bad key \*\*\*\*' "$(json_get "$out" 'j.error && j.error.message')"
+t_match "  the log says status=200, the status the client got (issue 15 item 10)" \
+	'status=200 ' "$(grep 'model=hostile/key-escaped ' "$ORGW_LOG")"
 orgw_http POST /v1/chat/completions "$(body hostile/key-escaped-200 false)"
 echo "# key-escaped 200: $HTTP_STATUS $HTTP_BODY"
 t_eq "an error in a 200 quoting the key JSON-escaped: orgw's error, without it" 0 "$(hits "$HTTP_BODY_FILE")"

@@ -251,6 +251,22 @@ test_cands(void)
 	record_cands_clear(&b);
 	record_free(s);
 
+	{
+		int64_t fs = -1;
+		char *t = record_model_seen_encode(1764547200);
+
+		T_ASSERT("MODEL_SEEN round trip",
+			 t != NULL &&
+				 record_model_seen_decode(t, &fs) == ORGW_OK &&
+				 fs == 1764547200);
+		record_free(t);
+		T_ASSERT("MODEL_SEEN garbage: EINVAL, 0",
+			 record_model_seen_decode("[1]", &fs) == ORGW_EINVAL &&
+				 fs == 0);
+		T_ASSERT("MODEL_SEEN without first_seen: 0",
+			 record_model_seen_decode("{}", &fs) == ORGW_OK &&
+				 fs == 0);
+	}
 	T_ASSERT("cands decode: a candidate whose tag holds CR LF is "
 	         "dropped, a name with a control character reads empty",
 	         record_cands_decode(
