@@ -18,8 +18,10 @@
 #include "clock.h"
 #include "conf.h"
 #include "fcgi_io.h"
+#include "harden.h"
 #include "gateway.h"
 #include "log.h"
+#include "store.h"
 #include "upstream.h"
 
 /* Most of an unread request body a CGI run drops before exiting (a 413
@@ -103,6 +105,8 @@ main(int argc, char *argv[])
 	const char *conf_err = NULL;
 	int rc;
 
+	if (harden_no_dumps() != 0)
+		perror("orgw: turning core dumps off");
 	if (setup_signals() == -1) {
 		perror("orgw: sigaction");
 		return 1;
@@ -116,6 +120,7 @@ main(int argc, char *argv[])
 		conf_err = err;
 		log_err("configuration refused: %s", err);
 	}
+	store_set_mode(conf.state_mode);
 	if (argc > 1 && strcmp(argv[1], "--check-config") == 0) {
 		if (conf_err == NULL)
 			puts("orgw: configuration ok");

@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "conf.h"
 #include "fetchmany.h"
+#include "harden.h"
 #include "log.h"
 #include "record.h"
 #include "scorerun.h"
@@ -255,6 +256,8 @@ print_model(const struct scorerun_model *r, bool dry_run)
 {
 	const struct score_result *res = &r->res;
 	char when[32], p[5][24], tput[24], up[24], bonus[16], score[24];
+	/* Names from upstream, shown with control characters escaped. */
+	char tg[sizeof(res->v[0].tag) * 4], pn[sizeof(res->v[0].provider_name) * 4];
 	const char *note;
 	int wt = 3, wp = 8;
 	size_t i;
@@ -278,8 +281,10 @@ print_model(const struct scorerun_model *r, bool dry_run)
 		return;
 	}
 	for (i = 0; i < res->n; i++) {
-		wt = max_int(wt, (int)strlen(res->v[i].tag));
-		wp = max_int(wp, (int)strlen(res->v[i].provider_name));
+		wt = max_int(wt, (int)strlen(log_safe(tg, sizeof(tg),
+							       res->v[i].tag)));
+		wp = max_int(wp, (int)strlen(log_safe(
+					 pn, sizeof(pn), res->v[i].provider_name)));
 	}
 	if (res->n_ranked > 0)
 		printf("%4s  %-*s  %-*s %9s %9s %9s %9s %9s %8s %6s %5s %5s "
@@ -303,14 +308,16 @@ print_model(const struct scorerun_model *r, bool dry_run)
 					    "";
 		printf("%4zu  %-*s  %-*s %9s %9s %9s %9s %9s %8s %6s %5s %5s "
 		       "%10s%s\n",
-		       i + 1, wt, e->tag, wp, e->provider_name, p[0], p[1],
+		       i + 1, wt, log_safe(tg, sizeof(tg), e->tag), wp,
+		       log_safe(pn, sizeof(pn), e->provider_name), p[0], p[1],
 		       p[2], p[3], p[4], tput, up,
 		       e->implicit_cache ? "yes" : "no", bonus, score, note);
 	}
 	for (i = res->n_ranked; i < res->n; i++) {
 		const struct score_endpoint *e = &res->v[i];
 		printf("%4s  %-*s  %-*s excluded: %s: %s\n", "-", wt,
-		       e->tag[0] ? e->tag : "?", wp, e->provider_name,
+		       e->tag[0] ? log_safe(tg, sizeof(tg), e->tag) : "?", wp,
+		       log_safe(pn, sizeof(pn), e->provider_name),
 		       e->excluded, e->why);
 	}
 }
@@ -511,8 +518,12 @@ main(int argc, char *argv[])
 	struct outcome x;
 	struct sigaction sa;
 	int64_t t0;
-	int rc;
+	enum orgw_err err;
+	size_t dropped;
+	int rc, run_fd = -1;
 
+	if (harden_no_dumps() != 0)
+		perror("orgw-score: turning core dumps off");
 	memset(&o, 0, sizeof(o));
 	memset(&x, 0, sizeof(x));
 	o.parallel = SCORERUN_PARALLEL;
@@ -535,6 +546,7 @@ main(int argc, char *argv[])
 	}
 	if ((rc = load_conf(&conf, o.config)) != 0)
 		goto out;
+	store_set_mode(conf.state_mode);
 	if (upstream_global_init() != ORGW_OK) {
 		fputs("orgw-score: libcurl initialisation failed\n", stderr);
 		rc = EXIT_SOME_FAILED;
@@ -542,6 +554,25 @@ main(int argc, char *argv[])
 	}
 
 	x.started_at = clock_now_s();
+	/* One run that writes at a time, whether from cron or /__cron. */
+	if (!o.dry_run) {
+		int64_t retry;
+
+		err = store_run_begin(conf.state_path, 0, x.started_at,
+				      &run_fd, &retry);
+		if (err == ORGW_EBUSY) {
+			fprintf(stderr, "orgw-score: another scoring run is in "
+				"progress (%s.score is locked); nothing done\n",
+				conf.state_path);
+			upstream_global_cleanup();
+			rc = EXIT_SOME_FAILED;
+			goto out;
+		}
+		if (err != ORGW_OK)
+			log_warn("scorer: no scoring lock: %s; running anyway",
+				 orgw_strerror(err));
+		(void)scorerun_prune(&conf, &dropped);
+	}
 	t0 = clock_mono_ms();
 	if (o.n_models > 0) {
 		x.v = o.models;
@@ -574,6 +605,7 @@ main(int argc, char *argv[])
 	}
 	upstream_global_cleanup();
 out:
+	store_run_end(run_fd);
 	scorerun_free(x.v, x.n);
 	free(x.v);
 	scorerun_free(o.models, o.n_models);

@@ -38,6 +38,7 @@
 #include "clock.h"
 #include "failover.h"
 #include "log.h"
+#include "mask.h"
 #include "reqval.h"
 #include "score.h"
 #include "scorerun.h"
@@ -280,9 +281,12 @@ has_finish(const cJSON *o)
 	return false;
 }
 
-/* Takes provider, usage and error out of a response or chunk object. */
+/* Takes provider, usage and error out of a response or chunk object.
+ * The error message is decoded text: a key spelled with JSON escapes
+ * ("sk\u002dor...") only shows in it, so it is masked (key) before
+ * orgw re-sends it. */
 static void
-read_meta(struct attempt *a, const cJSON *o)
+read_meta(struct attempt *a, const cJSON *o, const char *key)
 {
 	const cJSON *p, *u, *e, *d;
 
@@ -315,6 +319,8 @@ read_meta(struct attempt *a, const cJSON *o)
 								    "message");
 		a->err_code = cJSON_IsNumber(code) ? (long)code->valuedouble :
 							 500;
+		if (cJSON_IsString(msg))
+			mask_key_str(key, msg->valuestring);
 		snprintf(a->err_msg, sizeof(a->err_msg), "%s",
 			 cJSON_IsString(msg) ? msg->valuestring :
 					       "upstream error");
@@ -334,33 +340,12 @@ on_headers(void *arg, long status, const char *ctype, int retry_after)
 		    strncasecmp(ctype, "text/event-stream", 17) == 0;
 }
 
-/*
- * Overwrites every copy of the upstream key in p[0..n) with '*', in place
- * and at the same length (so JSON around it stays valid).  An upstream
- * that quotes the key back ("Incorrect API key provided: sk-...") must
- * not hand it to the client (SPEC 3); t0780 checks this.
- */
+/* The upstream key masked in p[0..n) (mask.c, SPEC 3); t0780 and t0800
+ * check it. */
 static void
-mask_key(const struct chat *ch, char *p, size_t n)
+chat_mask(const struct chat *ch, char *p, size_t n)
 {
-	const char *k = ch->c->openrouter_api_key;
-	size_t kl = k != NULL ? strlen(k) : 0, i = 0;
-	char *q;
-
-	if (kl == 0 || p == NULL)
-		return;
-	/* memchr finds the candidates (word at a time), memcmp checks. */
-	while (i + kl <= n && (q = memchr(p + i, k[0], n - i)) != NULL) {
-		i = (size_t)(q - p);
-		if (i + kl > n)
-			break;
-		if (memcmp(q, k, kl) == 0) {
-			memset(q, '*', kl);
-			i += kl;
-		} else {
-			i++;
-		}
-	}
+	mask_key(ch->c->openrouter_api_key, p, n);
 }
 
 /* Writes the head (once) and the role-only chunks held for the token
@@ -420,7 +405,7 @@ on_chunk(struct chat *ch, const struct sse_event *ev)
 			 "upstream sent a malformed chunk");
 		return 1;
 	}
-	read_meta(a, o);
+	read_meta(a, o, ch->c->openrouter_api_key);
 	content = failover_carries_content(o);
 	if (has_finish(o))
 		a->finished = true;
@@ -459,8 +444,8 @@ on_event(void *arg, const struct sse_event *ev)
 
 	/* The event's bytes live in the splitter's buffers (sse.h), which
 	 * are ours to change until we return. */
-	mask_key(ch, ev->raw, ev->raw_len);
-	mask_key(ch, ev->data, ev->data_len);
+	chat_mask(ch, ev->raw, ev->raw_len);
+	chat_mask(ch, ev->data, ev->data_len);
 
 	switch (ev->kind) {
 	case SSE_COMMENT:
@@ -552,7 +537,7 @@ on_client_gone(void *arg)
 
 /* Parses a finished non-SSE body: usage, provider, embedded error. */
 static bool
-parse_body(struct attempt *a)
+parse_body(struct attempt *a, const char *key)
 {
 	const char *p = a->body.p ? a->body.p : "";
 	cJSON *o;
@@ -564,7 +549,7 @@ parse_body(struct attempt *a)
 		cJSON_Delete(o);
 		return false;
 	}
-	read_meta(a, o);
+	read_meta(a, o, key);
 	cJSON_Delete(o);
 	return true;
 }
@@ -665,6 +650,11 @@ relay_body(struct chat *ch)
 		p++;
 		len--;
 	}
+	/* A redirect is not followed and has no meaning for the client
+	 * (no Location is relayed): a gateway error. */
+	if (status >= 300 && status <= 399)
+		return relay_gateway_error(ch, 502, "upstream_error",
+					   "upstream answered with a redirect");
 	if (status >= 200 && status <= 299 && a->err_msg[0] != '\0') {
 		/* An error inside a 200 (body or SSE event): the client
 		 * gets it with the status it stands for, not as a 200. */
@@ -840,7 +830,7 @@ judge_attempt(struct chat *ch, const struct upstream_result *r)
 	 * 2xx body only. */
 	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
 	    a->why == AB_NONE && r->fail == UP_OK)
-		fa.body_ok = parse_body(a);
+		fa.body_ok = parse_body(a, ch->c->openrouter_api_key);
 	fa.has_error = a->err_msg[0] != '\0';
 	fa.err_code = a->err_code;
 	fa.finished = a->finished;
@@ -899,7 +889,7 @@ run_attempt(struct chat *ch)
 	ch->a.t_start = clock_mono_ms();
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
-	mask_key(ch, ch->a.body.p, ch->a.body.len);
+	chat_mask(ch, ch->a.body.p, ch->a.body.len);
 	judge_attempt(ch, &r);
 	return 0;
 }

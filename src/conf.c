@@ -55,6 +55,7 @@ enum conf_kind {
 	CONF_I64,	/* stored as int64_t */
 	CONF_SIZE,	/* stored as size_t */
 	CONF_DELAYS,	/* RETRY_429_DELAYS list */
+	CONF_MODE,	/* STATE_MODE: octal file mode */
 };
 
 struct conf_item {
@@ -116,6 +117,13 @@ static const struct conf_item conf_items[] = {
 	  .ilo = 0, .ihi = 300 },
 	{ .name = "MAX_ATTEMPTS", .kind = CONF_INT,
 	  .off = CONF_OFF(max_attempts), .def = "4", .ilo = 1, .ihi = 20 },
+	{ .name = "MAX_MODELS", .kind = CONF_INT,
+	  .off = CONF_OFF(max_models), .def = "256", .ilo = 1, .ihi = 100000 },
+	{ .name = "CRON_MIN_INTERVAL_SECONDS", .kind = CONF_I64,
+	  .off = CONF_OFF(cron_min_interval_seconds), .def = "60", .ilo = 0,
+	  .ihi = 86400 },
+	{ .name = "STATE_MODE", .kind = CONF_MODE,
+	  .off = CONF_OFF(state_mode), .def = "0600" },
 	{ .name = "MAX_BODY_BYTES", .kind = CONF_SIZE,
 	  .off = CONF_OFF(max_body_bytes), .def = "8388608", .ilo = 1024,
 	  .ihi = 1073741824 },
@@ -653,6 +661,32 @@ conf_known(const char *name)
 }
 
 /*
+ * STATE_MODE: octal digits (a leading 0 optional) naming one of 0600,
+ * 0640, 0660 (SPEC 8): the owner reads and writes, the group may when the
+ * scorer runs as another user of it, others never.
+ */
+static enum orgw_err
+conf_set_mode(struct orgw_conf *c, const struct conf_item *it,
+	      const char *v, char *err, size_t errlen)
+{
+	char show[CONF_SHOW_MAX + 4];
+	unsigned m = 0;
+	const char *p;
+
+	for (p = v; *p >= '0' && *p <= '7' && p - v < 5; p++)
+		m = m * 8 + (unsigned)(*p - '0');
+	if (*v == '\0' || *p != '\0' ||
+	    (m != 0600 && m != 0640 && m != 0660)) {
+		conf_errf(err, errlen,
+			 "%s: \"%s\" is not allowed (want 0600, 0640 or 0660)",
+			 it->name, conf_show(show, sizeof(show), v));
+		return ORGW_EINVAL;
+	}
+	c->state_mode = m;
+	return ORGW_OK;
+}
+
+/*
  * Sets one setting of c from its textual value.  Returns ORGW_OK (also
  * for names that are not settings, which are ignored), ORGW_EINVAL with a
  * message naming the setting in err (errlen bytes; err may be NULL) when
@@ -698,6 +732,8 @@ conf_set(struct orgw_conf *c, const char *name, const char *value,
 	case CONF_I64:
 	case CONF_SIZE:
 		return conf_set_integer(c, it, value, err, errlen);
+	case CONF_MODE:
+		return conf_set_mode(c, it, value, err, errlen);
 	}
 	return ORGW_EINVAL;
 }

@@ -34,6 +34,9 @@ struct orgw_conf {
 	size_t n_retry_429_delays;
 	int max_attempts;
 	size_t max_body_bytes;
+	int max_models;			/* MODEL_SEEN entries kept */
+	int64_t cron_min_interval_seconds; /* POST /__cron at most this often */
+	unsigned state_mode;		/* STATE_MODE: 0600, 0640 or 0660 */
 };
 
 /* Fills c with the defaults of SPEC section 8; returns ORGW_ENOMEM on

@@ -93,12 +93,15 @@ load_secret_by(struct load_ctx *x, const char *name, bool file_form)
 /*
  * Reads all of path (at most cap bytes) into a malloc'd, NUL-terminated
  * *out (length *outlen; caller zeroes and frees) and gives its mode.
- * Returns ORGW_OK, ORGW_ENOMEM, or ORGW_EINVAL with "path: reason" in
- * err: SPEC 8 wants a bad configuration refused at start.
+ * Returns ORGW_OK, ORGW_ENOMEM, or ORGW_EINVAL with "shown: reason" in
+ * err: SPEC 8 wants a bad configuration refused at start.  shown names
+ * the file in messages: its path, or for a NAME_FILE secret the setting's
+ * name, since the value of a *_FILE setting is never echoed (it may be a
+ * key given by mistake, issue 15).
  */
 static enum orgw_err
-load_read(const char *path, size_t cap, char **out, size_t *outlen,
-	  mode_t *mode, char *err, size_t errlen)
+load_read(const char *path, const char *shown, size_t cap, char **out,
+	  size_t *outlen, mode_t *mode, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -110,15 +113,15 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 	*out = NULL;
 	*outlen = 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		conf_errf(err, errlen, "%s: %s", path, load_strerror(errno));
+		conf_errf(err, errlen, "%s: %s", shown, load_strerror(errno));
 		return ORGW_EINVAL;
 	}
 	if (fstat(fd, &st) == -1) {
-		conf_errf(err, errlen, "%s: %s", path, load_strerror(errno));
+		conf_errf(err, errlen, "%s: %s", shown, load_strerror(errno));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		conf_errf(err, errlen, "%s: is a directory", path);
+		conf_errf(err, errlen, "%s: is a directory", shown);
 		goto out;
 	}
 	/* cap + 1 bytes so that a file over the cap is seen as such. */
@@ -131,7 +134,7 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1) {
-			conf_errf(err, errlen, "%s: %s", path,
+			conf_errf(err, errlen, "%s: %s", shown,
 				 load_strerror(errno));
 			goto out;
 		}
@@ -140,7 +143,7 @@ load_read(const char *path, size_t cap, char **out, size_t *outlen,
 		len += (size_t)r;
 	}
 	if (len > cap) {
-		conf_errf(err, errlen, "%s: larger than %zu bytes", path, cap);
+		conf_errf(err, errlen, "%s: larger than %zu bytes", shown, cap);
 		goto out;
 	}
 	buf[len] = '\0';
@@ -160,7 +163,7 @@ out:
 		free(*out);
 		*out = NULL;
 		*outlen = 0;
-		conf_errf(err, errlen, "%s: %s", path, load_strerror(saved));
+		conf_errf(err, errlen, "%s: %s", shown, load_strerror(saved));
 		rc = ORGW_EINVAL;
 	}
 	return rc;
@@ -218,8 +221,8 @@ load_file(struct load_ctx *x, const char *path)
 	mode_t mode = 0;
 	enum orgw_err rc;
 
-	rc = load_read(path, CONF_FILE_MAX_BYTES, &text, &len, &mode, x->err,
-		       x->errlen);
+	rc = load_read(path, path, CONF_FILE_MAX_BYTES, &text, &len, &mode,
+		       x->err, x->errlen);
 	if (rc != ORGW_OK)
 		return rc;
 	x->path = path;
@@ -288,28 +291,27 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 	mode_t mode = 0;
 	enum orgw_err rc;
 
-	rc = load_read(s->file_path, CONF_SECRET_MAX_BYTES, &text, &len,
-		       &mode, x->err, x->errlen);
+	rc = load_read(s->file_path, s->file_name, CONF_SECRET_MAX_BYTES,
+		       &text, &len, &mode, x->err, x->errlen);
 	if (rc != ORGW_OK) {
 		if (rc == ORGW_ENOMEM)
 			conf_errf(x->err, x->errlen, "out of memory");
-		load_err_prefix(x->err, x->errlen, s->file_name);
 		return rc;
 	}
-	/* The same warning as for a config file that holds a key. */
+	/* The same warning as for a config file that holds a key; the
+	 * setting is named, its value (the path) is not. */
 	if (S_ISREG(mode) && (mode & 077) != 0)
 		(void)fprintf(stderr,
-			      "orgw: warning: %s (%s) is open to group or "
-			      "others (mode %04o); chmod 600 it\n",
-			      s->file_path, s->file_name,
-			      (unsigned)(mode & 07777));
+			      "orgw: warning: the file named by %s is open to "
+			      "group or others (mode %04o); chmod 600 it\n",
+			      s->file_name, (unsigned)(mode & 07777));
 	for (n = 0; n < len && text[n] != '\n'; n++)
 		;
 	if (n > 0 && text[n - 1] == '\r')
 		n--;
 	if (memchr(text, '\0', n) != NULL) {
-		conf_errf(x->err, x->errlen, "%s: %s: contains a NUL byte",
-			 s->file_name, s->file_path);
+		conf_errf(x->err, x->errlen, "%s: contains a NUL byte",
+			 s->file_name);
 		rc = ORGW_EINVAL;
 		goto out;
 	}
@@ -318,7 +320,7 @@ load_secret_file(struct load_ctx *x, struct load_secret *s)
 	if (rc == ORGW_ENOMEM)
 		conf_errf(x->err, x->errlen, "out of memory");
 	if (rc != ORGW_OK)
-		load_err_prefix(x->err, x->errlen, s->file_path);
+		load_err_prefix(x->err, x->errlen, s->file_name);
 out:
 	explicit_bzero(text, len);
 	free(text);

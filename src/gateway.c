@@ -17,15 +17,18 @@
 #include "clock.h"
 #include "gateway.h"
 #include "log.h"
+#include "mask.h"
 #include "record.h"
 #include "scorerun.h"
 #include "state.h"
 #include "stats.h"
+#include "store.h"
 #include "upstream.h"
 
 #define MODELS_CACHE_MS 60000
 #define MODELS_MAX_BYTES (32u * 1024 * 1024)
 #define PATH_MAX_BYTES 2048
+#define HEALTH_CACHE_MS 1000
 
 enum route_id { R_CHAT, R_MODELS, R_STATS, R_CRON, R_HEALTH, R_NONE };
 
@@ -48,30 +51,60 @@ static char *models_cache;
 static size_t models_cache_len;
 static int64_t models_cache_at;
 
+/*
+ * GET /healthz needs no key, so anyone may ask it, often.  It answers ok,
+ * or a short generic reason; the detail (setting values, paths, system
+ * errors) goes to the log (once per change) and to a caller that sent the
+ * client key (issue 15).  The state check takes a shared lock at most,
+ * waits 200 ms at most and opens no GDBM (state_health), and its result
+ * is kept for a second per worker.
+ */
 static int
-handle_health(const struct orgw_io *io, const struct orgw_conf *c,
-	      const char *conf_err)
+handle_health(const struct orgw_io *io, const struct orgw_env *env,
+	      const struct orgw_conf *c, const char *conf_err)
 {
+	static char st_why[512], logged[512];
+	static int64_t st_at = -HEALTH_CACHE_MS;
 	char why[512], body[1024];
+	const char *shown;
+	int64_t now = clock_mono_ms();
 	cJSON *o;
 	char *s;
 	int rc;
 
 	why[0] = '\0';
-	if (conf_err != NULL)
+	shown = NULL;
+	if (conf_err != NULL) {
 		snprintf(why, sizeof(why), "configuration: %s", conf_err);
-	else if (c->custom_access_key == NULL)
+		shown = "configuration refused; see the log";
+	} else if (c->custom_access_key == NULL) {
 		snprintf(why, sizeof(why),
 			 "CUSTOM_ACCESS_KEY is not set: the gateway fails "
 			 "closed");
-	else if (c->openrouter_api_key == NULL)
+	} else if (c->openrouter_api_key == NULL) {
 		snprintf(why, sizeof(why), "OPENROUTER_API_KEY is not set");
-	else
-		state_health(c, why, sizeof(why));
+	} else {
+		if (now - st_at >= HEALTH_CACHE_MS) {
+			st_why[0] = '\0';
+			state_health(c, st_why, sizeof(st_why));
+			st_at = now;
+		}
+		snprintf(why, sizeof(why), "%s", st_why);
+		shown = "state store unavailable; see the log";
+	}
+	if (why[0] != '\0' && strcmp(why, logged) != 0) {
+		log_warn("healthz: %s", why);
+		snprintf(logged, sizeof(logged), "%s", why);
+	}
+	/* The detail for the client key only. */
+	if (shown == NULL || (c->custom_access_key != NULL &&
+			      http_auth_ok(env->authorization,
+					   c->custom_access_key)))
+		shown = why;
 	o = cJSON_CreateObject();
 	if (o == NULL ||
 	    !cJSON_AddStringToObject(o, "status", why[0] ? "error" : "ok") ||
-	    (why[0] && !cJSON_AddStringToObject(o, "reason", why)) ||
+	    (why[0] && !cJSON_AddStringToObject(o, "reason", shown)) ||
 	    (s = cJSON_PrintUnformatted(o)) == NULL) {
 		cJSON_Delete(o);
 		snprintf(body, sizeof(body), "{\"status\":\"error\"}");
@@ -102,6 +135,15 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 		return http_error(io, 502, "upstream_error",
 				  "upstream_unavailable", NULL,
 				  "could not fetch the model list", NULL);
+	/* Every byte relayed from upstream is masked (SPEC 3), the cache
+	 * included; a redirect is a gateway error (no Location goes on). */
+	mask_key(c->openrouter_api_key, body, len);
+	if (status >= 300 && status <= 399) {
+		free(body);
+		return http_error(io, 502, "upstream_error",
+				  "upstream_unavailable", NULL,
+				  "upstream answered with a redirect", NULL);
+	}
 	if (status == 200) {
 		free(models_cache);
 		models_cache = body;
@@ -129,12 +171,32 @@ handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
 	return rc;
 }
 
+/* POST /__cron: one scoring run at a time, at most every
+ * CRON_MIN_INTERVAL_SECONDS (429 with Retry-After otherwise). */
 static int
 handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 {
-	char *s = scorerun_cron_json(c);
-	int rc;
+	char *s, extra[64];
+	int64_t retry = 0;
+	int rc, fd = -1;
+	enum orgw_err err;
 
+	err = store_run_begin(c->state_path, c->cron_min_interval_seconds,
+			      clock_now_s(), &fd, &retry);
+	if (err == ORGW_EBUSY) {
+		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+			 (long long)retry);
+		return http_error(io, 429, "rate_limit_exceeded",
+				  "rate_limit_exceeded", NULL,
+				  "a scoring run is in progress or ran less "
+				  "than CRON_MIN_INTERVAL_SECONDS ago",
+				  extra);
+	}
+	if (err != ORGW_OK)
+		return http_error(io, 503, "server_error", NULL, NULL,
+				  "the scoring lock is unavailable", NULL);
+	s = scorerun_cron_json(c);
+	store_run_end(fd);
 	if (s == NULL)
 		return http_error(io, 500, "server_error", NULL, NULL,
 				  "scoring run failed", NULL);
@@ -240,7 +302,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				  "method not allowed for this path", allow);
 	}
 	if (routes[i].id == R_HEALTH)
-		return handle_health(io, c, conf_err);
+		return handle_health(io, env, c, conf_err);
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
 		return http_error(io, 503, "server_error", "not_configured",

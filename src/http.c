@@ -128,7 +128,9 @@ http_content_length(const char *s, unsigned long long *out)
 	char *end;
 
 	*out = 0;
-	if (!http_content_length_set(s) || s[0] == '-')
+	/* Digits only (STYLE 5): strtoull alone takes a sign, leading
+	 * space and more. */
+	if (!http_content_length_set(s) || strspn(s, "0123456789") != strlen(s))
 		return ORGW_EINVAL;
 	errno = 0;
 	*out = strtoull(s, &end, 10);

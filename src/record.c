@@ -69,12 +69,29 @@ get_dbl(const cJSON *o, const char *k)
 	return it->valuedouble;
 }
 
+/* True when s holds a control character (C0 or DEL). */
+static bool
+has_ctl(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* A string member of the state, or "" when absent.  A value holding a
+ * control character is treated as absent: tags and names from the state
+ * file go into response headers (X-Orgw-Provider) and log lines, where
+ * CR LF would inject a header or break the line (issue 15). */
 static void
 get_str(const cJSON *o, const char *k, char *dst, size_t n)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
 
-	snprintf(dst, n, "%s", cJSON_IsString(it) ? it->valuestring : "");
+	snprintf(dst, n, "%s",
+		 cJSON_IsString(it) && !has_ctl(it->valuestring) ?
+			 it->valuestring :
+			 "");
 }
 
 /* Adds a number; NaN/inf become 0 so no state ever holds them. */
@@ -528,6 +545,30 @@ child_obj(cJSON *o, const char *k)
 		return NULL;
 	}
 	return n;
+}
+
+char *
+record_model_seen_encode(int64_t first_seen)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "first_seen", (double)first_seen);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_model_seen_decode(const char *text, int64_t *first_seen)
+{
+	cJSON *o = parse_obj(text);
+
+	*first_seen = 0;
+	if (o == NULL)
+		return ORGW_EINVAL;
+	*first_seen = get_i64(o, "first_seen");
+	cJSON_Delete(o);
+	return ORGW_OK;
 }
 
 char *

@@ -98,7 +98,17 @@ enum orgw_err record_cooldown_decode(const char *text,
 				     struct rec_cooldown *c);
 
 /*
- * MODELS_SEEN: adds model (first seen at now) to the document text
+ * MODEL_SEEN:<model> (one key per model, SPEC 4 step 2): the value
+ * {"v":1,"first_seen":T}.  encode returns cJSON-allocated text (free
+ * with record_free) or NULL; decode gives first_seen (0 when absent),
+ * ORGW_EINVAL for text that is not an object.
+ */
+char *record_model_seen_encode(int64_t first_seen);
+enum orgw_err record_model_seen_decode(const char *text, int64_t *first_seen);
+
+/*
+ * MODELS_SEEN (the old single list, still read so existing state works):
+ * adds model (first seen at now) to the document text
  * (NULL or undecodable = empty).  Returns the new text, or NULL with
  * *added false when the model was already there; NULL with *added true
  * means out of memory.

@@ -40,6 +40,9 @@
 #include "scorerun.h"
 #include "state.h"
 #include "store.h"
+
+#define SEEN_PREFIX "MODEL_SEEN:"
+#define SEEN_PREFIX_LEN (sizeof(SEEN_PREFIX) - 1)
 #include "upstream.h"
 
 bool
@@ -327,7 +330,7 @@ list_seen(void *arg, const char *model, int64_t first_seen)
 	case ORGW_OK:
 		break;
 	case ORGW_EINVAL:
-		log_warn("scorer: MODELS_SEEN has a bad model id \"%s\"",
+		log_warn("scorer: a seen model has a bad id \"%s\"",
 			 log_safe(safe, sizeof(safe), model));
 		break;
 	default:
@@ -336,10 +339,86 @@ list_seen(void *arg, const char *model, int64_t first_seen)
 	}
 }
 
+struct seen_ent {
+	char model[ORGW_MODEL_MAX];
+	int64_t first_seen, used;	/* used: last use, for pruning */
+	bool legacy;			/* from MODELS_SEEN only */
+};
+
+struct prune_ctx {
+	struct seen_ent *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void
+prune_add(struct prune_ctx *p, const char *model, int64_t first_seen,
+	  bool legacy)
+{
+	struct seen_ent *nv;
+	size_t i;
+
+	if (!reqval_model_ok(model) || strlen(model) >= ORGW_MODEL_MAX)
+		return;
+	for (i = 0; legacy && i < p->n; i++)
+		if (strcmp(p->v[i].model, model) == 0)
+			return;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		if ((nv = realloc(p->v, cap * sizeof(*nv))) == NULL) {
+			p->oom = true;
+			return;
+		}
+		p->v = nv;
+		p->cap = cap;
+	}
+	memset(&p->v[p->n], 0, sizeof(p->v[0]));
+	snprintf(p->v[p->n].model, sizeof(p->v[0].model), "%s", model);
+	p->v[p->n].first_seen = first_seen;
+	p->v[p->n].legacy = legacy;
+	p->n++;
+}
+
+static int
+prune_key(void *arg, const char *key, const char *val)
+{
+	int64_t fs = 0;
+
+	(void)record_model_seen_decode(val, &fs);
+	prune_add(arg, key + SEEN_PREFIX_LEN, fs, false);
+	return 0;
+}
+
+static void
+prune_legacy(void *arg, const char *model, int64_t first_seen)
+{
+	prune_add(arg, model, first_seen, true);
+}
+
+static int
+by_use(const void *a, const void *b)
+{
+	const struct seen_ent *x = a, *y = b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Seen models in the order they were first seen (then by id). */
+static int
+by_first_seen(const void *a, const void *b)
+{
+	const struct seen_ent *x = a, *y = b;
+
+	if (x->first_seen != y->first_seen)
+		return x->first_seen < y->first_seen ? -1 : 1;
+	return strcmp(x->model, y->model);
+}
+
 struct scorerun_model *
 scorerun_list(const struct orgw_conf *c, size_t *n)
 {
 	struct list_ctx l = {NULL, 0, false};
+	struct prune_ctx p = {NULL, 0, 0, false};
 	struct store *s = NULL;
 	char *seen = NULL;
 	enum orgw_err err;
@@ -353,26 +432,117 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 	/*
 	 * A reader transaction, without the repair state_txn would try: a dry
 	 * run must leave the file as it is.  An unreadable store lists the
-	 * targets only; the writes that follow repair it.
+	 * targets only; the writes that follow repair it.  The old
+	 * MODELS_SEEN list is read too, until scorerun_prune() migrates it.
 	 */
 	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
 	if (err == ORGW_OK) {
-		err = store_get(s, "MODELS_SEEN", &seen);
+		err = store_each(s, SEEN_PREFIX, prune_key, &p);
+		if (err == ORGW_OK)
+			err = store_get(s, "MODELS_SEEN", &seen);
 		if (store_close(s) != ORGW_OK && err == ORGW_OK)
 			err = ORGW_EIO;
 	}
 	if (err != ORGW_OK)
-		log_warn("scorer: cannot read MODELS_SEEN from %s: %s",
+		log_warn("scorer: cannot read the seen models from %s: %s",
 			 c->state_path, orgw_strerror(err));
 	else if (seen != NULL)
-		(void)record_seen_each(seen, list_seen, &l);
+		(void)record_seen_each(seen, prune_legacy, &p);
 	free(seen);
+	if (p.n > 1)
+		qsort(p.v, p.n, sizeof(p.v[0]), by_first_seen);
+	for (i = 0; i < p.n && !l.oom; i++)
+		list_seen(&l, p.v[i].model, p.v[i].first_seen);
+	if (p.oom)
+		l.oom = true;
+	free(p.v);
 	if (l.oom) {
 		free(l.v);
 		return NULL;
 	}
 	*n = l.n;
 	return l.v;
+}
+
+struct prune_args {
+	int max;
+	size_t dropped;
+};
+
+/* The pruning transaction: see scorerun_prune(). */
+static enum orgw_err
+do_prune(struct store *s, void *arg)
+{
+	struct prune_args *pa = arg;
+	struct prune_ctx p = {NULL, 0, 0, false};
+	struct rec_lock lock;
+	char k[ORGW_MODEL_MAX + 32], *v = NULL;
+	enum orgw_err err;
+	size_t i, drop = 0;
+
+	if ((err = store_each(s, SEEN_PREFIX, prune_key, &p)) != ORGW_OK)
+		goto out;
+	if ((err = store_get(s, "MODELS_SEEN", &v)) != ORGW_OK)
+		goto out;
+	if (v != NULL)
+		(void)record_seen_each(v, prune_legacy, &p);
+	err = ORGW_ENOMEM;
+	if (p.oom)
+		goto out;
+	for (i = 0; i < p.n; i++) {
+		struct seen_ent *e = &p.v[i];
+		char *t = NULL, *lv = NULL;
+
+		snprintf(k, sizeof(k), "%s%s", SEEN_PREFIX, e->model);
+		if (e->legacy &&
+		    ((t = record_model_seen_encode(e->first_seen)) == NULL ||
+		     (err = store_put(s, k, t)) != ORGW_OK)) {
+			record_free(t);
+			goto out;
+		}
+		record_free(t);
+		e->used = e->first_seen;
+		snprintf(k, sizeof(k), "BEST_PROVIDER:%s", e->model);
+		if ((err = store_get(s, k, &lv)) != ORGW_OK)
+			goto out;
+		if (lv != NULL && record_lock_decode(lv, &lock) == ORGW_OK &&
+		    lock.last_used > e->used)
+			e->used = lock.last_used;
+		free(lv);
+	}
+	if (v != NULL && (err = store_del(s, "MODELS_SEEN")) != ORGW_OK)
+		goto out;
+	if (p.n > (size_t)pa->max) {
+		drop = p.n - (size_t)pa->max;
+		qsort(p.v, p.n, sizeof(p.v[0]), by_use);
+	}
+	for (i = 0; i < drop; i++) {
+		snprintf(k, sizeof(k), "%s%s", SEEN_PREFIX, p.v[i].model);
+		if ((err = store_del(s, k)) != ORGW_OK)
+			goto out;
+	}
+	pa->dropped = drop;
+	err = ORGW_OK;
+out:
+	free(v);
+	free(p.v);
+	return err;
+}
+
+enum orgw_err
+scorerun_prune(const struct orgw_conf *c, size_t *dropped)
+{
+	struct prune_args pa = {c->max_models, 0};
+	enum orgw_err err = state_txn(c, true, do_prune, &pa);
+
+	*dropped = pa.dropped;
+	if (err != ORGW_OK)
+		log_warn("scorer: pruning the seen models of %s: %s",
+			 c->state_path, orgw_strerror(err));
+	else if (pa.dropped > 0)
+		log_warn("scorer: %zu seen models over MAX_MODELS (%d) dropped, "
+			 "the longest unused first", pa.dropped, c->max_models);
+	return err;
 }
 
 /* The /__cron entry of one model into models; false on allocation
@@ -412,12 +582,13 @@ char *
 scorerun_cron_json(const struct orgw_conf *c)
 {
 	struct scorerun_model *v;
-	size_t n, i, failed;
+	size_t n, i, failed, dropped;
 	cJSON *o, *models = NULL;
 	char *s = NULL;
 	int64_t now = clock_now_s();
 	bool ok;
 
+	(void)scorerun_prune(c, &dropped);
 	v = scorerun_list(c, &n);
 	failed = scorerun_models(c, v, n, SCORERUN_PARALLEL,
 				 SCORERUN_TIMEOUT_MS, false);

@@ -84,7 +84,17 @@ size_t scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 void scorerun_free(struct scorerun_model *v, size_t n);
 
 /*
- * Lists every model to score (TARGET_MODEL, then MODELS_SEEN) into a
+ * Before a scoring run that writes (orgw-score without --dry-run,
+ * POST /__cron): in one exclusive transaction, migrates the old
+ * MODELS_SEEN list to MODEL_SEEN:<model> keys and, past MAX_MODELS,
+ * drops the longest unused models (last use: the lock's last_used, else
+ * first seen).  *dropped says how many.  Logs and returns the error.
+ */
+enum orgw_err scorerun_prune(const struct orgw_conf *c, size_t *dropped);
+
+/*
+ * Lists every model to score (TARGET_MODEL, then MODEL_SEEN:<model> keys
+ * and the old MODELS_SEEN list) into a
  * malloc'd array (*n entries); caller frees with scorerun_free + free.
  * NULL with *n == 0 when there is none or memory ran out.  Reads the
  * store in one reader transaction and never repairs it, so the state

@@ -7,7 +7,8 @@
  * aside and recreate) and tries once more; when it still fails the
  * caller degrades (unpinned routing, a lost counter increment is logged).
  *
- * Keys (SPEC section 7): MODELS_SEEN, BEST_PROVIDER:<model>,
+ * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
+ * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
  * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>.
  */
@@ -265,30 +266,30 @@ struct route_args {
 	const char *error;
 };
 
+/*
+ * Marks model seen (MODEL_SEEN:<model>, SPEC 4 step 2) once its endpoints
+ * were fetched: one key per model, so what a request does under the lock
+ * does not grow with the number of models (issue 15).
+ */
 static enum orgw_err
-seen_add(struct store *s, const char *model, int64_t now)
+seen_mark(struct store *s, const char *model, int64_t now)
 {
-	char *v = NULL, *nv;
-	bool added;
+	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	if ((err = store_get(s, "MODELS_SEEN", &v)) != ORGW_OK)
+	key2(k, "MODEL_SEEN", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK || v != NULL) {
+		free(v);
 		return err;
-	nv = record_seen_add(v, model, now, &added);
-	free(v);
-	if (!added)
-		return ORGW_OK;
-	return put_text(s, "MODELS_SEEN", nv);
+	}
+	return put_text(s, k, record_model_seen_encode(now));
 }
 
 static enum orgw_err
 do_route(struct store *s, void *arg)
 {
 	struct route_args *a = arg;
-	enum orgw_err err;
 
-	if ((err = seen_add(s, a->model, a->now)) != ORGW_OK)
-		return err;
 	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
 			       a->r);
 }
@@ -349,6 +350,8 @@ do_route_scored(struct store *s, void *arg)
 	enum orgw_err err;
 
 	if ((err = write_cands(s, a->model, a->res, a->error, a->now)))
+		return err;
+	if (a->res != NULL && (err = seen_mark(s, a->model, a->now)))
 		return err;
 	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
 	/* Locked by this scoring: report it as such (SPEC 4 step 6). */
@@ -537,21 +540,13 @@ state_finish(const struct orgw_conf *c, const char *model,
 	return err;
 }
 
-static enum orgw_err
-do_nothing(struct store *s, void *arg)
-{
-	(void)s;
-	(void)arg;
-	return ORGW_OK;
-}
-
 enum orgw_err
 state_health(const struct orgw_conf *c, char *why, size_t n)
 {
-	enum orgw_err err = state_txn(c, true, do_nothing, NULL);
+	char r[4400];
+	enum orgw_err err = store_check(c->state_path, r, sizeof(r));
 
 	if (err != ORGW_OK)
-		snprintf(why, n, "state store %s: %s", c->state_path,
-			 orgw_strerror(err));
+		snprintf(why, n, "state store %s: %s", c->state_path, r);
 	return err;
 }

@@ -37,8 +37,9 @@ struct state_route {
 };
 
 /*
- * Step 2 and steps 4 to 7 of SPEC section 4 for model: adds it to
- * MODELS_SEEN, then decides and writes the lock.  Returns ORGW_OK with
+ * Steps 4 to 7 of SPEC section 4 for model: decides and writes the lock
+ * (one model's keys only: the cost does not grow with the number of
+ * models).  Returns ORGW_OK with
  * r->kind ROUTE_SCORED when the caller must score inline and then call
  * state_route_scored().  Errors leave r unpinned.
  */
@@ -48,8 +49,10 @@ enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 
 /*
  * After an inline scoring (res NULL when it failed, with error saying
- * why): writes the candidates (keeping the old ones on failure) and
- * locks the best one unless another worker locked meanwhile.
+ * why): writes the candidates (keeping the old ones on failure), marks
+ * the model seen (MODEL_SEEN:<model>, SPEC 4 step 2) when its endpoints
+ * were fetched, and locks the best one unless another worker locked
+ * meanwhile.
  */
 enum orgw_err state_route_scored(const struct orgw_conf *c,
 				 const char *model,
@@ -85,8 +88,9 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   const struct stats_delta *d, const char *ok_tag);
 
-/* Checks that the store can be opened for writing (for /healthz);
- * ORGW_OK or the error, with a reason in why. */
+/* Checks that the store could be opened for writing (for /healthz),
+ * with a shared lock at most (store_check); ORGW_OK or the error, with a
+ * reason naming paths in why. */
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
 #endif

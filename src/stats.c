@@ -203,7 +203,11 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	cJSON *m;
 	size_t i;
 
-	if (strncmp(key, "BEST_PROVIDER:", 14) == 0) {
+	if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
+		int64_t fs = 0;
+		if (record_model_seen_decode(val, &fs) == ORGW_OK)
+			stats_seen_cb(a, key + 11, fs);
+	} else if (strncmp(key, "BEST_PROVIDER:", 14) == 0) {
 		if ((m = model_obj(a, key + 14)) != NULL)
 			add_lock(m, val, &a->ok);
 	} else if (strncmp(key, "PROVIDER_CANDIDATE:", 19) == 0) {

@@ -11,6 +11,13 @@
  * released by store_close() and nowhere else.  This is the only file
  * that includes gdbm.h.
  *
+ * Files are opened without following symlinks (O_NOFOLLOW, and GDBM gets
+ * the descriptor through gdbm_fd_open), and refused, like sshd's
+ * StrictModes, when the state file, its lock file or their directory is
+ * a symlink or writable by others: anyone who can write there could
+ * otherwise make orgw create or overwrite any file its user can write.
+ * Files orgw creates get STATE_MODE (store_set_mode()).
+ *
  * No fsync: gdbm_close() syncs a database opened for writing and has no
  * flag against it; db_close() below sidesteps that (why: see there).
  *
@@ -38,6 +45,20 @@
 #include "log.h"
 #include "store.h"
 
+/* errno of a refusal (symlink, writable by others) that was logged with
+ * its reason: no open(2) or lstat(2) here returns it, so it is told
+ * apart from a system error such as EPERM on an immutable file. */
+#define REFUSED ENOTRECOVERABLE
+
+/* Retry-After for a scoring run refused because another one runs. */
+#define STORE_RUN_BUSY_RETRY_S 10
+
+/* How long store_check() waits for its shared lock. */
+#define STORE_CHECK_WAIT_MS 200
+
+/* STATE_MODE, set once at start by store_set_mode(). */
+static mode_t store_mode = 0600;
+
 struct store {
 	int lockfd;
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
@@ -56,6 +77,121 @@ lock_path(char *dst, size_t n, const char *path)
 	return (r < 0 || (size_t)r >= n) ? -1 : 0;
 }
 
+void
+store_set_mode(unsigned mode)
+{
+	store_mode = (mode_t)(mode & 0660);
+}
+
+/* The directory of path into dir (n bytes): 0, or -1 (ENAMETOOLONG). */
+static int
+dir_of(const char *path, char *dir, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+	size_t k;
+
+	if (slash == NULL) {
+		if (n < 2)
+			return -1;
+		memcpy(dir, ".", 2);
+		return 0;
+	}
+	k = slash == path ? 1 : (size_t)(slash - path);
+	if (k >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, k);
+	dir[k] = '\0';
+	return 0;
+}
+
+/* Why st (lstat of name) is refused as a state file or directory, or
+ * NULL: a symlink, or writable by others (sshd StrictModes). */
+static const char *
+refused(const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return "is a symlink; refused";
+	if ((st->st_mode & S_IWOTH) != 0)
+		return "is writable by others; refused: chmod o-w it";
+	return NULL;
+}
+
+/* The directory of path is not a symlink and not writable by others:
+ * 0, or -1 after a log line (errno REFUSED). */
+static int
+dir_ok(const char *path)
+{
+	char dir[4200];
+	const char *why;
+	struct stat st;
+
+	if (dir_of(path, dir, sizeof(dir)) == -1 || lstat(dir, &st) == -1)
+		return -1;
+	if ((why = refused(&st)) != NULL) {
+		log_err("state directory %s (mode %04o) %s", dir,
+			(unsigned)(st.st_mode & 07777), why);
+		errno = REFUSED;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens file (the state or its lock file) without following a symlink,
+ * creating it with STATE_MODE when create; refuses a file that is not a
+ * regular file or is writable by others.  The fd, or -1 (errno set;
+ * REFUSED after a log line for a refusal).
+ */
+static int
+open_safe(const char *file, bool write, bool create)
+{
+	int flags = (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
+		    O_NOCTTY, fd, e;
+	struct stat st;
+	bool made = false;
+
+	if (create) {
+		fd = open(file, flags | O_CREAT | O_EXCL, store_mode);
+		made = fd != -1;
+		if (fd == -1 && errno == EEXIST)
+			fd = open(file, flags);
+	} else {
+		fd = open(file, flags);
+	}
+	if (fd == -1) {
+		if (errno == ELOOP) {
+			log_err("state %s is a symlink; refused", file);
+			errno = REFUSED;
+		}
+		return -1;
+	}
+	if (fstat(fd, &st) == -1)
+		goto bad;
+	if (!S_ISREG(st.st_mode)) {
+		log_err("state %s is not a regular file; refused", file);
+		errno = REFUSED;
+		goto bad;
+	}
+	if ((st.st_mode & S_IWOTH) != 0) {
+		log_err("state %s is writable by others (mode %04o); refused: "
+			"chmod o-w it", file, (unsigned)(st.st_mode & 07777));
+		errno = REFUSED;
+		goto bad;
+	}
+	/* The umask may have taken bits STATE_MODE wants (0660). */
+	if (made && (st.st_mode & 0777) != store_mode &&
+	    fchmod(fd, store_mode) == -1)
+		goto bad;
+	return fd;
+bad:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 /* Takes the flock with backoff; returns the fd or -1 (errno set). */
 static int
 take_lock(const char *path, bool write, int64_t timeout_ms)
@@ -72,9 +208,11 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1 && !write)
-		fd = open(lp, O_RDONLY | O_CLOEXEC);
+	if (dir_ok(path) == -1)
+		return -1;
+	fd = open_safe(lp, true, true);
+	if (fd == -1 && !write && errno != REFUSED)
+		fd = open_safe(lp, false, false);
 	if (fd == -1)
 		return -1;
 	for (;;) {
@@ -98,13 +236,22 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	return -1;
 }
 
+/* gdbm_open on a descriptor from open_safe(): NULL with gdbm_errno
+ * GDBM_FILE_OPEN_ERROR and errno set when the file cannot be opened or
+ * is refused (REFUSED). */
 static GDBM_FILE
 open_db(const char *path, bool write)
 {
 	int flags = (write ? GDBM_WRCREAT : GDBM_READER) | GDBM_NOLOCK |
-		    GDBM_NOMMAP | GDBM_CLOEXEC;
+		    GDBM_NOMMAP | GDBM_CLOERROR, fd;
 
-	return gdbm_open(path, 0, flags, 0600, NULL);
+	if ((fd = open_safe(path, write, write)) == -1) {
+		int e = errno;
+		gdbm_errno = GDBM_FILE_OPEN_ERROR;
+		errno = e;
+		return NULL;
+	}
+	return gdbm_fd_open(fd, path, 0, flags, NULL);
 }
 
 enum orgw_err
@@ -129,7 +276,8 @@ store_open(struct store **out, const char *path, bool write,
 		free(s);
 		if (e == EWOULDBLOCK)
 			return ORGW_EBUSY;
-		log_err("state lock %s.lock: %s", path, strerror(e));
+		if (e != REFUSED) /* a refusal was logged with its reason */
+			log_err("state lock %s.lock: %s", path, strerror(e));
 		return ORGW_EIO;
 	}
 #ifdef ORGW_TRACE_LOCK
@@ -145,9 +293,11 @@ store_open(struct store **out, const char *path, bool write,
 			*out = s;
 			return ORGW_OK;
 		}
-		log_err("state %s: %s%s%s", path, gdbm_strerror(gdbm_errno),
-			gdbm_syserr[gdbm_errno] ? ": " : "",
-			gdbm_syserr[gdbm_errno] ? strerror(e) : "");
+		if (e != REFUSED || gdbm_errno != GDBM_FILE_OPEN_ERROR)
+			log_err("state %s: %s%s%s", path,
+				gdbm_strerror(gdbm_errno),
+				gdbm_syserr[gdbm_errno] ? ": " : "",
+				gdbm_syserr[gdbm_errno] ? strerror(e) : "");
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -315,6 +465,126 @@ store_each(struct store *s, const char *prefix,
 }
 
 enum orgw_err
+store_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
+		int *fd_out, int64_t *retry_after_s)
+{
+	char rp[4200], buf[32];
+	long long last = 0;
+	ssize_t r;
+	int fd, n;
+
+	*fd_out = -1;
+	*retry_after_s = 0;
+	n = snprintf(rp, sizeof(rp), "%s.score", path);
+	if (n < 0 || (size_t)n >= sizeof(rp) || dir_ok(path) == -1)
+		return ORGW_EIO;
+	if ((fd = open_safe(rp, true, true)) == -1) {
+		if (errno != REFUSED)
+			log_err("scoring lock %s: %s", rp, strerror(errno));
+		return ORGW_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		int e = errno;
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return ORGW_EIO;
+		*retry_after_s = STORE_RUN_BUSY_RETRY_S;
+		return ORGW_EBUSY;
+	}
+	/* The file holds the start time of the last run, in seconds. */
+	if ((r = pread(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+		buf[r] = '\0';
+		last = strtoll(buf, NULL, 10);
+	}
+	if (min_interval_s > 0 && last > 0 && now_s >= last &&
+	    now_s - last < min_interval_s) {
+		*retry_after_s = min_interval_s - (now_s - last);
+		flock(fd, LOCK_UN);
+		close(fd);
+		return ORGW_EBUSY;
+	}
+	/* Only a throttled run (POST /__cron) starts the interval. */
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)now_s);
+	if (min_interval_s > 0 &&
+	    (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) == -1))
+		log_warn("scoring lock %s: %s", rp, strerror(errno));
+	*fd_out = fd;
+	return ORGW_OK;
+}
+
+void
+store_run_end(int fd)
+{
+	if (fd < 0)
+		return;
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+/* One file of the store for store_check(): 0, or -1 with why. */
+static int
+check_one(const char *file, const char *dir, char *why, size_t n)
+{
+	struct stat st;
+	const char *r;
+
+	if (lstat(file, &st) == 0) {
+		if ((r = refused(&st)) != NULL || !S_ISREG(st.st_mode)) {
+			snprintf(why, n, "%s %s", file,
+				 r ? r : "is not a regular file");
+			return -1;
+		}
+		if (access(file, R_OK | W_OK) == 0)
+			return 0;
+	} else if (errno == ENOENT && access(dir, W_OK) == 0) {
+		return 0;	/* created by the first write */
+	} else if (errno == ENOENT) {
+		file = dir;
+	}
+	snprintf(why, n, "%s: %s", file, strerror(errno));
+	return -1;
+}
+
+enum orgw_err
+store_check(const char *path, char *why, size_t n)
+{
+	char dir[4200], lp[4200];
+	struct stat st;
+	const char *r;
+	int fd;
+
+	if (dir_of(path, dir, sizeof(dir)) == -1 ||
+	    lock_path(lp, sizeof(lp), path) == -1) {
+		snprintf(why, n, "path too long");
+		return ORGW_EIO;
+	}
+	if (lstat(dir, &st) == -1) {
+		snprintf(why, n, "%s: %s", dir, strerror(errno));
+		return ORGW_EIO;
+	}
+	if ((r = refused(&st)) != NULL) {
+		snprintf(why, n, "directory %s %s", dir, r);
+		return ORGW_EIO;
+	}
+	if (check_one(lp, dir, why, n) == -1 ||
+	    check_one(path, dir, why, n) == -1)
+		return ORGW_EIO;
+	/* A shared lock, given up after a short wait: a writer holds the
+	 * lock for microseconds, so only a stuck holder makes this busy. */
+	if ((fd = take_lock(path, false, STORE_CHECK_WAIT_MS)) == -1) {
+		if (errno == EWOULDBLOCK) {
+			snprintf(why, n, "busy (the lock is held)");
+			return ORGW_EBUSY;
+		}
+		snprintf(why, n, "%s: %s", lp, strerror(errno));
+		return ORGW_EIO;
+	}
+	flock(fd, LOCK_UN);
+	close(fd);
+	return ORGW_OK;
+}
+
+enum orgw_err
 store_close(struct store *s)
 {
 	enum orgw_err err = ORGW_OK;
@@ -393,8 +663,10 @@ repair_locked(const char *path, bool reorganize)
 	dbf = open_db(path, true);
 	if (dbf == NULL) {
 		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
-		    (errno == EACCES || errno == EROFS || errno == ENOENT)) {
-			log_err("state %s: %s", path, strerror(errno));
+		    (errno == EACCES || errno == EROFS || errno == ENOENT ||
+		     errno == EPERM || errno == REFUSED)) {
+			if (errno != REFUSED)	/* a refusal was logged */
+				log_err("state %s: %s", path, strerror(errno));
 			return ORGW_EIO;
 		}
 		if ((err = move_aside(path)) != ORGW_OK)

@@ -22,15 +22,47 @@ struct store;
 #define STORE_LOCK_TIMEOUT_MS 3000
 
 /*
+ * The mode of the state and lock files orgw creates (STATE_MODE, SPEC 8:
+ * 0600, or 0640/0660 for a scorer of the same group); bits for others are
+ * dropped.  Process-wide: call once at start, before any thread.
+ */
+void store_set_mode(unsigned mode);
+
+/*
  * Begins a transaction on the GDBM file at path (lock file path.lock).
- * write selects an exclusive lock and a writer (creating the file, mode
- * 0600); readers of a missing file see an empty store.  Waits for the
+ * write selects an exclusive lock and a writer (creating the file with
+ * STATE_MODE); readers of a missing file see an empty store.  Waits for the
  * lock up to timeout_ms (ORGW_EBUSY after).  ORGW_EIO when the file
  * cannot be opened (damaged: call store_repair()).  On ORGW_OK *out is
  * the caller's until store_close().
  */
 enum orgw_err store_open(struct store **out, const char *path, bool write,
 			 int64_t timeout_ms);
+
+/*
+ * One scoring run at a time (orgw-score from cron and POST /__cron), and
+ * at most one every min_interval_s seconds (0: no interval): an exclusive
+ * flock on path.score (opened like the state files), which holds the
+ * start time of the last run begun with an interval.  ORGW_OK with *fd_out to pass to store_run_end()
+ * when the run is over; ORGW_EBUSY with *retry_after_s when another run
+ * holds it or the last began too recently; ORGW_EIO (logged).
+ */
+enum orgw_err store_run_begin(const char *path, int64_t min_interval_s,
+			      int64_t now_s, int *fd_out,
+			      int64_t *retry_after_s);
+
+/* Ends a run begun by store_run_begin(); fd -1 is a no-op. */
+void store_run_end(int fd);
+
+/*
+ * Checks, without opening GDBM, that a writer could open the store at
+ * path: its directory and files are not refused (a symlink, writable by
+ * others), the files (or, for a missing one, the directory) are writable,
+ * and a shared lock can be had within 200 ms (never the exclusive one).
+ * For /healthz, which anyone may ask often.  ORGW_OK, or ORGW_EIO /
+ * ORGW_EBUSY with a reason (naming paths) in why (n bytes).
+ */
+enum orgw_err store_check(const char *path, char *why, size_t n);
 
 /*
  * Fetches key: *val is malloc'd NUL-terminated text (caller frees), or

@@ -65,6 +65,9 @@ t_eq "and again" "200 unpinned" "$ASK"
 orgw_http GET /healthz
 t_eq "healthz 503" 503 "$HTTP_STATUS"
 t_match "healthz says which store and why" "state store $S" "$(json_get "$HTTP_BODY" j.reason)"
+HTTP_KEY= orgw_http GET /healthz
+t_eq "without the client key: 503, a generic reason, no path" \
+	"503 state store unavailable; see the log" "$HTTP_STATUS $(json_get "$HTTP_BODY" j.reason)"
 echo "# healthz: $HTTP_BODY"
 t_match "the worker log names the path and the error" \
 	"$S.lock: (Operation not permitted|Permission denied|Read-only file system)" "$(cat "$ORGW_LOG")"

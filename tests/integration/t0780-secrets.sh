@@ -64,7 +64,7 @@ printf '%s\n' "$UPSTREAM_KEY" >"$ORGW_T/upstream.key"
 chmod 640 "$ORGW_T/upstream.key"
 orgw_restart_workers -OPENROUTER_API_KEY OPENROUTER_API_KEY_FILE="$ORGW_T/upstream.key"
 t_match "a mode 640 NAME_FILE secret: warned about" \
-	"orgw: warning: $ORGW_T/upstream.key \\(OPENROUTER_API_KEY_FILE\\) is open to group or others" "$(cat "$ORGW_LOG")"
+	"orgw: warning: the file named by OPENROUTER_API_KEY_FILE is open to group or others" "$(cat "$ORGW_LOG")"
 chmod 600 "$ORGW_T/upstream.key"
 : >"$ORGW_LOG"
 orgw_restart_workers

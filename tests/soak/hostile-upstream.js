@@ -12,12 +12,22 @@
 //                                then the 100 MB line
 //         hostile/json-huge      200 JSON (stream:false): a 100 MB body
 //         hostile/header         200 with a 1 MB response header
+//         hostile/role-forever   200 SSE: role-only chunks without end (never a token)
+//         hostile/key-escaped    200 SSE: a role chunk, a content chunk, then an error
+//                                event quoting the key JSON-escaped (sk\u002dor...)
+//         hostile/key-escaped-200  200 SSE whose only event is an error quoting the key
+//                                JSON-escaped (orgw decodes it and re-sends it)
+//         hostile/redirect       307 without Location
+//         hostile/long-stream    200 SSE: 20000 content chunks of 1 KiB (~20 MB)
 //         anything else          a normal short completion (stream or not)
 //   GET   models/hostile/endpoints-many/endpoints    ~50 MB: 80000 endpoints
 //         models/hostile/endpoints-bigstr/endpoints  ~50 MB: one endpoint
 //                                whose provider_name is a 50 MB string
 //         models/<other>/endpoints                   one normal endpoint "ok"
-//         models                                     ~50 MB model list
+//         models                                     ~50 MB model list, or as set by
+//                                POST /__hostile/models {"mode": M}: "echo401" (a 401
+//                                quoting the key), "echo200" (a list whose names quote
+//                                it), "redirect" (a 302 without Location), "big"
 // Big bodies are written in 1 MiB pieces with back-pressure, and writing
 // stops as soon as the client goes away.  GET /__hostile/stats reports
 // {bytes_sent, aborted, requests}.
@@ -31,6 +41,9 @@ const KEY = opt('--key', 'sk-or-v1-test-upstream-SECRET');
 const portFile = opt('--port-file', null);
 const MB = 1024 * 1024;
 const stats = { bytes_sent: 0, aborted: 0, requests: 0, by_model: {} };
+let modelsMode = 'big';
+// The key as JSON spells it with every '-' escaped: decodes to the key.
+const KEY_ESCAPED = KEY.replace(/-/g, '\\u002d');
 
 function endpoint(tag, name) {
   return {
@@ -110,6 +123,29 @@ async function chat(req, res, raw) {
     case 'hostile/header':
       res.writeHead(200, { 'Content-Type': 'application/json', 'X-Huge': 'h'.repeat(MB) });
       return res.end('{}');
+    case 'hostile/role-forever': {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      const role = Buffer.from(`data: ${chunkJson('', null)}\n\n`);
+      return pump(res, 1024 * MB, () => role, null);
+    }
+    case 'hostile/key-escaped':
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`data: ${chunkJson('', null)}\n\n`);
+      res.write(`data: ${chunkJson('Hello', null)}\n\n`);
+      return res.end(`data: {"error":{"code":401,"message":"bad key ${KEY_ESCAPED}"}}\n\n`);
+    case 'hostile/key-escaped-200':
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      return res.end(`data: {"error":{"code":401,"message":"bad key ${KEY_ESCAPED}"}}\n\n`);
+    case 'hostile/redirect':
+      res.writeHead(307, { 'Content-Type': 'application/json' });
+      return res.end('{"moved":true}');
+    case 'hostile/long-stream': {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`data: ${chunkJson('', null)}\n\n`);
+      const piece = Buffer.from(`data: ${chunkJson('x'.repeat(1024), null)}\n\n`);
+      return pump(res, 20000 * piece.length, () => piece,
+        Buffer.from(`data: ${chunkJson('', 'stop')}\n\ndata: [DONE]\n\n`));
+    }
     default:
       return normalChat(res, body.stream === true);
   }
@@ -144,6 +180,11 @@ const server = http.createServer((req, res) => {
     stats.requests++;
     const u = new URL(req.url, 'http://x');
     const p = u.pathname.replace(/^\/api/, '');
+    if (p === '/__hostile/models') {
+      try { modelsMode = JSON.parse(raw).mode; } catch (_) { modelsMode = 'big'; }
+      res.writeHead(204);
+      return res.end();
+    }
     if (p === '/__hostile/stats') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       return res.end(JSON.stringify(stats));
@@ -155,6 +196,18 @@ const server = http.createServer((req, res) => {
     if (req.method === 'POST' && p === '/v1/chat/completions') return chat(req, res, raw);
     let m = /^\/v1\/models\/(.+)\/endpoints$/.exec(p);
     if (req.method === 'GET' && m) return endpoints(res, m[1]);
+    if (req.method === 'GET' && p === '/v1/models' && modelsMode === 'echo401') {
+      res.writeHead(401, { 'Content-Type': 'application/json' });
+      return res.end(`{"error":{"code":401,"message":"Incorrect API key provided: ${KEY}"}}`);
+    }
+    if (req.method === 'GET' && p === '/v1/models' && modelsMode === 'echo200') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      return res.end(`{"data":[{"id":"m/1","name":"${KEY}"}]}`);
+    }
+    if (req.method === 'GET' && p === '/v1/models' && modelsMode === 'redirect') {
+      res.writeHead(302, { 'Content-Type': 'application/json' });
+      return res.end('{}');
+    }
     if (req.method === 'GET' && p === '/v1/models') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write('{"data":[');

@@ -26,7 +26,8 @@ static const char *const all_names[] = {
 	"STATE_PATH", "TARGET_MODEL", "HIT_RATE", "CACHE_BONUS",
 	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
 	"REQUEST_TIMEOUT_MS", "CLIENT_SEND_TIMEOUT_MS", "FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
-	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES",
+	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
+	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -86,6 +87,10 @@ test_defaults(void)
 			 c.retry_429_delays[2] == 8);
 	T_ASSERT("default MAX_ATTEMPTS", c.max_attempts == 4);
 	T_ASSERT("default MAX_BODY_BYTES", c.max_body_bytes == 8388608);
+	T_ASSERT("default STATE_MODE 0600", c.state_mode == 0600);
+	T_ASSERT("default MAX_MODELS 256", c.max_models == 256);
+	T_ASSERT("default CRON_MIN_INTERVAL_SECONDS 60",
+		 c.cron_min_interval_seconds == 60);
 	for (i = 0; i < NNAMES; i++)
 		if (!conf_known(all_names[i]))
 			break;
@@ -213,6 +218,10 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->max_attempts;
 	if (strcmp(name, "MAX_BODY_BYTES") == 0)
 		return (long long)c->max_body_bytes;
+	if (strcmp(name, "MAX_MODELS") == 0)
+		return c->max_models;
+	if (strcmp(name, "CRON_MIN_INTERVAL_SECONDS") == 0)
+		return c->cron_min_interval_seconds;
 	return -12345;
 }
 
@@ -236,6 +245,9 @@ test_integers(void)
 		{ "MAX_ATTEMPTS", "0", "1", "20", "21", 1, 20 },
 		{ "MAX_BODY_BYTES", "1023", "1024", "1073741824",
 		  "1073741825", 1024, 1073741824 },
+		{ "MAX_MODELS", "0", "1", "100000", "100001", 1, 100000 },
+		{ "CRON_MIN_INTERVAL_SECONDS", "-1", "0", "86400", "86401", 0,
+		  86400 },
 	};
 	static const char *const garbage[] = {
 		"12abc", "", " 5", "5 ", "0x10", "1.0", "1e3", "-",
@@ -295,6 +307,37 @@ test_integers(void)
 	T_ASSERT("control bytes are not echoed raw",
 		 set_bad(&c, "FAIL_LIMIT", "1\033[2J", "1?[2J", NULL) &&
 			 strchr(err, '\033') == NULL);
+	conf_free(&c);
+}
+
+/* STATE_MODE (SPEC 8): octal, 0600 by default, 0640 and 0660 allowed;
+ * nothing for others, nothing executable. */
+static void
+test_state_mode(void)
+{
+	static const char *const bad[] = {
+		"0666", "0644", "0700", "0606", "0602", "0400", "600x", "0x180",
+		"", " 0600", "0600 ", "-0600", "+600", "384", "00000600", "8",
+	};
+	char what[96];
+	struct orgw_conf c;
+	size_t i;
+
+	(void)conf_init(&c);
+	T_ASSERT("STATE_MODE 0660 ok", set_ok(&c, "STATE_MODE", "0660") &&
+					      c.state_mode == 0660);
+	T_ASSERT("STATE_MODE 640 ok (octal, no leading 0)",
+		 set_ok(&c, "STATE_MODE", "640") && c.state_mode == 0640);
+	T_ASSERT("STATE_MODE 0600 ok", set_ok(&c, "STATE_MODE", "0600") &&
+					      c.state_mode == 0600);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		(void)snprintf(what, sizeof(what),
+			       "STATE_MODE \"%s\" refused, old value kept",
+			       bad[i]);
+		T_ASSERT(what, set_bad(&c, "STATE_MODE", bad[i], "STATE_MODE",
+				       "0660") &&
+				       c.state_mode == 0600);
+	}
 	conf_free(&c);
 }
 
@@ -917,8 +960,18 @@ test_load(void)
 	T_ASSERT("load: _FILE from the config file, missing, is an error",
 		 load(&c, cfg) == ORGW_EINVAL &&
 			 strstr(err, "CUSTOM_ACCESS_KEY_FILE") != NULL &&
-			 strstr(err, "/nonexistent/k") != NULL);
+			 strstr(err, "/nonexistent/k") == NULL);
 	conf_free(&c);
+	env_clear();
+	/* A key given by mistake as the value of a *_FILE setting is never
+	 * echoed (issue 15): the message names the setting only. */
+	env_set("OPENROUTER_API_KEY_FILE", "sk-or-v1-SECRET-as-path");
+	T_ASSERT("load: a key given as *_FILE: refused, not echoed",
+		 load(&c, NULL) == ORGW_EINVAL &&
+			 strstr(err, "OPENROUTER_API_KEY_FILE") != NULL &&
+			 strstr(err, "SECRET") == NULL);
+	conf_free(&c);
+	env_clear();
 	empty = tmp_text("\nsk-second-line\n", 0600);
 	env_set("CUSTOM_ACCESS_KEY_FILE", empty);
 	T_ASSERT("load: empty first line refused",
@@ -930,7 +983,9 @@ test_load(void)
 	keyf = tmp_text("sk-SECRET with space\n", 0600);
 	env_set("OPENROUTER_API_KEY_FILE", keyf);
 	T_ASSERT("load: bad key from file refused, not echoed",
-		 load(&c, NULL) == ORGW_EINVAL && strstr(err, keyf) != NULL &&
+		 load(&c, NULL) == ORGW_EINVAL &&
+			 strstr(err, "OPENROUTER_API_KEY_FILE") != NULL &&
+			 strstr(err, keyf) == NULL &&
 			 strstr(err, "SECRET") == NULL);
 	conf_free(&c);
 	env_clear();
@@ -991,7 +1046,8 @@ test_load(void)
 		static const char *const vals[] = {
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
-			"7000", "5", "60", "120", "1,1", "2", "4096",
+			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
+			"7", "30",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1017,7 +1073,9 @@ test_load(void)
 				 c.lock_idle_seconds == 120 &&
 				 c.n_retry_429_delays == 2 &&
 				 c.max_attempts == 2 &&
-				 c.max_body_bytes == 4096);
+				 c.max_body_bytes == 4096 &&
+				 c.state_mode == 0660 && c.max_models == 7 &&
+				 c.cron_min_interval_seconds == 30);
 		conf_free(&c);
 	}
 	env_clear();
@@ -1031,6 +1089,7 @@ main(void)
 	test_defaults();
 	test_doubles();
 	test_integers();
+	test_state_mode();
 	test_delays();
 	test_models();
 	test_strings();

@@ -449,6 +449,16 @@ test_content_length(void)
 		 http_content_length("-1", &n) == ORGW_EINVAL);
 	T_ASSERT("CONTENT_LENGTH trailing bytes refused",
 		 http_content_length("12abc", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH +5 refused",
+		 http_content_length("+5", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH ' 5' refused",
+		 http_content_length(" 5", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH ' -5' refused",
+		 http_content_length(" -5", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH '5 ' refused",
+		 http_content_length("5 ", &n) == ORGW_EINVAL && n == 0);
+	T_ASSERT("CONTENT_LENGTH 0x5 refused",
+		 http_content_length("0x5", &n) == ORGW_EINVAL && n == 0);
 	T_ASSERT("CONTENT_LENGTH out of range refused",
 		 http_content_length("99999999999999999999999", &n) ==
 			 ORGW_EINVAL);

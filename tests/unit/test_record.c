@@ -66,7 +66,9 @@ test_lock(void)
 
 	memset(&a, 0, sizeof(a));
 	strcpy(a.tag, "deepinfra/fp8");
-	strcpy(a.provider_name, "Deep\"Infra\\\n\t\001");
+	/* Quote and backslash round-trip; control characters are refused
+	 * on decode (below). */
+	strcpy(a.provider_name, "Deep\"Infra\\ \xc3\xa9");
 	a.locked_at = 1764547200;
 	/* 15 digits: cJSON prints "%1.15g" and accepts it when it reads
 	 * back within DBL_EPSILON, so larger integers may lose units. */
@@ -113,6 +115,17 @@ test_lock(void)
 	         record_lock_decode("{\"tag\":\"\"}", &b) == ORGW_EINVAL);
 	T_ASSERT("lock decode number tag: EINVAL",
 	         record_lock_decode("{\"tag\":5}", &b) == ORGW_EINVAL);
+	T_ASSERT("lock decode: a tag holding CR LF is absent: EINVAL",
+	         record_lock_decode("{\"tag\":\"x\\r\\nX-Injected: 1\"}",
+	                            &b) == ORGW_EINVAL && b.tag[0] == 0);
+	T_ASSERT("lock decode: a name holding ESC reads empty",
+	         record_lock_decode("{\"tag\":\"x\",\"provider_name\":"
+	                            "\"A\\u001b[31m\"}",
+	                            &b) == ORGW_OK &&
+	             b.provider_name[0] == 0 && strcmp(b.tag, "x") == 0);
+	T_ASSERT("lock decode: DEL in a tag: EINVAL",
+	         record_lock_decode("{\"tag\":\"x\\u007f\"}", &b) ==
+	             ORGW_EINVAL);
 	T_ASSERT("lock decode: missing and mistyped fields read 0",
 	         record_lock_decode("{\"tag\":\"x\",\"locked_at\":\"12\","
 	                            "\"last_used\":null}",
@@ -237,6 +250,32 @@ test_cands(void)
 	cJSON_Delete(j);
 	record_cands_clear(&b);
 	record_free(s);
+
+	{
+		int64_t fs = -1;
+		char *t = record_model_seen_encode(1764547200);
+
+		T_ASSERT("MODEL_SEEN round trip",
+			 t != NULL &&
+				 record_model_seen_decode(t, &fs) == ORGW_OK &&
+				 fs == 1764547200);
+		record_free(t);
+		T_ASSERT("MODEL_SEEN garbage: EINVAL, 0",
+			 record_model_seen_decode("[1]", &fs) == ORGW_EINVAL &&
+				 fs == 0);
+		T_ASSERT("MODEL_SEEN without first_seen: 0",
+			 record_model_seen_decode("{}", &fs) == ORGW_OK &&
+				 fs == 0);
+	}
+	T_ASSERT("cands decode: a candidate whose tag holds CR LF is "
+	         "dropped, a name with a control character reads empty",
+	         record_cands_decode(
+	             "{\"candidates\":[{\"tag\":\"a\\r\\nX: 1\"},"
+	             "{\"tag\":\"b\",\"provider_name\":\"B\\n\"}]}",
+	             &b) == ORGW_OK &&
+	             b.n == 1 && strcmp(b.v[0].tag, "b") == 0 &&
+	             b.v[0].provider_name[0] == 0);
+	record_cands_clear(&b);
 
 	/* damaged values */
 	T_ASSERT("cands decode garbage: EINVAL",

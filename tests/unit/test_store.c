@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,6 +166,93 @@ test_route(void)
 	conf_free(&c);
 }
 
+/* Mode of file, or -1. */
+static int
+mode_of(const char *file)
+{
+	struct stat st;
+
+	return lstat(file, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/*
+ * Issue 15, item 3: symlinks at STATE_PATH and STATE_PATH.lock are not
+ * followed, a state file or directory writable by others is refused, and
+ * files orgw creates get STATE_MODE whatever the umask.
+ */
+static void
+test_strict(void)
+{
+	char sub[100], lp[300], victim[100], other[100];
+	mode_t old = umask(077);
+	int fd;
+
+	snprintf(sub, sizeof(sub), "%s/strict", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	T_ASSERT("mkdir", mkdir(sub, 0700) == 0);
+	snprintf(path, sizeof(path), "%.100s/state.gdbm", sub);
+	snprintf(lp, sizeof(lp), "%s.lock", path);
+
+	/* STATE_MODE 0660 under umask 077. */
+	store_set_mode(0660);
+	T_ASSERT("a write creates both files", txn("A", "1", 0) == ORGW_OK);
+	T_ASSERT("state file created with STATE_MODE 0660 (umask 077)",
+		 mode_of(path) == 0660);
+	T_ASSERT("lock file created with STATE_MODE 0660",
+		 mode_of(lp) == 0660);
+	store_set_mode(0600);
+
+	/* A symlink as the lock file, to a file orgw may write. */
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	T_ASSERT("victim made", fd != -1 && write(fd, "precious", 8) == 8 &&
+					close(fd) == 0);
+	T_ASSERT("lock file replaced by a symlink",
+		 unlink(lp) == 0 && symlink(victim, lp) == 0);
+	T_ASSERT("a symlinked lock file: write refused",
+		 txn("A", "2", 0) == ORGW_EIO);
+	T_ASSERT("a symlinked lock file: read refused", !has("A", "1"));
+	fd = open(victim, O_RDONLY);
+	{
+		char b[16] = {0};
+		T_ASSERT("the symlink's target is untouched",
+			 fd != -1 && read(fd, b, sizeof(b)) == 8 &&
+				 memcmp(b, "precious", 8) == 0);
+	}
+	if (fd != -1)
+		close(fd);
+	T_ASSERT("lock file back", unlink(lp) == 0);
+	T_ASSERT("works again", has("A", "1"));
+
+	/* A symlink as the state file (dangling: O_CREAT would make it). */
+	snprintf(other, sizeof(other), "%s/created-by-orgw", dir);
+	T_ASSERT("state file replaced by a dangling symlink",
+		 unlink(path) == 0 && symlink(other, path) == 0);
+	T_ASSERT("a symlinked state file: write refused",
+		 txn("A", "3", 0) == ORGW_EIO);
+	T_ASSERT("...and repair does not create the target either",
+		 store_repair(path, 1000) != ORGW_OK &&
+			 access(other, F_OK) == -1);
+	T_ASSERT("...nor move the link aside", mode_of(path) != -1);
+	T_ASSERT("state file back", unlink(path) == 0);
+
+	/* World-writable state file and directory. */
+	T_ASSERT("a fresh file", txn("A", "4", 0) == ORGW_OK);
+	T_ASSERT("chmod 0666", chmod(path, 0666) == 0);
+	T_ASSERT("a state file writable by others: refused",
+		 txn("A", "5", 0) == ORGW_EIO && !has("A", "4"));
+	T_ASSERT("chmod back", chmod(path, 0600) == 0);
+	T_ASSERT("chmod lock 0666", chmod(lp, 0666) == 0);
+	T_ASSERT("a lock file writable by others: refused",
+		 txn("A", "5", 0) == ORGW_EIO);
+	T_ASSERT("chmod lock back", chmod(lp, 0600) == 0);
+	T_ASSERT("chmod dir 0777", chmod(sub, 0777) == 0);
+	T_ASSERT("a state directory writable by others: refused",
+		 txn("A", "5", 0) == ORGW_EIO && !has("A", "4"));
+	T_ASSERT("chmod dir back", chmod(sub, 0700) == 0);
+	T_ASSERT("works again after", has("A", "4"));
+	umask(old);
+}
+
 int
 main(void)
 {
@@ -176,6 +266,7 @@ main(void)
 	test_store();
 	snprintf(path, sizeof(path), "%s/state2.gdbm", dir);
 	test_route();
+	test_strict();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

@@ -1,0 +1,18 @@
+#ifndef ORGW_MASK_H
+#define ORGW_MASK_H
+
+#include <stddef.h>
+
+/*
+ * The one masking step for every byte orgw relays from upstream (SPEC 3):
+ * overwrites each copy of key in p[0..n) with '*', in place and at the
+ * same length, so the JSON around it stays valid.  key NULL or empty, or
+ * p NULL: nothing.  p is borrowed; nothing is allocated.
+ */
+void mask_key(const char *key, char *p, size_t n);
+
+/* mask_key over the NUL-terminated string s (a text orgw decoded from an
+ * upstream message before it re-sends it).  s NULL: nothing. */
+void mask_key_str(const char *key, char *s);
+
+#endif
