@@ -54,6 +54,9 @@ static void
 check_route(const struct orgw_env *e)
 {
 	static const size_t sizes[] = {1, 8, 2048};
+	const char *src = e->path_info != NULL && e->path_info[0] != '\0' ?
+				  e->path_info :
+				  e->request_uri;
 	char dst[2048];
 	size_t k, len;
 
@@ -66,9 +69,12 @@ check_route(const struct orgw_env *e)
 		len = strlen(dst);
 		if (len >= sizes[k])
 			abort();
-		/* An "/api/v1/..." path is never left with its "/api". */
-		if (len >= 7 && memcmp(dst, "/api/v1", 7) == 0 &&
-		    (len == 7 || dst[7] == '/'))
+		/* What is left is a piece of the path it came from (one
+		 * leading "/api" and one "/v1" dropped, a query cut), or "/"
+		 * for a bare "/api/v1" or "/v1".  ("/api/v1/api/v1" leaves
+		 * "/api/v1": only one of each is dropped.) */
+		if (len > 0 && strcmp(dst, "/") != 0 &&
+		    strstr(src != NULL ? src : "", dst) == NULL)
 			abort();
 	}
 }
