@@ -47,7 +47,9 @@
 #include "upstream.h"
 
 #define KEEPALIVE_COMMIT_MS 3000	/* hold headers at most this long */
-#define KEEPALIVE_EVERY_MS 500		/* then never silent longer */
+#define KEEPALIVE_EVERY_MS 250		/* then never silent longer: some
+					 * servers see a departed client
+					 * only at their 2nd to 4th write */
 #define WAIT_TICK_MS 50			/* a 429 wait looks around this often */
 #define HELD_MAX_BYTES (64u * 1024)
 #define BODY_MAX_BYTES (64u * 1024 * 1024)	/* non-stream response cap */
@@ -590,7 +592,7 @@ wait_429(struct chat *ch, int64_t ms)
 			continue;
 		}
 		pfd.fd = ch->io->client_fd;
-		pfd.events = POLLIN;
+		pfd.events = ch->io->client_events;
 		pfd.revents = 0;
 		if (poll(&pfd, 1, (int)left) > 0)
 			return -1;
@@ -869,6 +871,7 @@ run_attempt(struct chat *ch)
 					  CONNECT_TIMEOUT_MS :
 					  ch->c->upstream_timeout_ms;
 	call.client_fd = ch->io->client_fd;
+	call.client_events = ch->io->client_events;
 	call.on_headers = on_headers;
 	call.on_data = on_data;
 	call.on_tick = on_tick;

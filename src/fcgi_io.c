@@ -134,6 +134,7 @@ fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 	io->drain = f_drain;
 	io->finish = f_finish;
 	io->client_fd = r->ipcFd;
+	io->client_events = POLLIN;
 	io->status = NULL;
 }
 
@@ -235,7 +236,12 @@ cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms)
 	io->flush = c_flush;
 	io->drain = NULL;
 	io->finish = NULL;
-	io->client_fd = -1;
+	/* The web server closes its end of stdout (a pipe under mod_cgi,
+	 * a socket under mod_cgid) when it finds the client gone: watched
+	 * for that hang-up alone, since stdin may sit at its end and read
+	 * as ready all along. */
+	io->client_fd = STDOUT_FILENO;
+	io->client_events = 0;
 	io->status = NULL;
 }
 

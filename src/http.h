@@ -29,6 +29,10 @@ struct orgw_io {
 	 * write or flush fails.  NULL when the transport cannot. */
 	void (*finish)(void *ctx);
 	int client_fd;		/* polled for hang-up; -1 when unknown */
+	/* poll() events on client_fd that mean the client left: POLLIN
+	 * for a FastCGI connection (an abort or a close), 0 for CGI's
+	 * stdout (only a hang-up or an error counts). */
+	short client_events;
 	/* Where http_head() records the status it sent (for the request's
 	 * log line); NULL for nowhere. */
 	int *status;

@@ -283,6 +283,19 @@ classify(CURLcode rc)
 	}
 }
 
+/* True when client_fd reports what c says means the client left (struct
+ * orgw_io's client_events; a hang-up or an error always). */
+static bool
+client_left(const struct upstream_call *c)
+{
+	struct pollfd p;
+
+	p.fd = c->client_fd;
+	p.events = c->client_events;
+	p.revents = 0;
+	return poll(&p, 1, 0) > 0 && p.revents != 0;
+}
+
 enum orgw_err
 upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 {
@@ -291,7 +304,7 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	CURLMsg *msg;
 	CURLcode rc = CURLE_OK;
 	int running = 1, left;
-	bool done = false, bad_url;
+	bool done = false, bad_url, wake;
 
 	memset(res, 0, sizeof(*res));
 	memset(&x, 0, sizeof(x));
@@ -316,14 +329,17 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 			}
 		if (done || running == 0)
 			break;
+		/* libcurl reports POLLIN on an extra fd, not a bare hang-up:
+		 * a FastCGI connection wakes the wait, CGI's stdout is
+		 * looked at once a tick (client_left()). */
 		memset(&wfd, 0, sizeof(wfd));
 		wfd.fd = c->client_fd;
 		wfd.events = CURL_WAIT_POLLIN;
-		if (curl_multi_poll(up_multi, c->client_fd >= 0 ? &wfd : NULL,
-				    c->client_fd >= 0 ? 1 : 0, TICK_MS,
-				    NULL) != CURLM_OK)
+		wake = c->client_fd >= 0 && (c->client_events & POLLIN);
+		if (curl_multi_poll(up_multi, wake ? &wfd : NULL, wake ? 1 : 0,
+				    TICK_MS, NULL) != CURLM_OK)
 			break;
-		if (c->client_fd >= 0 && wfd.revents != 0) {
+		if (c->client_fd >= 0 && (wfd.revents != 0 || client_left(c))) {
 			/* Everything the web server had to send for this
 			 * request was read before we started, so anything
 			 * readable now is an abort or a close. */

@@ -29,6 +29,7 @@ struct upstream_call {
 	int64_t connect_timeout_ms;
 	int64_t total_timeout_ms;	/* 0 = none */
 	int client_fd;		/* watched for hang-up; -1 = none */
+	short client_events;	/* as struct orgw_io's */
 	/* Called once, when the status line and headers are in. */
 	void (*on_headers)(void *arg, long status, const char *ctype,
 			   int retry_after_s);
