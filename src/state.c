@@ -18,6 +18,7 @@
 
 #include "failover.h"
 #include "log.h"
+#include "reqval.h"
 #include "score.h"
 #include "state.h"
 #include "store.h"
@@ -548,5 +549,223 @@ state_health(const struct orgw_conf *c, char *why, size_t n)
 
 	if (err != ORGW_OK)
 		snprintf(why, n, "state store %s: %s", c->state_path, r);
+	return err;
+}
+
+/*
+ * Operator commands (issue 17 item 6).  They live apart from the request
+ * path's functions above on purpose: the same keys, the same record.c
+ * codecs and the same state_txn() lock, but their own transactions, so
+ * a change to the request path's relock rules does not silently change
+ * what an operator's command does (and the other way round).
+ */
+
+bool
+state_tag_ok(const char *tag)
+{
+	const unsigned char *p;
+
+	if (tag == NULL || tag[0] == '\0' || strlen(tag) >= ORGW_TAG_MAX)
+		return false;
+	for (p = (const unsigned char *)tag; *p != '\0'; p++)
+		if (*p <= 0x20 || *p >= 0x7f || *p == ':')
+			return false;
+	return true;
+}
+
+struct op_args {
+	const struct orgw_conf *c;
+	const char *model, *tag, *reason;
+	int64_t seconds, now;
+	char *old_tag;
+	size_t old_tag_n;
+	bool *moved, *had_cooldown, *had_failures;
+	struct state_route *r;
+};
+
+static enum orgw_err
+do_op_unlock(struct store *s, void *arg)
+{
+	struct op_args *a = arg;
+	struct rec_lock lock;
+	bool have_lock;
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	snprintf(a->old_tag, a->old_tag_n, "%s", "");
+	if ((err = read_lock(s, a->model, &lock, &have_lock)) != ORGW_OK)
+		return err;
+	key2(k, "BEST_PROVIDER", a->model);
+	/* An undecodable lock is deleted too: routing treats it as none. */
+	if (have_lock)
+		snprintf(a->old_tag, a->old_tag_n, "%s", lock.tag);
+	return store_del(s, k);
+}
+
+enum orgw_err
+state_op_unlock(const struct orgw_conf *c, const char *model, char *old_tag,
+		size_t n)
+{
+	struct op_args a = {.c = c, .model = model, .old_tag = old_tag,
+			    .old_tag_n = n};
+	char m[ORGW_MODEL_MAX * 4];
+	enum orgw_err err;
+
+	snprintf(old_tag, n, "%s", "");
+	if (!reqval_model_ok(model))
+		return ORGW_EINVAL;
+	log_safe(m, sizeof(m), model);
+	err = state_txn(c, true, do_op_unlock, &a);
+	if (err != ORGW_OK)
+		log_warn("operator: unlock model=%s failed: %s", m,
+			 orgw_strerror(err));
+	else if (old_tag[0] != '\0')
+		log_info("operator: unlock model=%s was=%s: the next request "
+			 "relocks",
+			 m, old_tag);
+	return err;
+}
+
+static enum orgw_err
+do_op_cool(struct store *s, void *arg)
+{
+	struct op_args *a = arg;
+	struct rec_cooldown cd;
+	struct rec_lock lock;
+	struct rec_cands cands;
+	const struct rec_cand *next;
+	struct cool_ctx cc = {s, a->model, a->now};
+	bool have_lock, have_cands;
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	*a->moved = false;
+	/* Cleared at out: whatever happens before it is read. */
+	memset(&cands, 0, sizeof(cands));
+	memset(&cd, 0, sizeof(cd));
+	cd.until = a->now + a->seconds;
+	snprintf(cd.reason, sizeof(cd.reason), "%s", a->reason);
+	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
+	if ((err = put_text(s, k, record_cooldown_encode(&cd))) != ORGW_OK)
+		return err;
+	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
+			      &have_cands);
+	if (err != ORGW_OK)
+		goto out;
+	if (!have_lock) {
+		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
+		goto out;
+	}
+	if (strcmp(lock.tag, a->tag) != 0) {
+		route_set(a->r, ROUTE_LOCKED, lock.tag, lock.provider_name,
+			  lock.max_completion_tokens);
+		goto out;
+	}
+	/* The live lock is the provider cooled: move it now, as a breaker
+	 * trip does (SPEC 5), at today's prices (SPEC 6). */
+	*a->moved = true;
+	if (have_cands)
+		rerank(a->c, &cands, a->now);
+	key2(k, "BEST_PROVIDER", a->model);
+	next = route_next(have_cands ? &cands : NULL, cooling, &cc, a->tag);
+	if (next != NULL) {
+		route_lock_from(&lock, next, a->now);
+		err = put_text(s, k, record_lock_encode(&lock));
+		route_set(a->r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
+			  lock.max_completion_tokens);
+	} else {
+		err = store_del(s, k);
+		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
+	}
+out:
+	record_cands_clear(&cands);
+	return err;
+}
+
+enum orgw_err
+state_op_cool(const struct orgw_conf *c, const char *model, const char *tag,
+	      int64_t seconds, const char *reason, int64_t now, bool *moved,
+	      struct state_route *r)
+{
+	struct op_args a = {.c = c, .model = model, .tag = tag,
+			    .reason = reason, .seconds = seconds, .now = now,
+			    .moved = moved, .r = r};
+	char m[ORGW_MODEL_MAX * 4], why[REC_REASON_MAX * 4];
+	enum orgw_err err;
+
+	*moved = false;
+	route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
+	if (!reqval_model_ok(model) || !state_tag_ok(tag) || seconds <= 0 ||
+	    reason == NULL)
+		return ORGW_EINVAL;
+	log_safe(m, sizeof(m), model);
+	log_safe(why, sizeof(why), reason);
+	err = state_txn(c, true, do_op_cool, &a);
+	if (err != ORGW_OK) {
+		log_warn("operator: cool model=%s provider=%s failed: %s", m,
+			 tag, orgw_strerror(err));
+		*moved = false;
+		route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
+		return err;
+	}
+	log_info("operator: cool model=%s provider=%s seconds=%lld "
+		 "reason=\"%s\" lock=%s%s",
+		 m, tag, (long long)seconds, why,
+		 r->tag[0] ? r->tag : "none", *moved ? " (moved)" : "");
+	return err;
+}
+
+/* Deletes key, setting *had when it was there. */
+static enum orgw_err
+del_had(struct store *s, const char *key, bool *had)
+{
+	char *v = NULL;
+	enum orgw_err err;
+
+	*had = false;
+	if ((err = store_get(s, key, &v)) != ORGW_OK)
+		return err;
+	*had = v != NULL;
+	free(v);
+	return *had ? store_del(s, key) : ORGW_OK;
+}
+
+static enum orgw_err
+do_op_uncool(struct store *s, void *arg)
+{
+	struct op_args *a = arg;
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
+	if ((err = del_had(s, k, a->had_cooldown)) != ORGW_OK)
+		return err;
+	key3(k, "PROVIDER_FAILURE", a->model, a->tag);
+	return del_had(s, k, a->had_failures);
+}
+
+enum orgw_err
+state_op_uncool(const struct orgw_conf *c, const char *model, const char *tag,
+		bool *had_cooldown, bool *had_failures)
+{
+	struct op_args a = {.c = c, .model = model, .tag = tag,
+			    .had_cooldown = had_cooldown,
+			    .had_failures = had_failures};
+	char m[ORGW_MODEL_MAX * 4];
+	enum orgw_err err;
+
+	*had_cooldown = *had_failures = false;
+	if (!reqval_model_ok(model) || !state_tag_ok(tag))
+		return ORGW_EINVAL;
+	log_safe(m, sizeof(m), model);
+	err = state_txn(c, true, do_op_uncool, &a);
+	if (err != ORGW_OK)
+		log_warn("operator: uncool model=%s provider=%s failed: %s", m,
+			 tag, orgw_strerror(err));
+	else if (*had_cooldown || *had_failures)
+		log_info("operator: uncool model=%s provider=%s cooldown=%s "
+			 "failures=%s",
+			 m, tag, *had_cooldown ? "cleared" : "none",
+			 *had_failures ? "cleared" : "none");
 	return err;
 }

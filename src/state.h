@@ -93,4 +93,51 @@ enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
  * reason naming paths in why. */
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
+/*
+ * Operator commands (orgw-score status/unlock/cool/uncool, issue 17
+ * item 6): each is one exclusive transaction, under the same lock as
+ * the workers, and logs one "operator: ..." line when it changed the
+ * state.  model must pass reqval_model_ok and tag state_tag_ok
+ * (ORGW_EINVAL otherwise, nothing written); other errors are the
+ * store's (ORGW_EBUSY, ORGW_EIO), logged.
+ */
+
+/* True when tag can name a provider in a state key: 1..ORGW_TAG_MAX-1
+ * bytes of printable ASCII, no blank, no ':' (keys split at the last
+ * ':'). */
+bool state_tag_ok(const char *tag);
+
+/*
+ * Deletes BEST_PROVIDER:<model>: the next request locks the best
+ * candidate again (route "relocked").  *old_tag (n bytes) gets the tag
+ * that was locked, "" when there was no lock (ORGW_OK, nothing logged).
+ */
+enum orgw_err state_op_unlock(const struct orgw_conf *c, const char *model,
+			      char *old_tag, size_t n);
+
+/*
+ * Cools tag down for model until now + seconds (PROVIDER_COOLDOWN, with
+ * reason), as a breaker trip does but without touching the failure
+ * count.  When tag holds the live lock the model is re-locked at once
+ * to the next candidate not cooling (re-ranked at now), or the lock is
+ * dropped when none is left; *moved says so.  r gets the model's lock
+ * after the change: ROUTE_LOCKED (unchanged), ROUTE_RELOCKED (moved),
+ * or ROUTE_UNPINNED (no lock).
+ */
+enum orgw_err state_op_cool(const struct orgw_conf *c, const char *model,
+			    const char *tag, int64_t seconds,
+			    const char *reason, int64_t now, bool *moved,
+			    struct state_route *r);
+
+/*
+ * Deletes PROVIDER_COOLDOWN:<model>:<tag> and
+ * PROVIDER_FAILURE:<model>:<tag>: the provider is ranked and locked
+ * again from the next lock move or scoring.  *had_cooldown and
+ * *had_failures say what was there (nothing there: ORGW_OK, not
+ * logged).  Never moves the live lock.
+ */
+enum orgw_err state_op_uncool(const struct orgw_conf *c, const char *model,
+			      const char *tag, bool *had_cooldown,
+			      bool *had_failures);
+
 #endif
