@@ -639,7 +639,10 @@ parse_command(struct opts *o, struct cmd *k)
 		if (strcmp(name, cmd_defs[i].name) == 0)
 			k->def = &cmd_defs[i];
 	if (k->def == NULL)
-		return cmd_usage(NULL, "unknown command: %s", name);
+		return cmd_usage(NULL,
+				 "unknown argument: %s (commands: status, "
+				 "unlock, cool, uncool, rescore)",
+				 name);
 	optind = 0;	/* glibc: start over on the new vector */
 	opterr = 0;
 	while ((ch = getopt_long(o->cmd_argc, o->cmd_argv, ":h", longopts,

@@ -137,7 +137,7 @@ bad() { # DESCRIPTION PATTERN ARGS...: exit 2 and the message matches
 	t_eq "$d: exit 2" 2 "$RC"
 	t_match "$d: message" "$p" "$(head -1 "$ORGW_T/op.err")"
 }
-bad "unknown command" 'unknown command: frob' frob
+bad "unknown command" 'unknown argument: frob \(commands: status, unlock' frob
 bad "cool without SECONDS" 'cool: wrong number of arguments' cool $M deepseek
 bad "SECONDS 0" 'SECONDS: want 1\.\.604800, got "0"' cool $M deepseek 0
 bad "SECONDS too large" 'SECONDS: want 1\.\.604800, got "604801"' cool $M deepseek 604801
