@@ -18,6 +18,11 @@
  * Output: a ranking table per model (stdout), or one JSON document with
  * --json.  Warnings go to stderr.  Exit: 0 every model scored, 1 some
  * failed, 2 usage or configuration error.
+ *
+ * Operator commands (issue 17 item 6; see "Operator commands" below):
+ * status, unlock, cool, uncool run state.c transactions on the workers'
+ * state and need no upstream key; rescore MODEL is the run --model MODEL
+ * does.  Exit: 0 done, 1 state unusable, 2 usage or configuration.
  */
 #include <getopt.h>
 #include <signal.h>
