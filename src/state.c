@@ -180,6 +180,43 @@ rerank(const struct orgw_conf *c, struct rec_cands *cands, int64_t now)
 		log_warn("out of memory: lock moves by the stored ranking");
 }
 
+/*
+ * Moves model's lock off off_tag, at once (a breaker trip, an operator's
+ * cool): the best candidate not cooling, re-ranked at now (SPEC 5, 6),
+ * becomes the lock; with none left the lock is dropped and requests go
+ * unpinned until a cooldown ends or the scorer finds candidates.  r
+ * (may be NULL) gets the route to continue on.  cands is the stored list
+ * (have_cands false when there is none); it is re-ranked in place.
+ */
+static enum orgw_err
+move_lock(struct store *s, const struct orgw_conf *c, const char *model,
+	  const char *off_tag, int64_t now, struct rec_cands *cands,
+	  bool have_cands, struct state_route *r)
+{
+	struct cool_ctx cc = {s, model, now};
+	const struct rec_cand *next;
+	struct rec_lock lock;
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	if (have_cands)
+		rerank(c, cands, now);
+	key2(k, "BEST_PROVIDER", model);
+	next = route_next(have_cands ? cands : NULL, cooling, &cc, off_tag);
+	if (next == NULL) {
+		err = store_del(s, k);
+		if (r)
+			route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
+		return err;
+	}
+	route_lock_from(&lock, next, now);
+	err = put_text(s, k, record_lock_encode(&lock));
+	if (r)
+		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
+			  lock.max_completion_tokens);
+	return err;
+}
+
 /* Decides with what the store holds and writes the lock it implies. */
 static enum orgw_err
 decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
@@ -412,7 +449,6 @@ do_failure(struct store *s, void *arg)
 	struct rec_cooldown cd;
 	struct rec_lock lock;
 	struct rec_cands cands;
-	const struct rec_cand *next;
 	struct cool_ctx cc = {s, a->model, a->now};
 	bool have_lock, have_cands;
 	char k[KEY_MAX], *v = NULL;
@@ -439,9 +475,6 @@ do_failure(struct store *s, void *arg)
 			      &have_cands);
 	if (err != ORGW_OK)
 		return err;
-	if (have_cands)
-		rerank(a->c, &cands, a->now);
-	key2(k, "BEST_PROVIDER", a->model);
 	if (have_lock && strcmp(lock.tag, a->tag) != 0 &&
 	    !cooling(&cc, lock.tag)) {
 		/* Another worker re-locked already: follow it. */
@@ -449,20 +482,9 @@ do_failure(struct store *s, void *arg)
 			route_set(a->r, ROUTE_RELOCKED, lock.tag,
 				  lock.provider_name,
 				  lock.max_completion_tokens);
-	} else if ((next = route_next(have_cands ? &cands : NULL, cooling, &cc,
-				      a->tag)) != NULL) {
-		route_lock_from(&lock, next, a->now);
-		err = put_text(s, k, record_lock_encode(&lock));
-		if (a->r)
-			route_set(a->r, ROUTE_RELOCKED, lock.tag,
-				  lock.provider_name,
-				  lock.max_completion_tokens);
 	} else {
-		/* Nothing left: drop the lock; requests go unpinned until
-		 * a cooldown ends or the scorer finds candidates. */
-		err = store_del(s, k);
-		if (a->r)
-			route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
+		err = move_lock(s, a->c, a->model, a->tag, a->now, &cands,
+				have_cands, a->r);
 	}
 	record_cands_clear(&cands);
 	return err;
@@ -633,8 +655,6 @@ do_op_cool(struct store *s, void *arg)
 	struct rec_cooldown cd;
 	struct rec_lock lock;
 	struct rec_cands cands;
-	const struct rec_cand *next;
-	struct cool_ctx cc = {s, a->model, a->now};
 	bool have_lock, have_cands;
 	char k[KEY_MAX];
 	enum orgw_err err;
@@ -664,19 +684,8 @@ do_op_cool(struct store *s, void *arg)
 	/* The live lock is the provider cooled: move it now, as a breaker
 	 * trip does (SPEC 5), at today's prices (SPEC 6). */
 	*a->moved = true;
-	if (have_cands)
-		rerank(a->c, &cands, a->now);
-	key2(k, "BEST_PROVIDER", a->model);
-	next = route_next(have_cands ? &cands : NULL, cooling, &cc, a->tag);
-	if (next != NULL) {
-		route_lock_from(&lock, next, a->now);
-		err = put_text(s, k, record_lock_encode(&lock));
-		route_set(a->r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
-			  lock.max_completion_tokens);
-	} else {
-		err = store_del(s, k);
-		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
-	}
+	err = move_lock(s, a->c, a->model, a->tag, a->now, &cands, have_cands,
+			a->r);
 out:
 	record_cands_clear(&cands);
 	return err;
