@@ -302,7 +302,7 @@ order(const struct rec_cands *c, char *buf, size_t n)
 static void
 test_rerank(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
 	static const char *const cool_steady[] = {"steady", NULL};
 	struct rec_cand v[4];
 	struct rec_cands c;

@@ -50,7 +50,7 @@ static const char EXAMPLE[] =
     "\"latency_last_30m\":{\"p50\":620.0},"
     "\"throughput_last_30m\":{\"p50\":48.0,\"p75\":41.3}}]}}";
 
-static const struct score_params PARAMS = {0.8, 1.0, 95.0};
+static const struct score_params PARAMS = {0.8, 1.0, 95.0, 0, NULL, 0};
 
 static enum orgw_err
 run(const char *json, int t, const struct score_params *p,
@@ -610,7 +610,7 @@ test_garbage(void)
 static void
 test_extremes(void)
 {
-	struct score_params p = {NAN, INFINITY, NAN};
+	struct score_params p = {NAN, INFINITY, NAN, 0, NULL, 0};
 	struct score_result r;
 
 	T_ASSERT("extreme doc parses",
@@ -656,7 +656,7 @@ test_extremes(void)
 static void
 test_terms(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
 	struct score_result noon, eve;
 	struct score_endpoint e;
 	const struct score_endpoint *d;
