@@ -176,12 +176,14 @@ route_decide(const struct route_view *v, const struct rec_cand **pick)
 	    (v->cooling == NULL || !v->cooling(v->cooling_arg, l->tag)))
 		return ROUTE_LOCKED;
 	/* Step 5: the best candidate not cooling down.  An idle lock whose
-	 * provider is still a candidate (not cooling: step 4 saw that) is
+	 * provider is still a candidate and not cooling is
 	 * kept unless the best beats it by LOCK_MARGIN, so near-equal
 	 * providers do not alternate and lose their caches (issue 17). */
 	if ((*pick = route_next(c, v->cooling, v->cooling_arg, NULL)) != NULL) {
 		if (l != NULL && l->tag[0] != '\0' &&
 		    strcmp(l->tag, (*pick)->tag) != 0 &&
+		    (v->cooling == NULL ||
+		     !v->cooling(v->cooling_arg, l->tag)) &&
 		    route_margin_keeps(route_find(c, l->tag), *pick,
 				       v->lock_margin)) {
 			*pick = NULL;
