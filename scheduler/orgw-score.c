@@ -319,10 +319,11 @@ print_model(const struct scorerun_model *r, bool dry_run)
 	}
 	if (res->n_ranked > 0)
 		printf("%4s  %-*s  %-*s %9s %9s %9s %9s %9s %8s %6s %5s %5s "
-		       "%10s  %s\n",
+		       "%10s %5s %-8s %10s  %s\n",
 		       "rank", wt, "tag", wp, "provider", "prompt", "cache_rd",
 		       "complet", "eff_in", "cost", "tput_p50", "uptime",
-		       "cache", "bonus", "score", "note");
+		       "cache", "bonus", "score", "hit", "hit_src", "hit_tok",
+		       "note");
 	for (i = 0; i < res->n_ranked; i++) {
 		const struct score_endpoint *e = &res->v[i];
 		cell_g(p[0], sizeof(p[0]), e->prompt * PER_MTOK);
@@ -338,11 +339,13 @@ print_model(const struct scorerun_model *r, bool dry_run)
 		       e->free		  ? "  free: ranked by throughput" :
 					    "";
 		printf("%4zu  %-*s  %-*s %9s %9s %9s %9s %9s %8s %6s %5s %5s "
-		       "%10s%s\n",
+		       "%10s %5.3g %-8s %10lld%s\n",
 		       i + 1, wt, log_safe(tg, sizeof(tg), e->tag), wp,
 		       log_safe(pn, sizeof(pn), e->provider_name), p[0], p[1],
 		       p[2], p[3], p[4], tput, up,
-		       e->implicit_cache ? "yes" : "no", bonus, score, note);
+		       e->implicit_cache ? "yes" : "no", bonus, score,
+		       e->hit_rate, e->hit_measured ? "measured" : "assumed",
+		       (long long)e->hit_tokens, note);
 	}
 	for (i = res->n_ranked; i < res->n; i++) {
 		const struct score_endpoint *e = &res->v[i];
@@ -361,14 +364,20 @@ print_text(const struct orgw_conf *c, const struct opts *o,
 	size_t i;
 
 	printf("# prices in USD per 1M tokens at the price clock; "
-	       "eff_in = %g*cache_rd + %g*prompt;\n"
+	       "eff_in = hit*cache_rd + (1-hit)*prompt, hit = HIT_RATE %g\n"
+	       "# (assumed; 1-hit = %g) until a provider has served "
+	       "HIT_RATE_EVIDENCE_TOKENS %lld prompt\n"
+	       "# tokens of the model (hit_tok), then its measured "
+	       "rate;\n"
 	       "# cost = 0.4*eff_in + 0.6*complet; score = tput_p50 / "
 	       "cost(USD/token) * bonus (CACHE_BONUS %g\n"
 	       "# with implicit caching); excluded: status != 0, uptime "
 	       "< MIN_UPTIME %g, bad price,\n"
 	       "# cooling down (breaker tripped: never ranked until the "
 	       "cooldown ends)\n",
-	       c->hit_rate, 1 - c->hit_rate, c->cache_bonus, c->min_uptime);
+	       c->hit_rate, 1 - c->hit_rate,
+	       (long long)c->hit_rate_evidence_tokens, c->cache_bonus,
+	       c->min_uptime);
 	if (x->n == 0)
 		printf("# no models to score: MODELS_SEEN is empty and "
 		       "TARGET_MODEL is not set\n");
@@ -417,6 +426,12 @@ json_endpoint(cJSON *arr, const struct score_endpoint *e, size_t rank)
 		       NULL &&
 	       cJSON_AddNumberToObject(j, "completion", e->completion) !=
 		       NULL &&
+	       cJSON_AddNumberToObject(j, "hit_rate", e->hit_rate) != NULL &&
+	       cJSON_AddStringToObject(j, "hit_source",
+				       e->hit_measured ? "measured" :
+							 "assumed") != NULL &&
+	       cJSON_AddNumberToObject(j, "hit_tokens",
+				       (double)e->hit_tokens) != NULL &&
 	       cJSON_AddNumberToObject(j, "effective_input",
 				       e->effective_input) != NULL &&
 	       cJSON_AddNumberToObject(j, "cost", e->cost) != NULL &&
@@ -493,6 +508,9 @@ print_json(const struct orgw_conf *c, const struct opts *o,
 	     cJSON_AddNumberToObject(params, "cache_bonus", c->cache_bonus) !=
 		     NULL &&
 	     cJSON_AddNumberToObject(params, "min_uptime", c->min_uptime) !=
+		     NULL &&
+	     cJSON_AddNumberToObject(params, "hit_rate_evidence_tokens",
+				     (double)c->hit_rate_evidence_tokens) !=
 		     NULL &&
 	     cJSON_AddNumberToObject(d, "wall_ms", (double)x->wall_ms) !=
 		     NULL &&

@@ -21,6 +21,9 @@ struct orgw_conf {
 	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
 	size_t n_target_models;
 	double hit_rate;		/* 0..1 */
+	int64_t hit_rate_half_life_tokens; /* decay of measured hit rates */
+	int64_t hit_rate_evidence_tokens; /* measured replaces HIT_RATE */
+	double lock_margin;		/* idle lock moves only past this */
 	double cache_bonus;		/* > 0 */
 	double min_uptime;		/* percent 0..100 */
 	int64_t slow_threshold_ms;

@@ -226,6 +226,11 @@ cand_to_json(const struct rec_cand *c)
 	ok = ok && cJSON_AddBoolToObject(o, "implicit_cache",
 					 c->implicit_cache);
 	ok = ok && cJSON_AddBoolToObject(o, "free", c->free);
+	ok = ok && add_num(o, "hit_rate", c->hit_rate);
+	ok = ok && cJSON_AddStringToObject(o, "hit_source",
+					   c->hit_measured ? "measured" :
+							     "assumed");
+	ok = ok && add_num(o, "hit_tokens", (double)c->hit_tokens);
 	ok = ok && add_num(o, "max_completion_tokens",
 			   (double)c->max_completion_tokens);
 	ok = ok && terms_to_json(o, &c->terms);
@@ -361,6 +366,7 @@ record_cands_decode(const char *text, struct rec_cands *c)
 		cJSON_ArrayForEach(it, arr)
 		{
 			struct rec_cand *d = &v[i];
+			char src[16];
 
 			if (!cJSON_IsObject(it))
 				continue;
@@ -386,6 +392,10 @@ record_cands_decode(const char *text, struct rec_cands *c)
 					it, "implicit_cache"));
 			d->free = cJSON_IsTrue(
 				cJSON_GetObjectItemCaseSensitive(it, "free"));
+			d->hit_rate = get_dbl(it, "hit_rate");
+			get_str(it, "hit_source", src, sizeof(src));
+			d->hit_measured = strcmp(src, "measured") == 0;
+			d->hit_tokens = get_i64(it, "hit_tokens");
 			d->max_completion_tokens =
 				get_i64(it, "max_completion_tokens");
 			terms_from_json(it, d);
@@ -433,6 +443,9 @@ cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
 	d->bonus = e->bonus;
 	d->implicit_cache = e->implicit_cache;
 	d->free = e->free;
+	d->hit_rate = e->hit_rate;
+	d->hit_measured = e->hit_measured;
+	d->hit_tokens = e->hit_tokens;
 	d->max_completion_tokens = e->max_completion_tokens;
 	d->terms = e->terms;
 }
@@ -671,6 +684,84 @@ bump_tokens(cJSON *o, const struct stats_delta *d)
 	       bump(o, "cost_usd", d->cost_usd);
 }
 
+/* The stored "hit" of provider object p into h (zero when absent). */
+static void
+hit_get(const cJSON *p, struct score_hit *h)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "hit");
+
+	h->rate = get_dbl(o, "rate");
+	h->weight = get_dbl(o, "weight");
+	h->tokens = get_i64(o, "tokens");
+}
+
+/* Adds d's answer to the measured hit rate of provider object p. */
+static bool
+hit_update(cJSON *p, const struct stats_delta *d)
+{
+	struct score_hit h;
+	cJSON *n;
+
+	memset(&h, 0, sizeof(h));
+	hit_get(p, &h);
+	score_hit_add(&h, d->prompt_tokens, d->cached_tokens,
+		      d->hit_half_life_tokens);
+	if ((n = cJSON_CreateObject()) == NULL)
+		return false;
+	if (!add_num(n, "rate", h.rate) || !add_num(n, "weight", h.weight) ||
+	    !add_num(n, "tokens", (double)h.tokens)) {
+		cJSON_Delete(n);
+		return false;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(p, "hit") != NULL ?
+		    !replace(p, "hit", n) :
+		    !cJSON_AddItemToObject(p, "hit", n)) {
+		cJSON_Delete(n);
+		return false;
+	}
+	return true;
+}
+
+enum orgw_err
+record_stats_hits(const char *text, struct score_hit **v, size_t *n)
+{
+	cJSON *o = parse_obj(text), *it;
+	const cJSON *bp;
+	size_t k = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (o == NULL)
+		return ORGW_OK;
+	bp = cJSON_GetObjectItemCaseSensitive(o, "by_provider");
+	cJSON_ArrayForEach(it, bp)
+	{
+		if (it->string != NULL && cJSON_IsObject(it) &&
+		    cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(it, "hit")))
+			k++;
+	}
+	if (k > 0 && (*v = calloc(k, sizeof(**v))) == NULL) {
+		cJSON_Delete(o);
+		return ORGW_ENOMEM;
+	}
+	cJSON_ArrayForEach(it, bp)
+	{
+		struct score_hit *h;
+
+		if (*n == k || it->string == NULL || !cJSON_IsObject(it) ||
+		    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(it, "hit")))
+			continue;
+		h = &(*v)[*n];
+		if ((size_t)snprintf(h->tag, sizeof(h->tag), "%s",
+				     it->string) >= sizeof(h->tag))
+			continue;
+		hit_get(it, h);
+		(*n)++;
+	}
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
 char *
 record_stats_apply(const char *text, const struct stats_delta *d)
 {
@@ -707,6 +798,10 @@ record_stats_apply(const char *text, const struct stats_delta *d)
 		p = bp ? child_obj(bp, d->tag) : NULL;
 		ok = p != NULL && bump(p, "requests", (double)d->requests) &&
 		     bump(p, "ok", (double)d->ok) && bump_tokens(p, d);
+		/* Issue 17: only what the pinned provider itself served
+		 * with usage measures its cache. */
+		if (ok && d->ok > 0 && d->off_pin == 0 && d->prompt_tokens > 0)
+			ok = hit_update(p, d);
 	}
 	if (ok) {
 		cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "v");

@@ -38,6 +38,9 @@ struct rec_cand {
 	char provider_name[ORGW_TAG_MAX];
 	double score, throughput, prompt, completion, cache_read;
 	double effective_input, cost, uptime, bonus;
+	double hit_rate;	/* the hit rate effective_input used */
+	bool hit_measured;	/* "measured", else "assumed" (HIT_RATE) */
+	int64_t hit_tokens;	/* prompt tokens the measure rests on */
 	bool has_throughput, implicit_cache, free;
 	int64_t max_completion_tokens;
 	struct score_terms terms;
@@ -71,6 +74,10 @@ struct stats_delta {
 	int64_t prompt_tokens, cached_tokens, completion_tokens;
 	double cost_usd;
 	int64_t ttfb_ms, total_ms;	/* -1 when not measured */
+	/* HIT_RATE_HALF_LIFE_TOKENS: an ok answer of tag, on its pin
+	 * (off_pin 0), with prompt tokens, updates the provider's measured
+	 * hit rate "hit" (score_hit_add) with this half-life. */
+	double hit_half_life_tokens;
 };
 
 /* Frees text returned by an encoder.  NULL is a no-op. */
@@ -136,5 +143,14 @@ size_t record_seen_each(const char *text,
  * so members keep their order and new ones go last.
  */
 char *record_stats_apply(const char *text, const struct stats_delta *d);
+
+/*
+ * The measured hit rates of STATS text (by_provider.<tag>.hit, kept by
+ * record_stats_apply): *v is malloc'd (caller frees; NULL when none),
+ * *n its length.  Text that is absent or not an object gives none.
+ * ORGW_ENOMEM leaves *v NULL, *n 0.
+ */
+enum orgw_err record_stats_hits(const char *text, struct score_hit **v,
+				size_t *n);
 
 #endif

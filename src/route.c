@@ -10,6 +10,7 @@
  * stored price terms), so the move follows the prices of now, not those
  * of the last scoring run, which may be hours old.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,17 @@ route_next(const struct rec_cands *c, route_cooling_fn cooling, void *arg,
 			continue;
 		return &c->v[i];
 	}
+	return NULL;
+}
+
+const struct rec_cand *
+route_find(const struct rec_cands *c, const char *tag)
+{
+	size_t i;
+
+	for (i = 0; c != NULL && tag != NULL && i < c->n; i++)
+		if (strcmp(c->v[i].tag, tag) == 0)
+			return &c->v[i];
 	return NULL;
 }
 
@@ -109,12 +121,32 @@ route_rerank(struct rec_cands *c, int utc_hhmm, const struct score_params *p)
 		d->bonus = e->bonus;
 		d->implicit_cache = e->implicit_cache;
 		d->free = e->free;
+		d->hit_rate = e->hit_rate;
+		d->hit_measured = e->hit_measured;
+		d->hit_tokens = e->hit_tokens;
 	}
 	memcpy(c->v, v, n * sizeof(*v));
 	c->n = n;
 	free(v);
 	free(s);
 	return ORGW_OK;
+}
+
+bool
+route_margin_keeps(const struct rec_cand *held, const struct rec_cand *best,
+		   double margin)
+{
+	if (held == NULL || best == NULL || held == best ||
+	    strcmp(held->tag, best->tag) == 0)
+		return held != NULL;
+	if (!(margin > 0) || !isfinite(margin))
+		return false;
+	/* A better class (a throughput where the lock has none, a free
+	 * model) wins outright: the margin compares scores of one class. */
+	if (held->has_throughput != best->has_throughput ||
+	    held->free != best->free)
+		return false;
+	return best->score <= held->score * (1 + margin);
 }
 
 void
@@ -143,9 +175,22 @@ route_decide(const struct route_view *v, const struct rec_cand **pick)
 	    v->now - l->last_used < v->lock_idle_seconds &&
 	    (v->cooling == NULL || !v->cooling(v->cooling_arg, l->tag)))
 		return ROUTE_LOCKED;
-	/* Step 5: the best candidate not cooling down. */
-	if ((*pick = route_next(c, v->cooling, v->cooling_arg, NULL)) != NULL)
+	/* Step 5: the best candidate not cooling down.  An idle lock whose
+	 * provider is still a candidate and not cooling is
+	 * kept unless the best beats it by LOCK_MARGIN, so near-equal
+	 * providers do not alternate and lose their caches (issue 17). */
+	if ((*pick = route_next(c, v->cooling, v->cooling_arg, NULL)) != NULL) {
+		if (l != NULL && l->tag[0] != '\0' &&
+		    strcmp(l->tag, (*pick)->tag) != 0 &&
+		    (v->cooling == NULL ||
+		     !v->cooling(v->cooling_arg, l->tag)) &&
+		    route_margin_keeps(route_find(c, l->tag), *pick,
+				       v->lock_margin)) {
+			*pick = NULL;
+			return ROUTE_LOCKED;
+		}
 		return ROUTE_RELOCKED;
+	}
 	/* Step 6: never scored, or the last inline attempt is old enough
 	 * to try again (a failed attempt must not cost every request an
 	 * endpoints fetch). */

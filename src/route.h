@@ -31,13 +31,18 @@ struct route_view {
 	int64_t now;			/* unix seconds */
 	int64_t lock_idle_seconds;
 	int64_t score_retry_seconds;	/* wait between failed inline scorings */
+	double lock_margin;		/* LOCK_MARGIN: an idle lock moves
+					 * only to a candidate this much
+					 * better */
 	bool client_provider;
 };
 
 /*
  * Decides the route.  For ROUTE_RELOCKED *pick is the candidate to lock
  * (borrowed from v->cands); otherwise *pick is NULL.  ROUTE_LOCKED means
- * use v->lock.
+ * use v->lock (and renew it): a live lock, or an idle one whose
+ * provider the best candidate does not beat by v->lock_margin
+ * (route_margin_keeps).  A cooling lock moves at once.
  */
 enum route_kind route_decide(const struct route_view *v,
 			     const struct rec_cand **pick);
@@ -62,6 +67,21 @@ const struct rec_cand *route_next(const struct rec_cands *c,
  */
 enum orgw_err route_rerank(struct rec_cands *c, int utc_hhmm,
 			   const struct score_params *p);
+
+/* The candidate of c whose tag is tag (borrowed), or NULL. */
+const struct rec_cand *route_find(const struct rec_cands *c, const char *tag);
+
+/*
+ * LOCK_MARGIN (issue 17): true when an idle lock on held should stay
+ * rather than move to best, i.e. best's score is at most
+ * held's * (1 + margin).  Only within one ranking class: a best with a
+ * throughput where held has none, or free where held is not, always
+ * wins.  held NULL (the lock's provider is no candidate now): false.
+ * held and best the same provider: true.  margin <= 0 or not finite:
+ * false (no margin).
+ */
+bool route_margin_keeps(const struct rec_cand *held,
+			const struct rec_cand *best, double margin);
 
 /* Fills a lock record for candidate c, taken at now. */
 void route_lock_from(struct rec_lock *l, const struct rec_cand *c,

@@ -388,6 +388,65 @@ params_sanitize(const struct score_params *in, struct score_params *p)
 	p->min_uptime = in->min_uptime;
 	if (!isfinite(p->min_uptime))
 		p->min_uptime = 0;
+	p->hit_evidence_tokens = in->hit_evidence_tokens;
+	p->hits = in->hits;
+	p->n_hits = in->hits != NULL ? in->n_hits : 0;
+}
+
+void
+score_hit_add(struct score_hit *h, int64_t prompt, int64_t cached,
+	      double half_life_tokens)
+{
+	double keep = 0, w;
+
+	if (prompt <= 0)
+		return;
+	if (cached < 0)
+		cached = 0;
+	if (cached > prompt)
+		cached = prompt;
+	if (!(h->rate >= 0 && h->rate <= 1) || !(h->weight >= 0) ||
+	    !isfinite(h->weight))
+		h->rate = h->weight = 0;
+	if (isfinite(half_life_tokens) && half_life_tokens > 0)
+		keep = pow(0.5, (double)prompt / half_life_tokens);
+	w = h->weight * keep + (double)prompt;
+	h->rate = (h->rate * h->weight * keep + (double)cached) / w;
+	if (!(h->rate >= 0))
+		h->rate = 0;
+	if (h->rate > 1)
+		h->rate = 1;
+	h->weight = w;
+	h->tokens = h->tokens < 0 || h->tokens > INT64_MAX - prompt ?
+			    prompt :
+			    h->tokens + prompt;
+}
+
+double
+score_hit_pick(const struct score_params *p, const char *tag, bool *measured,
+	       int64_t *tokens)
+{
+	const struct score_hit *h = NULL;
+	double r = p->hit_rate;
+	size_t i;
+
+	for (i = 0; p->hits != NULL && tag != NULL && i < p->n_hits; i++)
+		if (strcmp(p->hits[i].tag, tag) == 0) {
+			h = &p->hits[i];
+			break;
+		}
+	if (measured != NULL)
+		*measured = false;
+	if (tokens != NULL)
+		*tokens = h != NULL ? h->tokens : 0;
+	if (h != NULL && h->tokens > 0 &&
+	    h->tokens >= p->hit_evidence_tokens && h->rate >= 0 &&
+	    h->rate <= 1) {
+		r = h->rate;
+		if (measured != NULL)
+			*measured = true;
+	}
+	return r;
 }
 
 /* The metadata of endpoint ep: names, status, uptime, limits. */
@@ -480,8 +539,10 @@ terms_eval(const struct score_terms *t, int hhmm,
 	e->cache_read = e->prompt;
 	if (score_terms_price(t, SCORE_CACHE_READ, hhmm, &cr))
 		e->cache_read = cr;
+	e->hit_rate = score_hit_pick(p, e->tag, &e->hit_measured,
+				     &e->hit_tokens);
 	e->effective_input =
-	    p->hit_rate * e->cache_read + (1 - p->hit_rate) * e->prompt;
+	    e->hit_rate * e->cache_read + (1 - e->hit_rate) * e->prompt;
 	e->cost = e->effective_input * SCORE_INPUT_WEIGHT +
 	          e->completion * SCORE_OUTPUT_WEIGHT;
 	if (!isfinite(e->cost) || !isfinite(e->effective_input)) {

@@ -13,10 +13,27 @@
 
 #include "orgw.h"
 
+/*
+ * The measured cache hit rate of one provider for one model (issue 17):
+ * the cached share of its prompt tokens as a decayed average, and the
+ * undecayed total of prompt tokens behind it.  The evidence threshold
+ * is checked against the undecayed total, so a provider that once
+ * crossed it stays measured: the choice cannot flap around it.
+ */
+struct score_hit {
+	char tag[ORGW_TAG_MAX];
+	double rate;		/* decayed cached/prompt, 0..1 */
+	double weight;		/* decayed prompt tokens behind rate */
+	int64_t tokens;		/* prompt tokens seen in all, undecayed */
+};
+
 struct score_params {
-	double hit_rate;	/* HIT_RATE, 0..1 */
+	double hit_rate;	/* HIT_RATE, 0..1: the prior */
 	double cache_bonus;	/* CACHE_BONUS */
 	double min_uptime;	/* MIN_UPTIME, percent */
+	int64_t hit_evidence_tokens;	/* HIT_RATE_EVIDENCE_TOKENS */
+	const struct score_hit *hits;	/* borrowed; may be NULL */
+	size_t n_hits;
 };
 
 /* The price keys the formula reads (OPENROUTER.md section 2). */
@@ -75,6 +92,9 @@ struct score_endpoint {
 	double prompt;		/* USD/token now (overrides, discount applied) */
 	double completion;	/* USD/token now */
 	double cache_read;	/* USD/token now; = prompt when none priced */
+	double hit_rate;	/* the rate effective_input used */
+	bool hit_measured;	/* measured (else HIT_RATE, assumed) */
+	int64_t hit_tokens;	/* prompt tokens measured on, undecayed */
 	double effective_input;	/* hit*cache_read + (1-hit)*prompt */
 	double cost;		/* effective_input*0.4 + completion*0.6 */
 	double throughput;	/* throughput_last_30m.p50; 0 when null */
@@ -123,7 +143,9 @@ void score_result_exclude(struct score_result *r, size_t i,
 
 /*
  * The formula of SPEC section 6 at clock time utc_hhmm, from stored terms
- * t: sets e's prices now, effective_input, cost, throughput, implicit
+ * t, with the hit rate score_hit_pick(p, e->tag) (so e->tag must be set):
+ * sets e's prices now, hit rate and its source, effective_input, cost,
+ * throughput, implicit
  * cache flag, bonus, free and score; on a price missing now, sets
  * e->excluded to "price" (unless already excluded).  Other fields of e
  * are left alone.  score_endpoints() uses it for every endpoint and the
@@ -139,6 +161,26 @@ void score_terms_eval(const struct score_terms *t, int utc_hhmm,
  */
 int score_rank_cmp(const struct score_endpoint *a,
 		   const struct score_endpoint *b);
+
+/*
+ * Adds one answer's usage to h (pure arithmetic): the old evidence
+ * weighs 0.5^(prompt/half_life_tokens), then prompt tokens of which
+ * cached were read from the cache join it.  cached is clamped to
+ * 0..prompt; prompt <= 0 changes nothing; a half-life <= 0 or not
+ * finite keeps no old evidence.  A damaged h (non-finite, out of range)
+ * starts again from this answer.
+ */
+void score_hit_add(struct score_hit *h, int64_t prompt, int64_t cached,
+		   double half_life_tokens);
+
+/*
+ * The hit rate the formula uses for tag: the measured one of p->hits
+ * once its undecayed tokens reach p->hit_evidence_tokens (*measured
+ * true), else p->hit_rate (the prior).  *tokens is the undecayed total
+ * known for tag (0 when none).  Any out pointer may be NULL.
+ */
+double score_hit_pick(const struct score_params *p, const char *tag,
+		      bool *measured, int64_t *tokens);
 
 /* The price of key k in t at utc_hhmm (windows, then discount); false
  * when it is missing or unreadable then. */

@@ -61,6 +61,9 @@ run_params(const struct orgw_conf *c, struct score_params *p)
 	p->hit_rate = c->hit_rate;
 	p->cache_bonus = c->cache_bonus;
 	p->min_uptime = c->min_uptime;
+	p->hit_evidence_tokens = c->hit_rate_evidence_tokens;
+	p->hits = NULL;
+	p->n_hits = 0;
 }
 
 enum orgw_err
@@ -165,6 +168,36 @@ exclude_cooling(const struct orgw_conf *c, const char *model,
 			 c->state_path, orgw_strerror(err));
 }
 
+/*
+ * The measured hit rates of model (STATS:<model>, issue 17) into *hits
+ * (malloc'd, caller frees; NULL when none), read in one reader
+ * transaction that never repairs the store.  A store that cannot be
+ * read gives none, with a warning: the model is scored with HIT_RATE.
+ */
+static void
+read_hits(const struct orgw_conf *c, const char *model,
+	  struct score_hit **hits, size_t *n)
+{
+	struct store *s = NULL;
+	char k[ORGW_MODEL_MAX + 32], *v = NULL;
+	enum orgw_err err;
+
+	*hits = NULL;
+	*n = 0;
+	snprintf(k, sizeof(k), "STATS:%s", model);
+	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	if (err == ORGW_OK)
+		err = store_get(s, k, &v);
+	if (s != NULL && store_close(s) != ORGW_OK && err == ORGW_OK)
+		err = ORGW_EIO;
+	if (err == ORGW_OK)
+		err = record_stats_hits(v, hits, n);
+	free(v);
+	if (err != ORGW_OK)
+		log_warn("scorer: %s: hit rates not read from %s: %s", model,
+			 c->state_path, orgw_strerror(err));
+}
+
 /* fetchmany done(): score model i and write its candidates. */
 static void
 run_done(void *arg, size_t i, struct fetchmany_item *it)
@@ -180,9 +213,15 @@ run_done(void *arg, size_t i, struct fetchmany_item *it)
 		snprintf(r->error, sizeof(r->error), "endpoints fetch: %.100s",
 			 it->error);
 	} else {
-		r->err = scorerun_answer(&x->p, it->status, it->body,
+		struct score_params p = x->p;
+		struct score_hit *hits;
+
+		read_hits(x->c, r->model, &hits, &p.n_hits);
+		p.hits = hits;
+		r->err = scorerun_answer(&p, it->status, it->body,
 					 it->len, r->utc_hhmm, &r->res,
 					 r->error, sizeof(r->error));
+		free(hits);
 		if (r->err == ORGW_OK)
 			exclude_cooling(x->c, r->model, &r->res,
 					r->scored_at);

@@ -165,19 +165,38 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 }
 
 /*
- * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves.
- * Out of memory keeps the stored order: a lock moves either way.
+ * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves,
+ * with the measured hit rates of STATS:<model> (issue 17) where their
+ * evidence suffices.  Out of memory keeps the stored order, and STATS
+ * unreadable the assumed HIT_RATE: a lock moves either way.
  */
-static void
-rerank(const struct orgw_conf *c, struct rec_cands *cands, int64_t now)
+static enum orgw_err
+rerank(struct store *s, const struct orgw_conf *c, const char *model,
+       struct rec_cands *cands, int64_t now)
 {
 	struct score_params p;
+	struct score_hit *hits = NULL;
+	size_t n_hits = 0;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
 
+	key2(k, "STATS", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (record_stats_hits(v, &hits, &n_hits) != ORGW_OK)
+		log_warn("out of memory: lock moves by the assumed HIT_RATE");
+	free(v);
+	memset(&p, 0, sizeof(p));
 	p.hit_rate = c->hit_rate;
 	p.cache_bonus = c->cache_bonus;
 	p.min_uptime = c->min_uptime;
+	p.hit_evidence_tokens = c->hit_rate_evidence_tokens;
+	p.hits = hits;
+	p.n_hits = n_hits;
 	if (route_rerank(cands, score_hhmm(now), &p) != ORGW_OK)
 		log_warn("out of memory: lock moves by the stored ranking");
+	free(hits);
+	return ORGW_OK;
 }
 
 /*
@@ -199,8 +218,8 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	char k[KEY_MAX];
 	enum orgw_err err;
 
-	if (have_cands)
-		rerank(c, cands, now);
+	if (have_cands && (err = rerank(s, c, model, cands, now)) != ORGW_OK)
+		return err;
 	key2(k, "BEST_PROVIDER", model);
 	next = route_next(have_cands ? cands : NULL, cooling, &cc, off_tag);
 	if (next == NULL) {
@@ -243,6 +262,7 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	v.now = now;
 	v.lock_idle_seconds = c->lock_idle_seconds;
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
+	v.lock_margin = c->lock_margin;
 	v.client_provider = client_provider;
 	/* Most requests find a live lock (step 4) or bring their own
 	 * provider (step 3), which route_decide() settles before it looks
@@ -257,8 +277,11 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 			record_cands_clear(&cands);
 			return err;
 		}
-		if (have_cands)
-			rerank(c, &cands, now);
+		if (have_cands && (err = rerank(s, c, model, &cands, now)) !=
+					  ORGW_OK) {
+			record_cands_clear(&cands);
+			return err;
+		}
 		v.cands = have_cands ? &cands : NULL;
 		kind = route_decide(&v, &pick);
 	}
@@ -516,7 +539,7 @@ state_failure(const struct orgw_conf *c, const char *model, const char *tag,
 
 struct finish_args {
 	const char *model;
-	const struct stats_delta *d;
+	struct stats_delta d;
 	const char *ok_tag;
 };
 
@@ -531,7 +554,7 @@ do_finish(struct store *s, void *arg)
 	key2(k, "STATS", a->model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	err = put_text(s, k, record_stats_apply(v, a->d));
+	err = put_text(s, k, record_stats_apply(v, &a->d));
 	free(v);
 	v = NULL;
 	if (err != ORGW_OK || a->ok_tag == NULL)
@@ -553,9 +576,10 @@ enum orgw_err
 state_finish(const struct orgw_conf *c, const char *model,
 	     const struct stats_delta *d, const char *ok_tag)
 {
-	struct finish_args a = {model, d, ok_tag};
+	struct finish_args a = {model, *d, ok_tag};
 	enum orgw_err err;
 
+	a.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
 	err = state_txn(c, true, do_finish, &a);
 	if (err != ORGW_OK)
 		log_warn("state unavailable (%s): request not counted",

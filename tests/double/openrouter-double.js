@@ -343,6 +343,9 @@ function normEndpoint(modelId, e, i) {
     discount: toNum(p.discount),
     overrides: Array.isArray(p.overrides) && p.overrides.length ? p.overrides : null,
     maxOut: Number.isFinite(e.max_completion_tokens) && e.max_completion_tokens > 0 ? e.max_completion_tokens : null,
+    // Double-only: a provider whose cache serves this share of every prompt (see README).
+    cacheHitRate: Number.isFinite(e.x_double_cache_hit_rate) && e.x_double_cache_hit_rate >= 0 &&
+      e.x_double_cache_hit_rate <= 1 ? e.x_double_cache_hit_rate : null,
     pieces: new Map(), // chunks -> {json:[...], contentJ}
   };
 }
@@ -817,6 +820,7 @@ function handleChat(ctx, rawBody) {
   if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
     ctx.cachedHit = promptCacheHit(model, ep, promptText(body.messages), promptTokens);
   }
+  if (ep.cacheHitRate !== null) ctx.cachedHit = Math.floor(promptTokens * ep.cacheHitRate);
 
   if (f) {
     switch (f.kind) {

@@ -151,13 +151,13 @@ t_match "the table prints the status exclusion with its reason" \
 t_match "the table marks the null-throughput row" \
 	'nulltp +NullTP .* - .*no throughput: ranked last' "$(grep nulltp "$ORGW_T/r.txt")"
 t_match "the table has a header naming every term" \
-	'rank +tag +provider +prompt +cache_rd +complet +eff_in +cost +tput_p50 +uptime +cache +bonus +score' \
+	'rank +tag +provider +prompt +cache_rd +complet +eff_in +cost +tput_p50 +uptime +cache +bonus +score +hit +hit_src +hit_tok' \
 	"$(cat "$ORGW_T/r.txt")"
 t_match "the per-model line gives time, price clock and fetch time" \
 	"^== $R: scored at 2025-12-01 12:00:[0-9]{2} UTC \\([0-9]+\\), price clock 1200 UTC, fetch [0-9]+ ms" \
 	"$(grep "^== $R" "$ORGW_T/r.txt")"
 t_match "prices are shown per million tokens (fast: 0.1 / 0.2, cost 0.16)" \
-	'^ +1 +fast +Fast +0\.1 +0\.1 +0\.2 +0\.1 +0\.16 +100\.0 +99\.9 +no +1 +6\.25e\+08$' \
+	'^ +1 +fast +Fast +0\.1 +0\.1 +0\.2 +0\.1 +0\.16 +100\.0 +99\.9 +no +1 +6\.25e\+08 +0\.9 +assumed +0$' \
 	"$(grep ' fast ' "$ORGW_T/r.txt")"
 t_match "the last line sums up the run" \
 	'^orgw-score [0-9-]+ [0-9:]+Z: 1 models, 1 scored, 0 failed, wall [0-9]+ ms' \

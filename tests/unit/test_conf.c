@@ -28,6 +28,7 @@ static const char *const all_names[] = {
 	"REQUEST_TIMEOUT_MS", "CLIENT_SEND_TIMEOUT_MS", "FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
 	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
+	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -81,6 +82,11 @@ test_defaults(void)
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
+	T_ASSERT("default HIT_RATE_HALF_LIFE_TOKENS",
+		 c.hit_rate_half_life_tokens == 1000000);
+	T_ASSERT("default HIT_RATE_EVIDENCE_TOKENS",
+		 c.hit_rate_evidence_tokens == 200000);
+	T_ASSERT("default LOCK_MARGIN 0.10", T_NEAR(c.lock_margin, 0.10));
 	T_ASSERT("default RETRY_429_DELAYS 2,4,8",
 		 c.n_retry_429_delays == 3 && c.retry_429_delays[0] == 2 &&
 			 c.retry_429_delays[1] == 4 &&
@@ -188,6 +194,16 @@ test_doubles(void)
 		 set_bad(&c, "MIN_UPTIME", "-0.01", "MIN_UPTIME", "0..100"));
 	T_ASSERT("MIN_UPTIME 100.01 refused",
 		 set_bad(&c, "MIN_UPTIME", "100.01", "MIN_UPTIME", NULL));
+	T_ASSERT("LOCK_MARGIN 0 ok (no margin)",
+		 set_ok(&c, "LOCK_MARGIN", "0") && c.lock_margin == 0);
+	T_ASSERT("LOCK_MARGIN 0.25 ok", set_ok(&c, "LOCK_MARGIN", "0.25") &&
+						T_NEAR(c.lock_margin, 0.25));
+	T_ASSERT("LOCK_MARGIN -0.1 refused",
+		 set_bad(&c, "LOCK_MARGIN", "-0.1", "LOCK_MARGIN", NULL));
+	T_ASSERT("LOCK_MARGIN 10.5 refused",
+		 set_bad(&c, "LOCK_MARGIN", "10.5", "LOCK_MARGIN", NULL));
+	T_ASSERT("LOCK_MARGIN x refused",
+		 set_bad(&c, "LOCK_MARGIN", "x", "LOCK_MARGIN", NULL));
 	conf_free(&c);
 }
 
@@ -214,6 +230,10 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->cooldown_seconds;
 	if (strcmp(name, "LOCK_IDLE_SECONDS") == 0)
 		return c->lock_idle_seconds;
+	if (strcmp(name, "HIT_RATE_HALF_LIFE_TOKENS") == 0)
+		return c->hit_rate_half_life_tokens;
+	if (strcmp(name, "HIT_RATE_EVIDENCE_TOKENS") == 0)
+		return c->hit_rate_evidence_tokens;
 	if (strcmp(name, "MAX_ATTEMPTS") == 0)
 		return c->max_attempts;
 	if (strcmp(name, "MAX_BODY_BYTES") == 0)
@@ -242,6 +262,10 @@ test_integers(void)
 		  604800 },
 		{ "LOCK_IDLE_SECONDS", "0", "1", "604800", "604801", 1,
 		  604800 },
+		{ "HIT_RATE_HALF_LIFE_TOKENS", "0", "1", "1000000000000",
+		  "1000000000001", 1, 1000000000000LL },
+		{ "HIT_RATE_EVIDENCE_TOKENS", "0", "1", "1000000000000",
+		  "1000000000001", 1, 1000000000000LL },
 		{ "MAX_ATTEMPTS", "0", "1", "20", "21", 1, 20 },
 		{ "MAX_BODY_BYTES", "1023", "1024", "1073741824",
 		  "1073741825", 1024, 1073741824 },
@@ -1047,7 +1071,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
-			"7", "30",
+			"7", "30", "5000", "700", "0.3",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1075,7 +1099,10 @@ test_load(void)
 				 c.max_attempts == 2 &&
 				 c.max_body_bytes == 4096 &&
 				 c.state_mode == 0660 && c.max_models == 7 &&
-				 c.cron_min_interval_seconds == 30);
+				 c.cron_min_interval_seconds == 30 &&
+				 c.hit_rate_half_life_tokens == 5000 &&
+				 c.hit_rate_evidence_tokens == 700 &&
+				 T_NEAR(c.lock_margin, 0.3));
 		conf_free(&c);
 	}
 	env_clear();

@@ -701,6 +701,80 @@ test_stats_exact(void)
 	record_free(text);
 }
 
+/*
+ * Issue 17: by_provider.<tag>.hit follows pinned ok answers with usage
+ * only; record_stats_hits() reads it back for the scorer.
+ */
+static void
+test_stats_hits(void)
+{
+	struct stats_delta d;
+	struct score_hit *hits = NULL;
+	size_t n = 9;
+	char *t1, *t2 = NULL, *t3 = NULL;
+	cJSON *o;
+
+	memset(&d, 0, sizeof(d));
+	d.tag = "slow";
+	d.requests = d.ok = 1;
+	d.prompt_tokens = 1000;
+	d.cached_tokens = 250;
+	d.hit_half_life_tokens = 1000;
+	d.ttfb_ms = d.total_ms = -1;
+	t1 = record_stats_apply(NULL, &d);
+	d.cached_tokens = 1000;
+	if (t1)
+		t2 = record_stats_apply(t1, &d);
+	o = t2 ? cJSON_Parse(t2) : NULL;
+	T_ASSERT("hit: decayed rate, weight and undecayed tokens stored",
+		 o && T_NEAR(at(o, "by_provider.slow.hit.rate"), 0.75) &&
+			 T_NEAR(at(o, "by_provider.slow.hit.weight"), 1500) &&
+			 at(o, "by_provider.slow.hit.tokens") == 2000);
+	cJSON_Delete(o);
+	/* Not evidence: a failed answer, an off-pin answer, no usage. */
+	d.ok = 0;
+	record_free(t1);
+	t1 = t2 ? record_stats_apply(t2, &d) : NULL;
+	d.ok = 1;
+	d.off_pin = 1;
+	t3 = t1 ? record_stats_apply(t1, &d) : NULL;
+	d.off_pin = 0;
+	d.prompt_tokens = 0;
+	record_free(t1);
+	t1 = t3 ? record_stats_apply(t3, &d) : NULL;
+	o = t1 ? cJSON_Parse(t1) : NULL;
+	T_ASSERT("hit: failed, off-pin and usage-less answers leave it",
+		 o && at(o, "by_provider.slow.hit.tokens") == 2000 &&
+			 T_NEAR(at(o, "by_provider.slow.hit.rate"), 0.75) &&
+			 at(o, "by_provider.slow.requests") == 5);
+	cJSON_Delete(o);
+	d.tag = "warm";
+	d.prompt_tokens = 400;
+	d.cached_tokens = 360;
+	record_free(t2);
+	t2 = t1 ? record_stats_apply(t1, &d) : NULL;
+	T_ASSERT("hits: both providers read back",
+		 t2 && record_stats_hits(t2, &hits, &n) == ORGW_OK && n == 2 &&
+			 strcmp(hits[0].tag, "slow") == 0 &&
+			 T_NEAR(hits[0].rate, 0.75) &&
+			 hits[0].tokens == 2000 &&
+			 strcmp(hits[1].tag, "warm") == 0 &&
+			 T_NEAR(hits[1].rate, 0.9) && hits[1].tokens == 400);
+	free(hits);
+	T_ASSERT("hits: none in absent or broken text",
+		 record_stats_hits(NULL, &hits, &n) == ORGW_OK && n == 0 &&
+			 hits == NULL &&
+			 record_stats_hits("[1]", &hits, &n) == ORGW_OK &&
+			 n == 0 &&
+			 record_stats_hits("{\"by_provider\":{\"a\":{\"hit\":"
+					   "3},\"b\":{}}}",
+					   &hits, &n) == ORGW_OK &&
+			 n == 0 && hits == NULL);
+	record_free(t1);
+	record_free(t2);
+	record_free(t3);
+}
+
 static void
 test_stats_nonfinite(void)
 {
@@ -839,7 +913,7 @@ test_stats_order(void)
 static void
 test_cands_terms(void)
 {
-	static const struct score_params p = {0.9, 2.0, 95.0};
+	static const struct score_params p = {0.9, 2.0, 95.0, 0, NULL, 0};
 	struct rec_cand v;
 	struct rec_cands a, b;
 	struct score_terms *t = &v.terms;
@@ -966,6 +1040,7 @@ main(void)
 	test_seen();
 	test_stats();
 	test_stats_exact();
+	test_stats_hits();
 	test_stats_nonfinite();
 	test_stats_order();
 	return T_REPORT();

@@ -302,7 +302,7 @@ order(const struct rec_cands *c, char *buf, size_t n)
 static void
 test_rerank(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
 	static const char *const cool_steady[] = {"steady", NULL};
 	struct rec_cand v[4];
 	struct rec_cands c;
@@ -376,6 +376,173 @@ test_rerank(void)
 	             route_rerank(NULL, 1200, &p) == ORGW_OK);
 }
 
+/*
+ * LOCK_MARGIN (issue 17): route_margin_keeps() row by row.  held is the
+ * idle lock's provider, best the best candidate now.
+ */
+static void
+test_margin_rows(void)
+{
+	static const struct {
+		double held, best, margin;
+		bool held_tp, best_tp, held_free, best_free;
+		bool keeps;
+		const char *what;
+	} rows[] = {
+		{100, 105, 0.10, true, true, false, false, true,
+		 "5 % better: the lock stays"},
+		{100, 110, 0.10, true, true, false, false, true,
+		 "exactly 10 % better: the lock stays"},
+		{100, 110.5, 0.10, true, true, false, false, false,
+		 "10.5 % better: the lock moves"},
+		{100, 200, 0.10, true, true, false, false, false,
+		 "twice as good: the lock moves"},
+		{100, 101, 0, true, true, false, false, false,
+		 "margin 0: any better candidate takes the lock"},
+		{100, 101, -1, true, true, false, false, false,
+		 "negative margin counts as none"},
+		{0, 1, 0.10, true, true, false, false, false,
+		 "held scored 0: a positive best moves it"},
+		{0, 5, 0.10, false, true, false, false, false,
+		 "best has a throughput, held none: other class, moves"},
+		{100, 50, 0.10, true, true, false, true, false,
+		 "best is free, held is not: other class, moves"},
+		{100, 1000, 100, true, true, false, false, true,
+		 "a huge margin keeps the lock"},
+	};
+	struct rec_cand held, best;
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		memset(&held, 0, sizeof(held));
+		memset(&best, 0, sizeof(best));
+		snprintf(held.tag, sizeof(held.tag), "held");
+		snprintf(best.tag, sizeof(best.tag), "best");
+		held.score = rows[i].held;
+		best.score = rows[i].best;
+		held.has_throughput = rows[i].held_tp;
+		best.has_throughput = rows[i].best_tp;
+		held.free = rows[i].held_free;
+		best.free = rows[i].best_free;
+		T_ASSERT(rows[i].what,
+			 route_margin_keeps(&held, &best, rows[i].margin) ==
+				 rows[i].keeps);
+	}
+	T_ASSERT("margin: lock provider no candidate (NULL) moves",
+		 !route_margin_keeps(NULL, &best, 0.10));
+	T_ASSERT("margin: the same provider keeps",
+		 route_margin_keeps(&best, &best, 0.10));
+}
+
+/*
+ * route_decide with LOCK_MARGIN: deepseek 30, deepinfra/fp8 29 (the
+ * lock), novita 28.  An idle lock stays on deepinfra/fp8 with a 10 %
+ * margin (30 < 29 * 1.1), moves with none, and a cooling lock moves at
+ * once whatever the margin.
+ */
+static void
+test_decide_margin(void)
+{
+	static const char *const cool_lock[] = {"deepinfra/fp8", NULL};
+	static const char *const cool_best[] = {"deepseek", NULL};
+	const struct rec_cand *pick;
+	struct route_view v;
+
+	setup();
+	LOCK.last_used = 10000 - 3600;
+	v = view(NULL);
+	v.lock_margin = 0.10;
+	T_ASSERT("idle lock, best within the margin: renewed (locked)",
+		 route_decide(&v, &pick) == ROUTE_LOCKED && pick == NULL);
+	v.lock_margin = 0;
+	T_ASSERT("idle lock, no margin: the best takes it",
+		 route_decide(&v, &pick) == ROUTE_RELOCKED &&
+			 strcmp(pick->tag, "deepseek") == 0);
+	V[0].score = 29 * 1.1 + 0.01;
+	v.lock_margin = 0.10;
+	T_ASSERT("idle lock, best beyond the margin: moves",
+		 route_decide(&v, &pick) == ROUTE_RELOCKED &&
+			 strcmp(pick->tag, "deepseek") == 0);
+	V[0].score = 30;
+	v = view(cool_lock);
+	v.lock_margin = 0.10;
+	T_ASSERT("cooling lock moves at once despite the margin",
+		 route_decide(&v, &pick) == ROUTE_RELOCKED &&
+			 strcmp(pick->tag, "deepseek") == 0);
+	LOCK.last_used = 10000 - 3600;
+	v = view(cool_best);
+	v.lock_margin = 0.10;
+	T_ASSERT("idle lock, best cooling: the lock is the best, kept",
+		 route_decide(&v, &pick) == ROUTE_RELOCKED &&
+			 strcmp(pick->tag, "deepinfra/fp8") == 0);
+	snprintf(LOCK.tag, sizeof(LOCK.tag), "gone");
+	v = view(NULL);
+	v.lock_margin = 0.10;
+	T_ASSERT("idle lock whose provider is no candidate: moves",
+		 route_decide(&v, &pick) == ROUTE_RELOCKED &&
+			 strcmp(pick->tag, "deepseek") == 0);
+	setup();
+	v = view(NULL);
+	v.lock_margin = 0.10;
+	T_ASSERT("live lock: locked, margin or not",
+		 route_decide(&v, &pick) == ROUTE_LOCKED);
+}
+
+/*
+ * The re-rank with measured hit rates: cheap (prompt 1e-7, cache 1e-8)
+ * and dear (prompt 1.2e-7, cache 1.2e-8), same completion 1e-7.  With
+ * the assumed 0.9 cheap ranks first; once cheap is measured at 0.2 and
+ * dear at 0.9 on enough tokens, dear ranks first; below the evidence
+ * threshold the prior stays.
+ */
+static void
+test_rerank_hits(void)
+{
+	struct score_hit hits[2];
+	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0};
+	struct rec_cand v[2];
+	struct rec_cands c;
+	char buf[64];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		cand(&v[i], i ? "dear" : "cheap", i ? 1.2e-7 : 1e-7, 1e-7);
+		v[i].terms.base_kind[SCORE_CACHE_READ] = SCORE_PRICE_OK;
+		v[i].terms.base[SCORE_CACHE_READ] = i ? 1.2e-8 : 1e-8;
+	}
+	memset(&c, 0, sizeof(c));
+	c.v = v;
+	c.n = 2;
+	memset(hits, 0, sizeof(hits));
+	snprintf(hits[0].tag, sizeof(hits[0].tag), "cheap");
+	hits[0].rate = 0.2;
+	hits[0].weight = hits[0].tokens = 999;
+	snprintf(hits[1].tag, sizeof(hits[1].tag), "dear");
+	hits[1].rate = 0.9;
+	hits[1].weight = hits[1].tokens = 5000;
+	T_ASSERT("no hits: assumed rate, cheap first",
+		 route_rerank(&c, 1200, &p) == ORGW_OK &&
+			 strcmp(order(&c, buf, sizeof(buf)), "cheap,dear") ==
+				 0 &&
+			 !c.v[0].hit_measured && T_NEAR(c.v[0].hit_rate, 0.9));
+	p.hits = hits;
+	p.n_hits = 2;
+	T_ASSERT("cheap below the evidence: still assumed, cheap first",
+		 route_rerank(&c, 1200, &p) == ORGW_OK &&
+			 strcmp(order(&c, buf, sizeof(buf)), "cheap,dear") ==
+				 0 &&
+			 !c.v[0].hit_measured && c.v[0].hit_tokens == 999 &&
+			 c.v[1].hit_measured && c.v[1].hit_tokens == 5000);
+	hits[0].tokens = 1000;
+	T_ASSERT("cheap measured at 0.2: dear ranks first",
+		 route_rerank(&c, 1200, &p) == ORGW_OK &&
+			 strcmp(order(&c, buf, sizeof(buf)), "dear,cheap") ==
+				 0 &&
+			 c.v[1].hit_measured && T_NEAR(c.v[1].hit_rate, 0.2) &&
+			 T_NEAR(c.v[1].effective_input,
+				0.2 * 1e-8 + 0.8 * 1e-7));
+}
+
 int
 main(void)
 {
@@ -384,5 +551,8 @@ main(void)
 	test_next_find();
 	test_lock_from();
 	test_rerank();
+	test_margin_rows();
+	test_decide_margin();
+	test_rerank_hits();
 	return T_REPORT();
 }

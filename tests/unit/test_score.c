@@ -50,7 +50,7 @@ static const char EXAMPLE[] =
     "\"latency_last_30m\":{\"p50\":620.0},"
     "\"throughput_last_30m\":{\"p50\":48.0,\"p75\":41.3}}]}}";
 
-static const struct score_params PARAMS = {0.8, 1.0, 95.0};
+static const struct score_params PARAMS = {0.8, 1.0, 95.0, 0, NULL, 0};
 
 static enum orgw_err
 run(const char *json, int t, const struct score_params *p,
@@ -610,7 +610,7 @@ test_garbage(void)
 static void
 test_extremes(void)
 {
-	struct score_params p = {NAN, INFINITY, NAN};
+	struct score_params p = {NAN, INFINITY, NAN, 0, NULL, 0};
 	struct score_result r;
 
 	T_ASSERT("extreme doc parses",
@@ -656,7 +656,7 @@ test_extremes(void)
 static void
 test_terms(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
 	struct score_result noon, eve;
 	struct score_endpoint e;
 	const struct score_endpoint *d;
@@ -758,6 +758,93 @@ test_terms(void)
 	         !price("{\"request\":\"1\"}", "request", 0, &v));
 }
 
+/*
+ * Measured hit rates (issue 17): the decay arithmetic of score_hit_add
+ * and the evidence threshold of score_hit_pick.
+ */
+static void
+test_hits(void)
+{
+	struct score_hit h, hs[1];
+	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0};
+	bool m = true;
+	int64_t tok = -1;
+	int i;
+
+	memset(&h, 0, sizeof(h));
+	score_hit_add(&h, 1000, 250, 1000);
+	T_ASSERT("first answer: rate is its cached share",
+		 T_NEAR(h.rate, 0.25) && T_NEAR(h.weight, 1000) &&
+			 h.tokens == 1000);
+	/* Old weight 1000 * 0.5^(1000/1000) = 500, joined by 1000 at 1.0:
+	 * (0.25*500 + 1000) / 1500 = 0.75. */
+	score_hit_add(&h, 1000, 1000, 1000);
+	T_ASSERT("one half-life later: old evidence weighs half",
+		 T_NEAR(h.rate, 0.75) && T_NEAR(h.weight, 1500) &&
+			 h.tokens == 2000);
+	memset(&h, 0, sizeof(h));
+	score_hit_add(&h, 1000, 0, 1e6);
+	score_hit_add(&h, 1000, 1000, 1e6);
+	T_ASSERT("a long half-life: nearly the plain token average",
+		 fabs(h.rate - 0.5) < 0.001);
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < 100; i++)
+		score_hit_add(&h, 1000, 200, 1000);
+	for (i = 0; i < 10; i++)
+		score_hit_add(&h, 1000, 900, 1000);
+	T_ASSERT("10 half-lives at 0.9 after 0.2: within 0.1 % of 0.9",
+		 fabs(h.rate - 0.9) < 0.001 && h.tokens == 110000);
+	T_ASSERT("the weight stays bounded (about 2 half-lives)",
+		 h.weight < 2 * 1000 + 1);
+	score_hit_add(&h, 0, 0, 1000);
+	T_ASSERT("no prompt tokens: nothing changes", h.tokens == 110000);
+	memset(&h, 0, sizeof(h));
+	score_hit_add(&h, 100, 500, 1000);
+	T_ASSERT("cached over prompt is clamped", T_NEAR(h.rate, 1));
+	score_hit_add(&h, 100, -5, 0);
+	T_ASSERT("half-life 0 keeps no old evidence; negative cached 0",
+		 T_NEAR(h.rate, 0) && T_NEAR(h.weight, 100) &&
+			 h.tokens == 200);
+	h.rate = NAN;
+	h.weight = INFINITY;
+	score_hit_add(&h, 100, 50, 1000);
+	T_ASSERT("damaged evidence starts again",
+		 T_NEAR(h.rate, 0.5) && T_NEAR(h.weight, 100) &&
+			 h.tokens == 300);
+
+	T_ASSERT("no hits: the prior, 0 tokens",
+		 T_NEAR(score_hit_pick(&p, "x", &m, &tok), 0.9) && !m &&
+			 tok == 0);
+	memset(hs, 0, sizeof(hs));
+	snprintf(hs[0].tag, sizeof(hs[0].tag), "x");
+	p.hits = hs;
+	p.n_hits = 1;
+	for (i = 0; i < 9; i++)
+		score_hit_add(&hs[0], 100, 20, 50);
+	T_ASSERT("900 tokens < 1000: still the prior",
+		 T_NEAR(score_hit_pick(&p, "x", &m, &tok), 0.9) && !m &&
+			 tok == 900);
+	score_hit_add(&hs[0], 100, 20, 50);
+	T_ASSERT("1000 tokens: the measured rate",
+		 T_NEAR(score_hit_pick(&p, "x", &m, &tok), 0.2) && m &&
+			 tok == 1000);
+	/* The decayed weight is tiny (half-life 50 tokens) but the
+	 * undecayed total only grows: once measured, always measured. */
+	for (i = 0; i < 50; i++) {
+		score_hit_add(&hs[0], 100, i % 2 ? 100 : 0, 50);
+		(void)score_hit_pick(&p, "x", &m, NULL);
+		if (!m)
+			break;
+	}
+	T_ASSERT("no flapping: measured on every one of 50 more answers",
+		 i == 50 && hs[0].weight < 200);
+	T_ASSERT("another tag: the prior",
+		 T_NEAR(score_hit_pick(&p, "y", &m, NULL), 0.9) && !m);
+	p.hit_evidence_tokens = 0;
+	T_ASSERT("evidence 0 still needs a token seen",
+		 T_NEAR(score_hit_pick(&p, "y", &m, NULL), 0.9) && !m);
+}
+
 int
 main(void)
 {
@@ -769,5 +856,6 @@ main(void)
 	test_garbage();
 	test_extremes();
 	test_terms();
+	test_hits();
 	return T_REPORT();
 }
