@@ -425,12 +425,9 @@ stored_cooling(const struct score_endpoint *e)
 	return e->excluded != NULL && strcmp(e->excluded, "cooling") == 0;
 }
 
-static void
-cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
+void
+record_cand_priced(struct rec_cand *d, const struct score_endpoint *e)
 {
-	snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
-	snprintf(d->provider_name, sizeof(d->provider_name), "%s",
-		 e->provider_name);
 	d->score = e->score;
 	d->throughput = e->throughput;
 	d->has_throughput = e->has_throughput;
@@ -439,13 +436,22 @@ cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
 	d->completion = e->completion;
 	d->effective_input = e->effective_input;
 	d->cost = e->cost;
-	d->uptime = e->uptime;
 	d->bonus = e->bonus;
 	d->implicit_cache = e->implicit_cache;
 	d->free = e->free;
 	d->hit_rate = e->hit_rate;
 	d->hit_measured = e->hit_measured;
 	d->hit_tokens = e->hit_tokens;
+}
+
+static void
+cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
+{
+	snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
+	snprintf(d->provider_name, sizeof(d->provider_name), "%s",
+		 e->provider_name);
+	record_cand_priced(d, e);
+	d->uptime = e->uptime;
 	d->max_completion_tokens = e->max_completion_tokens;
 	d->terms = e->terms;
 }

@@ -91,6 +91,12 @@ char *record_cands_encode(const struct rec_cands *c);
 enum orgw_err record_cands_decode(const char *text, struct rec_cands *c);
 void record_cands_clear(struct rec_cands *c);
 
+/* Copies into d what the formula computed for e: the score, its terms
+ * at the time scored (prices, throughput, bonus) and the hit rate used.
+ * Names, uptime, limits and the stored price terms are left alone (the
+ * scorer's list and route_rerank() both call it). */
+void record_cand_priced(struct rec_cand *d, const struct score_endpoint *e);
+
 /* Fills c from a scoring result, scored now: the ranked endpoints, best
  * first, then those excluded only as "cooling" (kept for when their
  * cooldown ends; routing skips them until then). */

@@ -110,20 +110,7 @@ route_rerank(struct rec_cands *c, int utc_hhmm, const struct score_params *p)
 			continue;
 		d = &v[n++];
 		*d = c->v[s[i].idx];
-		d->score = e->score;
-		d->throughput = e->throughput;
-		d->has_throughput = e->has_throughput;
-		d->prompt = e->prompt;
-		d->cache_read = e->cache_read;
-		d->completion = e->completion;
-		d->effective_input = e->effective_input;
-		d->cost = e->cost;
-		d->bonus = e->bonus;
-		d->implicit_cache = e->implicit_cache;
-		d->free = e->free;
-		d->hit_rate = e->hit_rate;
-		d->hit_measured = e->hit_measured;
-		d->hit_tokens = e->hit_tokens;
+		record_cand_priced(d, e);
 	}
 	memcpy(c->v, v, n * sizeof(*v));
 	c->n = n;

@@ -15,23 +15,7 @@
 . "$ORGW_ROOT/tests/soak/statelib.sh"
 
 orgw_start MAX_ATTEMPTS=2 UPSTREAM_TIMEOUT_MS=20000
-HPID=
-stop_hostile() {
-	local rc=$?
-	[ -n "$HPID" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
-	HPID=
-	return $rc
-}
-trap 'stop_hostile; orgw__on_exit' EXIT
-node "$ORGW_ROOT/tests/soak/hostile-upstream.js" --port-file "$ORGW_T/hostile.port" \
-	--key "$UPSTREAM_KEY" >"$ORGW_T/hostile.log" 2>&1 &
-HPID=$!
-for i in $(seq 50); do
-	[ -s "$ORGW_T/hostile.port" ] && break
-	sleep 0.1
-done
-HURL=http://127.0.0.1:$(tr -dc 0-9 <"$ORGW_T/hostile.port")
-orgw_restart_workers UPSTREAM_URL="$HURL/api/v1"
+hostile_start
 pids=$(worker_set)
 
 peak_mb() { # the largest VmHWM of the workers, in MiB

@@ -15,6 +15,9 @@
 #                         the workers are still PIDS (none died and was
 #                         restarted by multiwatch) and the log has no crash
 #   ms_since NS           milliseconds since date +%s%N value NS
+#   hostile_start         starts tests/soak/hostile-upstream.js (its pid in
+#                         HPID, stopped by the EXIT trap it installs with
+#                         orgw's) and points the workers at it; sets HURL
 
 kw_build() {
 	local lib=$ORGW_ROOT/build/release/liborgw.a
@@ -53,4 +56,24 @@ assert_no_crash() {
 
 ms_since() {
 	echo $((($(date +%s%N) - $1) / 1000000))
+}
+
+hostile_stop() {
+	local rc=$?
+	[ -n "${HPID:-}" ] && kill "$HPID" 2>/dev/null && wait "$HPID" 2>/dev/null
+	HPID=
+	return $rc
+}
+
+hostile_start() {
+	trap 'hostile_stop; orgw__on_exit' EXIT
+	node "$ORGW_ROOT/tests/soak/hostile-upstream.js" --port-file "$ORGW_T/hostile.port" \
+		--key "$UPSTREAM_KEY" >"$ORGW_T/hostile.log" 2>&1 &
+	HPID=$!
+	for _ in $(seq 50); do
+		[ -s "$ORGW_T/hostile.port" ] && break
+		sleep 0.1
+	done
+	HURL=http://127.0.0.1:$(tr -dc 0-9 <"$ORGW_T/hostile.port")
+	orgw_restart_workers UPSTREAM_URL="$HURL/api/v1"
 }
