@@ -1031,6 +1031,9 @@ bookkeep(struct chat *ch)
 	ch->d.cached_tokens = ch->a.cached;
 	ch->d.completion_tokens = ch->a.completion;
 	ch->d.cost_usd = ch->a.cost;
+	ch->d.usage = ch->a.have_usage;
+	ch->d.served = ch->a.served;
+	ch->d.now = clock_now_s();
 	ch->d.ttfb_ms = ttfb;
 	ch->d.total_ms = total;
 	state_finish(ch->c, ch->req.model, &ch->d,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cJSON.h>
 
@@ -768,6 +769,112 @@ record_stats_hits(const char *text, struct score_hit **v, size_t *n)
 	return ORGW_OK;
 }
 
+void
+record_day(int64_t t, char dst[11])
+{
+	/* civil_from_days (H. Hinnant), valid for every int64_t day. */
+	int64_t z = (t >= 0 ? t : t - 86399) / 86400 + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	int64_t dd = doy - (153 * mp + 2) / 5 + 1;
+	int64_t mm = mp < 10 ? mp + 3 : mp - 9;
+	int64_t yy = yoe + era * 400 + (mm <= 2);
+
+	char b[64];
+
+	snprintf(b, sizeof(b), "%04d-%02d-%02d", (int)(yy % 10000 + 10000) % 10000,
+		 (int)mm, (int)dd);
+	memcpy(dst, b, 10);
+	dst[10] = '\0';
+}
+
+void
+record_money_price(struct stats_delta *d, const struct rec_cands *c)
+{
+	const struct rec_cand *e = NULL;
+	size_t i, n = c != NULL ? c->n : 0;
+
+	d->money_tag = NULL;
+	d->uncached_usd = 0;
+	if (!d->usage)
+		return;
+	if (d->tag != NULL && d->tag[0] != '\0' && d->off_pin == 0) {
+		d->money_tag = d->tag;
+		for (i = 0; i < n && e == NULL; i++)
+			if (strcmp(c->v[i].tag, d->tag) == 0)
+				e = &c->v[i];
+	} else if (d->served != NULL && d->served[0] != '\0') {
+		for (i = 0; i < n && e == NULL; i++)
+			if (strcasecmp(c->v[i].provider_name, d->served) == 0 ||
+			    strcasecmp(c->v[i].tag, d->served) == 0)
+				e = &c->v[i];
+		if (e != NULL)
+			d->money_tag = e->tag;
+	}
+	if (d->money_tag == NULL)
+		d->money_tag = RECORD_MONEY_UNKNOWN;
+	if (e == NULL ||
+	    !score_uncached_cost(&e->terms, score_hhmm(d->now),
+				 d->prompt_tokens, d->completion_tokens,
+				 &d->uncached_usd))
+		d->uncached_usd = d->cost_usd;
+}
+
+/* Adds d's spend, uncached cost and saving to o. */
+static bool
+bump_money(cJSON *o, const struct stats_delta *d)
+{
+	double spend = isfinite(d->cost_usd) ? d->cost_usd : 0;
+	double unc = isfinite(d->uncached_usd) ? d->uncached_usd : 0;
+
+	return bump(o, "spend_usd", spend) && bump(o, "uncached_usd", unc) &&
+	       bump(o, "saved_usd", unc - spend);
+}
+
+/* True when s is "YYYY-MM-DD" in digits and dashes. */
+static bool
+day_ok(const char *s)
+{
+	int i;
+
+	for (i = 0; i < 10; i++)
+		if (i == 4 || i == 7 ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+			return false;
+	return s[10] == '\0';
+}
+
+/* The money of d in o: totals, by_provider.<tag> and days.<day>.<tag>;
+ * days before the RECORD_MONEY_DAYS last are dropped. */
+static bool
+money_update(cJSON *o, const struct stats_delta *d)
+{
+	char day[11], first[11];
+	cJSON *days, *it, *next, *t;
+
+	record_day(d->now, day);
+	record_day(d->now - (int64_t)(RECORD_MONEY_DAYS - 1) * 86400, first);
+	if (!bump_money(o, d))
+		return false;
+	t = child_obj(o, "by_provider");
+	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
+	if (t == NULL || !bump_money(t, d))
+		return false;
+	if ((days = child_obj(o, "days")) == NULL)
+		return false;
+	for (it = days->child; it != NULL; it = next) {
+		next = it->next;
+		if (it->string == NULL || !day_ok(it->string) ||
+		    strcmp(it->string, first) < 0 || !cJSON_IsObject(it))
+			cJSON_Delete(cJSON_DetachItemViaPointer(days, it));
+	}
+	t = child_obj(days, day);
+	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
+	return t != NULL && bump_money(t, d) && bump(t, "requests", 1);
+}
+
 char *
 record_stats_apply(const char *text, const struct stats_delta *d)
 {
@@ -809,6 +916,8 @@ record_stats_apply(const char *text, const struct stats_delta *d)
 		if (ok && d->ok > 0 && d->off_pin == 0 && d->prompt_tokens > 0)
 			ok = hit_update(p, d);
 	}
+	if (ok && d->money_tag != NULL && d->money_tag[0] != '\0')
+		ok = money_update(o, d);
 	if (ok) {
 		cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "v");
 		cJSON_SetNumberValue(v, RECORD_VERSION);

@@ -78,7 +78,23 @@ struct stats_delta {
 	 * (off_pin 0), with prompt tokens, updates the provider's measured
 	 * hit rate "hit" (score_hit_add) with this half-life. */
 	double hit_half_life_tokens;
+	/* Issue 17, money saved.  The caller sets usage (the answer
+	 * reported usage), served (its "provider" display name, or NULL)
+	 * and now (unix seconds: the UTC day and the price time);
+	 * record_money_price() sets money_tag and uncached_usd.  A NULL
+	 * money_tag records no money. */
+	bool usage;
+	const char *served;
+	int64_t now;
+	const char *money_tag;	/* a candidate's tag, or "unknown" */
+	double uncached_usd;
 };
+
+/* The days of STATS "days" kept: today (UTC) and the 29 before. */
+#define RECORD_MONEY_DAYS 30
+
+/* The provider that money goes to when no candidate matches. */
+#define RECORD_MONEY_UNKNOWN "unknown"
 
 /* Frees text returned by an encoder.  NULL is a no-op. */
 void record_free(char *text);
@@ -149,6 +165,21 @@ size_t record_seen_each(const char *text,
  * so members keep their order and new ones go last.
  */
 char *record_stats_apply(const char *text, const struct stats_delta *d);
+
+/*
+ * Attributes d's money (issue 17) using the candidates c (may be NULL):
+ * an answer with usage goes to its pin d->tag when served on it
+ * (off_pin 0), else to the first candidate whose provider_name (or tag)
+ * is the response's display name d->served (case-insensitive), else to
+ * RECORD_MONEY_UNKNOWN.  d->uncached_usd is the attributed candidate's
+ * score_uncached_cost() at the UTC hhmm of d->now, or d->cost_usd when
+ * no price is known (nothing saved).  No usage: money_tag NULL.
+ * d->money_tag borrows from d->tag, c, or a static string.
+ */
+void record_money_price(struct stats_delta *d, const struct rec_cands *c);
+
+/* The UTC date "YYYY-MM-DD" of unix time t into dst (11 bytes). */
+void record_day(int64_t t, char dst[11]);
 
 /*
  * The measured hit rates of STATS text (by_provider.<tag>.hit, kept by

@@ -336,6 +336,23 @@ score_price_now(const void *pricing, const char *key, int utc_hhmm, double *out)
 	return score_terms_price(&t, (enum score_key)k, utc_hhmm, out);
 }
 
+bool
+score_uncached_cost(const struct score_terms *t, int utc_hhmm, int64_t prompt,
+		    int64_t completion, double *out)
+{
+	double pp, cp, v;
+
+	if (out == NULL || !score_terms_price(t, SCORE_PROMPT, utc_hhmm, &pp) ||
+	    !score_terms_price(t, SCORE_COMPLETION, utc_hhmm, &cp))
+		return false;
+	v = (double)(prompt > 0 ? prompt : 0) * pp +
+	    (double)(completion > 0 ? completion : 0) * cp;
+	if (!isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
 int
 score_hhmm(int64_t t)
 {

@@ -187,6 +187,16 @@ double score_hit_pick(const struct score_params *p, const char *tag,
 bool score_terms_price(const struct score_terms *t, enum score_key k,
 		       int utc_hhmm, double *out);
 
+/*
+ * What one request would have cost with every prompt token at the
+ * prompt price in force at utc_hhmm (windows, then discount): prompt
+ * tokens at the prompt price plus completion tokens at the completion
+ * price (issue 17, "money saved").  Negative counts are zero.  False,
+ * *out untouched, when either price is missing or unreadable then.
+ */
+bool score_uncached_cost(const struct score_terms *t, int utc_hhmm,
+			 int64_t prompt, int64_t completion, double *out);
+
 /* The UTC clock time HHMM (hour*100+minute) of unix time t. */
 int score_hhmm(int64_t t);
 

@@ -548,13 +548,23 @@ do_finish(struct store *s, void *arg)
 {
 	struct finish_args *a = arg;
 	struct rec_failure f;
+	struct rec_cands cands;
+	bool have_cands;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	key2(k, "STATS", a->model);
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
+	/* The candidates' prices and names attribute and price the
+	 * request's money (issue 17); without them it is "unknown". */
+	if ((err = read_cands(s, a->model, &cands, &have_cands)) != ORGW_OK)
 		return err;
+	record_money_price(&a->d, have_cands ? &cands : NULL);
+	key2(k, "STATS", a->model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK) {
+		record_cands_clear(&cands);
+		return err;
+	}
 	err = put_text(s, k, record_stats_apply(v, &a->d));
+	record_cands_clear(&cands);
 	free(v);
 	v = NULL;
 	if (err != ORGW_OK || a->ok_tag == NULL)

@@ -1029,6 +1029,199 @@ test_cands_terms(void)
 	record_cands_clear(&b);
 }
 
+/* Two candidates for the money tests: "ds" (DeepSeek) has a base price,
+ * an evening window [1630, 0030) at half price and a 20 % discount;
+ * "di" (Deep Infra) has flat prices and no completion price. */
+static void
+money_cands(struct rec_cands *c, struct rec_cand v[2])
+{
+	struct score_terms *t;
+
+	memset(c, 0, sizeof(*c));
+	memset(v, 0, 2 * sizeof(*v));
+	snprintf(v[0].tag, sizeof(v[0].tag), "ds");
+	snprintf(v[0].provider_name, sizeof(v[0].provider_name), "DeepSeek");
+	t = &v[0].terms;
+	t->base_kind[SCORE_PROMPT] = t->base_kind[SCORE_COMPLETION] =
+		SCORE_PRICE_OK;
+	t->base[SCORE_PROMPT] = 1e-6;
+	t->base[SCORE_COMPLETION] = 2e-6;
+	t->n_win = 1;
+	t->win[0].utc_start = 1630;
+	t->win[0].utc_end = 30;
+	t->win[0].kind[SCORE_PROMPT] = t->win[0].kind[SCORE_COMPLETION] =
+		SCORE_PRICE_OK;
+	t->win[0].price[SCORE_PROMPT] = 5e-7;
+	t->win[0].price[SCORE_COMPLETION] = 1e-6;
+	t->discount = 0.2;
+	snprintf(v[1].tag, sizeof(v[1].tag), "di/fp8");
+	snprintf(v[1].provider_name, sizeof(v[1].provider_name),
+		 "Deep Infra");
+	v[1].terms.base_kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	v[1].terms.base[SCORE_PROMPT] = 3e-7;
+	c->n = 2;
+	c->v = v;
+}
+
+#define MONEY_DAY 1796083200 /* 2026-12-01 00:00:00 UTC */
+
+static void
+test_money_price(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	struct stats_delta d;
+	char day[11];
+
+	money_cands(&c, v);
+	memset(&d, 0, sizeof(d));
+	d.usage = true;
+	d.tag = "ds";
+	d.prompt_tokens = 1000;
+	d.cached_tokens = 900;
+	d.completion_tokens = 100;
+	d.cost_usd = 1e-4;
+	d.now = MONEY_DAY + 12 * 3600;
+	record_money_price(&d, &c);
+	T_ASSERT("money: pinned goes to its tag",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0);
+	T_ASSERT("money: 12:00 base prices, discounted",
+		 T_NEAR(d.uncached_usd, (1000 * 1e-6 + 100 * 2e-6) * 0.8));
+	d.now = MONEY_DAY + 17 * 3600;
+	record_money_price(&d, &c);
+	T_ASSERT("money: 17:00 the window's prices, discounted",
+		 T_NEAR(d.uncached_usd, (1000 * 5e-7 + 100 * 1e-6) * 0.8));
+	d.now = MONEY_DAY + 16 * 3600 + 29 * 60;
+	record_money_price(&d, &c);
+	T_ASSERT("money: 16:29 is before the window",
+		 T_NEAR(d.uncached_usd, (1000 * 1e-6 + 100 * 2e-6) * 0.8));
+	d.now = MONEY_DAY + 86400 + 15 * 60; /* 00:15 next day: wraps */
+	record_money_price(&d, &c);
+	T_ASSERT("money: 00:15 still in the wrapping window",
+		 T_NEAR(d.uncached_usd, (1000 * 5e-7 + 100 * 1e-6) * 0.8));
+
+	d.tag = NULL;
+	d.served = "deepseek";
+	record_money_price(&d, &c);
+	T_ASSERT("money: unpinned goes by display name (any case)",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0 &&
+			 T_NEAR(d.uncached_usd,
+				(1000 * 5e-7 + 100 * 1e-6) * 0.8));
+	d.tag = "di/fp8";
+	d.off_pin = 1;
+	d.served = "DeepSeek";
+	record_money_price(&d, &c);
+	T_ASSERT("money: served off its pin goes to who served",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0);
+	d.tag = NULL;
+	d.off_pin = 0;
+	d.served = "Nobody";
+	record_money_price(&d, &c);
+	T_ASSERT("money: an unmatched name is unknown, nothing saved",
+		 d.money_tag && strcmp(d.money_tag, "unknown") == 0 &&
+			 d.uncached_usd == d.cost_usd);
+	d.served = "";
+	record_money_price(&d, NULL);
+	T_ASSERT("money: no name, no candidates: unknown",
+		 d.money_tag && strcmp(d.money_tag, "unknown") == 0);
+	d.served = "Deep Infra";
+	record_money_price(&d, &c);
+	T_ASSERT("money: a candidate without a completion price: spend",
+		 d.money_tag && strcmp(d.money_tag, "di/fp8") == 0 &&
+			 d.uncached_usd == d.cost_usd);
+	d.usage = false;
+	record_money_price(&d, &c);
+	T_ASSERT("money: no usage records no money", d.money_tag == NULL);
+
+	record_day(MONEY_DAY, day);
+	T_ASSERT("record_day 2026-12-01", strcmp(day, "2026-12-01") == 0);
+	record_day(951782400 + 86399, day);
+	T_ASSERT("record_day 2000-02-29", strcmp(day, "2000-02-29") == 0);
+	record_day(-1, day);
+	T_ASSERT("record_day 1969-12-31", strcmp(day, "1969-12-31") == 0);
+}
+
+static void
+test_money_stats(void)
+{
+	struct stats_delta d;
+	char *t1, *t2;
+	cJSON *o, *days;
+	int k;
+
+	memset(&d, 0, sizeof(d));
+	d.requests = 1;
+	d.ttfb_ms = d.total_ms = -1;
+	d.money_tag = "ds";
+	d.cost_usd = 1e-4;
+	d.uncached_usd = 4e-4;
+	d.now = MONEY_DAY + 3600;
+	t1 = record_stats_apply("{\"days\":{\"bad\":{},\"2026-13\":1}}", &d);
+	d.money_tag = "unknown";
+	d.cost_usd = 3e-4;
+	d.uncached_usd = 2e-4; /* a cache write dearer than the prompt */
+	t2 = t1 ? record_stats_apply(t1, &d) : NULL;
+	o = t2 ? cJSON_Parse(t2) : NULL;
+	T_ASSERT("money stats: totals",
+		 o && T_NEAR(at(o, "spend_usd"), 4e-4) &&
+			 T_NEAR(at(o, "uncached_usd"), 6e-4) &&
+			 T_NEAR(at(o, "saved_usd"), 2e-4));
+	T_ASSERT("money stats: by_provider, negative saving kept",
+		 o && T_NEAR(at(o, "by_provider.ds.saved_usd"), 3e-4) &&
+			 T_NEAR(at(o, "by_provider.unknown.saved_usd"), -1e-4) &&
+			 T_NEAR(at(o, "by_provider.unknown.spend_usd"), 3e-4));
+	T_ASSERT("money stats: per day and provider",
+		 o && at(o, "days.2026-12-01.ds.requests") == 1 &&
+			 T_NEAR(at(o, "days.2026-12-01.ds.uncached_usd"),
+				4e-4) &&
+			 at(o, "days.2026-12-01.unknown.requests") == 1);
+	days = o ? cJSON_GetObjectItemCaseSensitive(o, "days") : NULL;
+	T_ASSERT("money stats: damaged day keys dropped",
+		 cJSON_GetArraySize(days) == 1);
+	cJSON_Delete(o);
+	record_free(t1);
+	/* One request a day for 40 days: the 30 last stay. */
+	d.money_tag = "ds";
+	d.cost_usd = 1e-4;
+	d.uncached_usd = 4e-4;
+	for (k = 1; k < 40 && t2 != NULL; k++) {
+		d.now = MONEY_DAY + (int64_t)k * 86400;
+		t1 = record_stats_apply(t2, &d);
+		record_free(t2);
+		t2 = t1;
+		if (k == 29) {
+			o = t2 ? cJSON_Parse(t2) : NULL;
+			days = o ? cJSON_GetObjectItemCaseSensitive(o, "days")
+				 : NULL;
+			T_ASSERT("money stats: day 30 keeps the first",
+				 cJSON_GetArraySize(days) == 30 &&
+					 at(o, "days.2026-12-01.ds.requests") ==
+						 1);
+			cJSON_Delete(o);
+		}
+	}
+	o = t2 ? cJSON_Parse(t2) : NULL;
+	days = o ? cJSON_GetObjectItemCaseSensitive(o, "days") : NULL;
+	T_ASSERT("money stats: 40 days keep the last 30",
+		 cJSON_GetArraySize(days) == 30 &&
+			 isnan(at(o, "days.2026-12-10.ds.requests")) &&
+			 at(o, "days.2026-12-11.ds.requests") == 1 &&
+			 at(o, "days.2027-01-09.ds.requests") == 1);
+	T_ASSERT("money stats: totals keep every day",
+		 o && T_NEAR(at(o, "by_provider.ds.spend_usd"), 40 * 1e-4));
+	cJSON_Delete(o);
+	d.money_tag = NULL;
+	d.now = MONEY_DAY + 100 * 86400;
+	t1 = t2 ? record_stats_apply(t2, &d) : NULL;
+	o = t1 ? cJSON_Parse(t1) : NULL;
+	T_ASSERT("money stats: a request without money leaves the days",
+		 o && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			      o, "days")) == 30);
+	cJSON_Delete(o);
+	record_free(t1);
+	record_free(t2);
+}
+
 int
 main(void)
 {
@@ -1043,5 +1236,7 @@ main(void)
 	test_stats_hits();
 	test_stats_nonfinite();
 	test_stats_order();
+	test_money_price();
+	test_money_stats();
 	return T_REPORT();
 }

@@ -1,0 +1,75 @@
+#!/bin/bash
+# t0128-money-saved: spend, uncached cost and saving in /stats (issue 17
+# item 3).  test/save's only well-priced endpoint "saver" has a 25 %
+# discount and a time-of-day override window around the current UTC time
+# (the prices in force, not the top-level ones), and caches 90 % of a
+# prompt (x_double_cache_hit_rate).  After N requests /stats saved_usd
+# must equal, to 1e-9, what the double would have billed with every
+# prompt token at the prompt price minus what it billed (usage.cost),
+# worked out here from each answer's usage and the fixture prices.
+. "$(dirname "$0")/../lib.sh"
+
+N=test/save
+orgw_start CACHE_BONUS=2 HIT_RATE=0.9
+
+# A window from an hour ago to two hours ahead (UTC HHMM, may wrap).
+now_min=$((10#$(date -u +%H) * 60 + 10#$(date -u +%M)))
+hhmm() { local m=$((($1 + 1440) % 1440)); echo $((m / 60 * 100 + m % 60)); }
+WS=$(hhmm $((now_min - 60)))
+WE=$(hhmm $((now_min + 120)))
+double_ctl PUT "endpoints/$N" '[
+ {"tag":"saver","provider_name":"Saver","status":0,"uptime_last_30m":99.9,
+  "pricing":{"prompt":"0.000003","completion":"0.000004","input_cache_read":"0.0000003",
+   "discount":0.25,
+   "overrides":[{"utc_start":'"$WS"',"utc_end":'"$WE"',"prompt":"0.000001",
+     "completion":"0.000002","input_cache_read":"0.0000001"}]},
+  "supports_implicit_caching":true,"throughput_last_30m":{"p50":100},
+  "x_double_cache_hit_rate":0.9},
+ {"tag":"dear","provider_name":"Dear","status":0,"uptime_last_30m":99.9,
+  "pricing":{"prompt":"0.00002","completion":"0.00004"},
+  "supports_implicit_caching":false,"throughput_last_30m":{"p50":100}}]' >/dev/null
+
+: >"$ORGW_T/usage"
+for i in 1 2 3 4 5 6; do
+	P=$(printf 'x%.0s' $(seq 1 $((200 * i))))
+	orgw_http POST /v1/chat/completions \
+		"{\"model\":\"$N\",\"messages\":[{\"role\":\"user\",\"content\":\"$P\"}]}"
+	t_eq "request $i answered by saver" "200 saver" \
+		"$HTTP_STATUS $(http_header X-Orgw-Provider)"
+	echo "$(json_get "$HTTP_BODY" 'JSON.stringify(j.usage)')" >>"$ORGW_T/usage"
+done
+
+# Prices in force: the window's, with the discount (as the double bills).
+want=$(node -e '
+const u = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+const k = 0.75, p = 0.000001 * k, c = 0.000002 * k;
+let spend = 0, unc = 0, cached = 0;
+for (const x of u) {
+  spend += x.cost; unc += x.prompt_tokens * p + x.completion_tokens * c;
+  cached += x.prompt_tokens_details.cached_tokens;
+}
+console.log(JSON.stringify({spend, unc, saved: unc - spend, cached, n: u.length}));
+' "$ORGW_T/usage")
+orgw__log "expected: $want"
+t_check "the answers read cached tokens" \
+	test "$(json_get "$want" 'j.cached')" -gt 0
+
+S=$(orgw_curl /stats)
+DAY=$(date -u +%Y-%m-%d)
+close() { # EXPR on /stats' model, EXPECTED: 1 when within 1e-9
+	node -e '
+const s = JSON.parse(process.argv[1]), w = JSON.parse(process.argv[2]);
+const m = s.models[process.argv[3]];
+const got = (m => eval(process.argv[4]))(m), exp = (w => eval(process.argv[5]))(w);
+console.log(Math.abs(got - exp) <= 1e-9 ? 1 : `got ${got} want ${exp}`);
+' "$S" "$want" "$N" "$1" "$2"
+}
+t_eq "/stats saved_usd = uncached - billed (to 1e-9)" 1 "$(close 'm.saved_usd' 'w.saved')"
+t_eq "/stats spend_usd = what the double billed" 1 "$(close 'm.spend_usd' 'w.spend')"
+t_eq "/stats uncached_usd at the window's discounted prompt price" 1 \
+	"$(close 'm.uncached_usd' 'w.unc')"
+t_eq "by_provider.saver.saved_usd" 1 "$(close 'm.by_provider.saver.saved_usd' 'w.saved')"
+t_eq "days.<today>.saver: the saving and 6 requests" "1 6" \
+	"$(close "m.days['$DAY'].saver.saved_usd" 'w.saved') $(json_get "$S" "j.models['$N'].days['$DAY'].saver.requests")"
+t_check "saved is a real saving (> 0)" \
+	node -e 'process.exit(JSON.parse(process.argv[1]).saved > 0 ? 0 : 1)' "$want"
