@@ -203,6 +203,19 @@ send_json_head(struct chat *ch)
 	return send_now(ch, "\n", 1);
 }
 
+/* How many of the n bytes at p are the whitespace OpenRouter pads a
+ * non-streamed answer with before its JSON (OPENROUTER.md 5). */
+static size_t
+padding_len(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' ||
+			 p[i] == '\t'))
+		i++;
+	return i;
+}
+
 /* True when the attempt is a non-streamed 200 that has sent only
  * whitespace padding so far: upstream committed and works. */
 static bool
@@ -474,17 +487,14 @@ on_data(void *arg, const char *p, size_t n)
 	struct attempt *a = &ch->a;
 	enum orgw_err err;
 	int stopped = 0;
-	size_t i;
 
 	if (!a->is_sse) {
 		/* Padding is a byte too: upstream committed and works. */
 		a->t_last = clock_mono_ms();
 		if (a->t_first == 0)
 			a->t_first = a->t_last;
-		for (i = 0; i < n && !a->nonws; i++)
-			if (p[i] != ' ' && p[i] != '\n' && p[i] != '\r' &&
-			    p[i] != '\t')
-				a->nonws = true;
+		if (!a->nonws && padding_len(p, n) < n)
+			a->nonws = true;
 		if ((err = buf_add(&a->body, p, n)) != ORGW_OK) {
 			a->why = AB_TOO_BIG;
 			return 1;
@@ -544,8 +554,7 @@ parse_body(struct attempt *a, const char *key)
 	const char *p = a->body.p ? a->body.p : "";
 	cJSON *o;
 
-	while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
-		p++;
+	p += padding_len(p, a->body.len);
 	o = cJSON_ParseWithLength(p, strlen(p) + 1);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -642,16 +651,15 @@ relay_body(struct chat *ch)
 {
 	struct attempt *a = &ch->a;
 	const char *p = a->body.p ? a->body.p : "";
-	size_t len = a->body.len;
+	size_t len = a->body.len, pad;
 	char extra[512];
 	int status = (int)(a->status ? a->status : 502);
 
 	/* OpenRouter pads slow responses with whitespace (OPENROUTER.md 5);
 	 * clients' JSON parsers must not see it. */
-	while (len && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
-		p++;
-		len--;
-	}
+	pad = padding_len(p, len);
+	p += pad;
+	len -= pad;
 	/* A redirect is not followed and has no meaning for the client
 	 * (no Location is relayed): a gateway error. */
 	if (status >= 300 && status <= 399)
