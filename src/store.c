@@ -149,6 +149,7 @@ open_safe(const char *file, bool write, bool create)
 {
 	int flags = (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
 		    O_NOCTTY, fd, e;
+	const char *why;
 	struct stat st;
 	bool made = false;
 
@@ -169,14 +170,11 @@ open_safe(const char *file, bool write, bool create)
 	}
 	if (fstat(fd, &st) == -1)
 		goto bad;
-	if (!S_ISREG(st.st_mode)) {
-		log_err("state %s is not a regular file; refused", file);
-		errno = REFUSED;
-		goto bad;
-	}
-	if ((st.st_mode & S_IWOTH) != 0) {
-		log_err("state %s is writable by others (mode %04o); refused: "
-			"chmod o-w it", file, (unsigned)(st.st_mode & 07777));
+	why = S_ISREG(st.st_mode) ? refused(&st) :
+				    "is not a regular file; refused";
+	if (why != NULL) {
+		log_err("state %s (mode %04o) %s", file,
+			(unsigned)(st.st_mode & 07777), why);
 		errno = REFUSED;
 		goto bad;
 	}
