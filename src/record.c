@@ -150,9 +150,6 @@ record_lock_decode(const char *text, struct rec_lock *l)
 	return l->tag[0] ? ORGW_OK : ORGW_EINVAL;
 }
 
-/* The price key names of enum score_key, as OpenRouter spells them. */
-static const char *const key_name[SCORE_KEYS] = {"prompt", "completion",
-						  "input_cache_read"};
 
 /* Adds price k of kind[k]/price[k] to o: a number when valid, null when
  * unreadable (it poisons its key while its window applies), nothing when
@@ -161,9 +158,9 @@ static bool
 add_price(cJSON *o, int k, const unsigned char *kind, const double *price)
 {
 	if (kind[k] == SCORE_PRICE_OK)
-		return add_num(o, key_name[k], price[k]);
+		return add_num(o, score_key_name[k], price[k]);
 	if (kind[k] == SCORE_PRICE_BAD)
-		return cJSON_AddNullToObject(o, key_name[k]) != NULL;
+		return cJSON_AddNullToObject(o, score_key_name[k]) != NULL;
 	return true;
 }
 
@@ -247,7 +244,7 @@ cand_to_json(const struct rec_cand *c)
 static unsigned char
 price_get(const cJSON *o, int k, double *out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key_name[k]);
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, score_key_name[k]);
 
 	if (it == NULL)
 		return SCORE_PRICE_NONE;
@@ -268,7 +265,7 @@ hhmm_get(const cJSON *o, const char *k, int *out)
 	if (!cJSON_IsNumber(it))
 		return false;
 	d = it->valuedouble;
-	if (!(d >= 0 && d <= 2400) || d != floor(d) || (int)d % 100 >= 60)
+	if (!score_hhmm_valid(d))
 		return false;
 	*out = (int)d;
 	return true;

@@ -167,26 +167,28 @@ price_parse(const cJSON *j, double *out)
 	return true;
 }
 
-/* True and *out set when j is an HHMM bound: an integer 0..2400 whose
- * minutes are below 60. */
+bool
+score_hhmm_valid(double d)
+{
+	return d >= 0 && d <= SCORE_HHMM_MAX && d == floor(d) &&
+	       (int)d % 100 < 60;
+}
+
+/* True and *out set when j is an HHMM bound (score_hhmm_valid). */
 static bool
 hhmm_parse(const cJSON *j, int *out)
 {
 	double d;
-	int v;
 
-	if (!json_number(j, &d) || d < 0 || d > SCORE_HHMM_MAX || d != floor(d))
+	if (!json_number(j, &d) || !score_hhmm_valid(d))
 		return false;
-	v = (int)d;
-	if (v % 100 >= 60)
-		return false;
-	*out = v;
+	*out = (int)d;
 	return true;
 }
 
 /* The pricing key names of enum score_key (OPENROUTER.md section 1). */
-static const char *const key_name[SCORE_KEYS] = {"prompt", "completion",
-						  "input_cache_read"};
+const char *const score_key_name[SCORE_KEYS] = {"prompt", "completion",
+						"input_cache_read"};
 
 /* The kind of price j is (NULL: not given), its value in *out when OK. */
 static unsigned char
@@ -244,7 +246,7 @@ terms_pricing(const cJSON *pr, struct score_terms *t)
 	int k;
 
 	for (k = 0; k < SCORE_KEYS; k++)
-		t->base_kind[k] = price_kind(json_get(pr, key_name[k]),
+		t->base_kind[k] = price_kind(json_get(pr, score_key_name[k]),
 					     &t->base[k]);
 	ovs = json_get(pr, "overrides");
 	if (cJSON_IsArray(ovs)) {
@@ -254,7 +256,7 @@ terms_pricing(const cJSON *pr, struct score_terms *t)
 				continue;
 			any = false;
 			for (k = 0; k < SCORE_KEYS; k++) {
-				w.kind[k] = price_kind(json_get(ov, key_name[k]),
+				w.kind[k] = price_kind(json_get(ov, score_key_name[k]),
 						       &w.price[k]);
 				any = any || w.kind[k] != SCORE_PRICE_NONE;
 			}
@@ -328,7 +330,7 @@ score_price_now(const void *pricing, const char *key, int utc_hhmm, double *out)
 	    !cJSON_IsObject((const cJSON *)pricing))
 		return false;
 	for (k = 0; k < SCORE_KEYS; k++)
-		if (strcmp(key, key_name[k]) == 0)
+		if (strcmp(key, score_key_name[k]) == 0)
 			break;
 	memset(&t, 0, sizeof(t));
 	if (k == SCORE_KEYS || !terms_pricing(pricing, &t))
@@ -374,11 +376,8 @@ clamp_int(double d)
 	return (int)d;
 }
 
-/* Tags are routing slugs ("deepinfra/fp8"): printable ASCII without
- * blanks.  Anything else would be echoed into provider.order and state
- * keys, so it is refused rather than trusted. */
-static bool
-tag_ok(const char *s)
+bool
+score_tag_ok(const char *s)
 {
 	const unsigned char *p;
 
@@ -484,7 +483,7 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 	if (cJSON_IsString(j) && j->valuestring != NULL &&
 	    j->valuestring[0] != '\0') {
 		copy_str(e->tag, sizeof(e->tag), j->valuestring);
-		if (!tag_ok(j->valuestring))
+		if (!score_tag_ok(j->valuestring))
 			exclude(e, "bad tag", "tag too long or not a slug");
 	} else
 		exclude(e, "no tag", "tag missing or not a string");

@@ -44,6 +44,14 @@ enum score_key {
 	SCORE_KEYS
 };
 
+/* The names of enum score_key, as OpenRouter's pricing spells them and
+ * as PROVIDER_CANDIDATE stores them. */
+extern const char *const score_key_name[SCORE_KEYS];
+
+/* True when d is an HHMM window bound: an integer 0..2400 whose minutes
+ * are below 60 (2400 is the end of the day). */
+bool score_hhmm_valid(double d);
+
 /* How one price is given: not at all, as a valid price (finite, >= 0),
  * or unreadable.  An unreadable override price poisons its key while its
  * window applies (later entries win per key, valid or not). */
@@ -131,6 +139,14 @@ enum orgw_err score_endpoints(const char *json, size_t len, int utc_hhmm,
 
 /* Releases what score_endpoints() allocated; safe on a zeroed result. */
 void score_result_free(struct score_result *r);
+
+/*
+ * True when s can be a provider tag: a routing slug ("deepinfra/fp8") of
+ * printable ASCII without blanks, shorter than ORGW_TAG_MAX.  Anything
+ * else would be echoed into provider.order and state keys, so the scorer
+ * refuses it rather than trusting it.
+ */
+bool score_tag_ok(const char *s);
 
 /*
  * Moves ranked endpoint r->v[i] (i < r->n_ranked) to the excluded ones,

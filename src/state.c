@@ -619,14 +619,10 @@ state_health(const struct orgw_conf *c, char *why, size_t n)
 bool
 state_tag_ok(const char *tag)
 {
-	const unsigned char *p;
-
-	if (tag == NULL || tag[0] == '\0' || strlen(tag) >= ORGW_TAG_MAX)
-		return false;
-	for (p = (const unsigned char *)tag; *p != '\0'; p++)
-		if (*p <= 0x20 || *p >= 0x7f || *p == ':')
-			return false;
-	return true;
+	/* A tag the scorer would accept, and no ':' (it separates the
+	 * parts of PROVIDER_*:<model>:<tag> keys). */
+	return tag != NULL && tag[0] != '\0' && score_tag_ok(tag) &&
+	       strchr(tag, ':') == NULL;
 }
 
 struct op_args {
