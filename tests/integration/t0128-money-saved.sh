@@ -1,22 +1,27 @@
 #!/bin/bash
 # t0128-money-saved: spend, uncached cost and saving in /stats (issue 17
 # item 3).  test/save's only well-priced endpoint "saver" has a 25 %
-# discount and a time-of-day override window around the current UTC time
-# (the prices in force, not the top-level ones), and caches 90 % of a
-# prompt (x_double_cache_hit_rate).  After N requests /stats saved_usd
-# must equal, to 1e-9, what the double would have billed with every
-# prompt token at the prompt price minus what it billed (usage.cost),
-# worked out here from each answer's usage and the fixture prices.
+# discount and a time-of-day override window that ends at the next UTC
+# minute (the prices in force, not the top-level ones), and caches 90 % of
+# a prompt (x_double_cache_hit_rate).  Six requests go before the window
+# ends, six after it, on the real clock of orgw and the double.  /stats
+# saved_usd must then equal, to 1e-9, what the double would have billed
+# with every prompt token at the prompt price in force minus what it billed
+# (usage.cost), worked out here from each answer's usage and the fixture
+# prices.
 . "$(dirname "$0")/../lib.sh"
 
 N=test/save
 orgw_start CACHE_BONUS=2 HIT_RATE=0.9
 
-# A window from an hour ago to two hours ahead (UTC HHMM, may wrap).
+# A window from an hour ago to the end of this UTC minute (HHMM, may wrap),
+# with at least 12 s of it left for the first six requests.
+sec=$((10#$(date -u +%S)))
+[ "$sec" -lt 48 ] || sleep $((61 - sec))
 now_min=$((10#$(date -u +%H) * 60 + 10#$(date -u +%M)))
 hhmm() { local m=$((($1 + 1440) % 1440)); echo $((m / 60 * 100 + m % 60)); }
 WS=$(hhmm $((now_min - 60)))
-WE=$(hhmm $((now_min + 120)))
+WE=$(hhmm $((now_min + 1)))
 double_ctl PUT "endpoints/$N" '[
  {"tag":"saver","provider_name":"Saver","status":0,"uptime_last_30m":99.9,
   "pricing":{"prompt":"0.000003","completion":"0.000004","input_cache_read":"0.0000003",
@@ -30,25 +35,32 @@ double_ctl PUT "endpoints/$N" '[
   "supports_implicit_caching":false,"throughput_last_30m":{"p50":100}}]' >/dev/null
 
 : >"$ORGW_T/usage"
-for i in 1 2 3 4 5 6; do
-	P=$(printf 'x%.0s' $(seq 1 $((200 * i))))
+ask() { # I IN: request I, IN 1 inside the window
+	P=$(printf 'x%.0s' $(seq 1 $((200 * $1))))
 	orgw_http POST /v1/chat/completions \
 		"{\"model\":\"$N\",\"messages\":[{\"role\":\"user\",\"content\":\"$P\"}]}"
-	t_eq "request $i answered by saver" "200 saver" \
+	t_eq "request $1 answered by saver" "200 saver" \
 		"$HTTP_STATUS $(http_header X-Orgw-Provider)"
-	echo "$(json_get "$HTTP_BODY" 'JSON.stringify(j.usage)')" >>"$ORGW_T/usage"
-done
+	echo "{\"in\":$2,\"u\":$(json_get "$HTTP_BODY" 'JSON.stringify(j.usage)')}" >>"$ORGW_T/usage"
+}
+for i in 1 2 3 4 5 6; do ask "$i" 1; done
+t_eq "the first six went inside the window" "$(hhmm "$now_min")" \
+	"$(hhmm $((10#$(date -u +%H) * 60 + 10#$(date -u +%M))))"
+sleep $((61 - 10#$(date -u +%S)))
+for i in 7 8 9 10 11 12; do ask "$i" 0; done
 
-# Prices in force: the window's, with the discount (as the double bills).
+# Prices in force: the window's, then the top-level ones, with the
+# discount (as the double bills).
 want=$(node -e '
 const u = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-const k = 0.75, p = 0.000001 * k, c = 0.000002 * k;
-let spend = 0, unc = 0, cached = 0;
-for (const x of u) {
+const k = 0.75;
+let spend = 0, unc = 0, cached = 0, inside = 0;
+for (const { in: w, u: x } of u) {
+  const p = (w ? 0.000001 : 0.000003) * k, c = (w ? 0.000002 : 0.000004) * k;
   spend += x.cost; unc += x.prompt_tokens * p + x.completion_tokens * c;
-  cached += x.prompt_tokens_details.cached_tokens;
+  cached += x.prompt_tokens_details.cached_tokens; inside += w;
 }
-console.log(JSON.stringify({spend, unc, saved: unc - spend, cached, n: u.length}));
+console.log(JSON.stringify({spend, unc, saved: unc - spend, cached, n: u.length, inside}));
 ' "$ORGW_T/usage")
 orgw__log "expected: $want"
 t_check "the answers read cached tokens" \
@@ -66,10 +78,21 @@ console.log(Math.abs(got - exp) <= 1e-9 ? 1 : `got ${got} want ${exp}`);
 }
 t_eq "/stats saved_usd = uncached - billed (to 1e-9)" 1 "$(close 'm.saved_usd' 'w.saved')"
 t_eq "/stats spend_usd = what the double billed" 1 "$(close 'm.spend_usd' 'w.spend')"
-t_eq "/stats uncached_usd at the window's discounted prompt price" 1 \
+t_eq "/stats uncached_usd at the discounted prompt prices in force" 1 \
 	"$(close 'm.uncached_usd' 'w.unc')"
 t_eq "by_provider.saver.saved_usd" 1 "$(close 'm.by_provider.saver.saved_usd' 'w.saved')"
-t_eq "days.<today>.saver: the saving and 6 requests" "1 6" \
-	"$(close "m.days['$DAY'].saver.saved_usd" 'w.saved') $(json_get "$S" "j.models['$N'].days['$DAY'].saver.requests")"
+# Summed over the days (the run may cross midnight UTC).
+days='Object.values(m.days).reduce((a, d) => a + (d.saver ? d.saver.FIELD : 0), 0)'
+t_eq "days.*.saver: the saving and 12 requests" "1 12" \
+	"$(close "${days//FIELD/saved_usd}" 'w.saved') $(json_get "$S" "(m => ${days//FIELD/requests})(j.models['$N'])")"
+t_eq "/stats knows DAY $DAY" saver \
+	"$(json_get "$S" "Object.keys(j.models['$N'].days['$DAY'] || {}).join()")"
+# One price for all twelve (the window's) would be wrong by far more.
+t_check "the window's end changed the uncached cost (not one price for all)" \
+	node -e '
+const s = JSON.parse(process.argv[1]).models[process.argv[2]];
+const u = require("fs").readFileSync(process.argv[3], "utf8").trim().split("\n").map(JSON.parse);
+const one = u.reduce((a, { u: x }) => a + (x.prompt_tokens * 0.000001 + x.completion_tokens * 0.000002) * 0.75, 0);
+process.exit(Math.abs(s.uncached_usd - one) > 1e-6 ? 0 : 1);' "$S" "$N" "$ORGW_T/usage"
 t_check "saved is a real saving (> 0)" \
 	node -e 'process.exit(JSON.parse(process.argv[1]).saved > 0 ? 0 : 1)' "$want"
