@@ -67,6 +67,7 @@ const DEFAULTS = Object.freeze({
   padding_bytes: 0,           // non-stream: whitespace written before the JSON body
   cached_tokens: 0,           // usage.prompt_tokens_details.cached_tokens (clamped to prompt_tokens)
   prompt_cache: false,        // true: cached_tokens is what a per-endpoint prefix cache gives (below)
+  prompt_cache_ttl_ms: 0,     // a cached prompt unused this long is gone (0 = kept)
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
   usage_repeat_choice: false, // usage chunk repeats the choice (REC form) instead of choices:[]
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
@@ -724,7 +725,7 @@ function waitWithKeepalive(ctx, total, interval, keep, then) {
 // counts).  A prompt that went to another endpoint warms nothing here.  Kept per endpoint
 // up to PROMPT_CACHE_MAX prompts, oldest dropped; cleared by reset.
 const PROMPT_CACHE_MAX = 64;
-const promptCaches = new Map(); // "model\ntag" -> [prompt text, ...]
+const promptCaches = new Map(); // "model\ntag" -> [{text, at}, ...]
 
 function promptText(messages) {
   let t = '';
@@ -741,14 +742,16 @@ function promptCacheHit(model, ep, text, promptTokens) {
   const key = `${model}\n${ep.tag}`;
   let seen = promptCaches.get(key);
   if (!seen) promptCaches.set(key, (seen = []));
+  const now = nowMs(), ttl = cfg.prompt_cache_ttl_ms;
   let best = 0;
   for (const old of seen) {
-    const n = Math.min(old.length, text.length);
+    if (ttl > 0 && now - old.at > ttl) continue;
+    const n = Math.min(old.text.length, text.length);
     let i = 0;
-    while (i < n && old.charCodeAt(i) === text.charCodeAt(i)) i++;
+    while (i < n && old.text.charCodeAt(i) === text.charCodeAt(i)) i++;
     if (i > best) best = i;
   }
-  seen.push(text);
+  seen.push({ text, at: now });
   if (seen.length > PROMPT_CACHE_MAX) seen.shift();
   return Math.min(Math.floor(best / 4), promptTokens);
 }

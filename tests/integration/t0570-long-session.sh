@@ -71,3 +71,29 @@ t_eq "cached prompt tokens are exactly one warm provider's" \
 t_eq "/stats counts the same cached and prompt tokens" \
 	"$(json_get "$out" 'j.cached_total + " " + j.prompt_total')" \
 	"$(json_get "$st" "j.models['$M'].tokens.cached + ' ' + j.models['$M'].tokens.prompt")"
+
+# Unpinned routing against orgw's lock, on the same double: provider caches
+# that expire (prompt_cache_ttl_ms 1500, minutes in real life) and a user
+# who thinks 600 ms between turns (seconds to minutes in real life).  The
+# same 20 short turns through orgw (one provider: every prefix is fresh)
+# and straight to the double with OpenRouter's default routing (no
+# provider pinned: the double, like OpenRouter, rotates the model's
+# providers, so a provider sees the conversation again only after its cache
+# expired).
+double_ctl POST config '{"prompt_cache_ttl_ms":1500}' >/dev/null
+quick=$(node -e 'process.stdout.write(JSON.stringify(Array.from({ length: 20 }, (_, i) =>
+  ({ stream: i % 2 === 0, pause_ms: i ? 600 : 2000,
+     config: { first_token_delay_ms: 0, padding_bytes: 0, chunks: 3, spacing_ms: 0 } }))))')
+pinned=$(node "$ORGW_ROOT/tests/js/session.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" \
+	--model "$M" --double "$DOUBLE_URL" --plan "$quick")
+raw=$(node "$ORGW_ROOT/tests/js/session.mjs" --base "$DOUBLE_URL/api/v1" --key "$UPSTREAM_KEY" \
+	--model "$M" --double "$DOUBLE_URL" --plan "$quick")
+pct() { json_get "$1" "Math.round(1000 * $2 / j.prompt_total) / 10"; }
+orgw__log "cached share of prompt tokens over 20 turns: one warm provider $(pct "$pinned" j.ideal_cached_total) %," \
+	"through orgw $(pct "$pinned" j.cached_total) %, OpenRouter's default routing $(pct "$raw" j.cached_total) %"
+t_eq "both runs answer every turn" "20 20" \
+	"$(json_get "$pinned" 'j.turns.filter((t) => t.ok).length') $(json_get "$raw" 'j.turns.filter((t) => t.ok).length')"
+t_eq "through orgw: exactly one warm provider's cached tokens" \
+	"$(json_get "$pinned" 'j.ideal_cached_total')" "$(json_get "$pinned" 'j.cached_total')"
+t_check "unpinned: the cached share stays far below (under a quarter of orgw's)" \
+	json_ok "$raw" "j.cached_total * 4 < $(json_get "$pinned" 'j.cached_total') && j.prompt_total > 0"

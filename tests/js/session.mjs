@@ -7,7 +7,8 @@
 //   node tests/js/session.mjs --base URL --key KEY --model M --double URL
 //        --plan JSON [--timeout MS]
 //
-//   --plan   [{"stream": bool, "config": {double config for this turn}}, ...]
+//   --plan   [{"stream": bool, "config": {double config for this turn},
+//             "pause_ms": the user's think time before the turn}, ...]
 //            e.g. {"first_token_delay_ms": 4000, "padding_bytes": 16}
 //   --double the double's base URL (its control API, /__double/config)
 //
@@ -124,6 +125,7 @@ async function main() {
   const out = { turns: [], prompt_total: 0, cached_total: 0, ideal_cached_total: 0, ideal_cached: [] };
   for (let i = 0; i < o.plan.length; i++) {
     const step = o.plan[i];
+    if (step.pause_ms > 0) await new Promise((res) => setTimeout(res, step.pause_ms));
     await doubleConfig(o.double, step.config ?? {});
     messages.push({ role: 'user', content: `Turn ${i + 1}: go on with the work, step by step. `.repeat(8) });
     const text = promptText(messages);
