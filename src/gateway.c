@@ -230,9 +230,9 @@ static int
 status_login(const struct orgw_io *io, int status, const char *message)
 {
 	size_t len = 0;
+	char *html = statuspage_login_html(message, &len);
 
-	return status_send(io, status, NULL,
-			   statuspage_login_html(message, &len), len);
+	return status_send(io, status, NULL, html, len);
 }
 
 /* GET /status: the page with a valid cookie, else the login form. */

@@ -367,8 +367,9 @@ money_chart(struct out *o, const double *spend, const double *saved,
 		if (spend[i] + fmax(saved[i], 0) > max)
 			max = spend[i] + fmax(saved[i], 0);
 	chart_open(o, "spend and savings per day", dayname);
-	putf(o, "<text x=\"38\" y=\"%d\" text-anchor=\"end\">$%.4g</text>",
-	     CH_T + 4, max);
+	/* Inside the plot: a dollar figure is wider than the left margin. */
+	putf(o, "<text x=\"%d\" y=\"%d\">max $%.4g</text>", CH_L + 4,
+	     CH_T + 10, max);
 	if (max <= 0) {
 		put(o, "</svg>");
 		return;
@@ -463,7 +464,11 @@ cand_table(struct out *o, const cJSON *m)
 		put(o, "<tr>");
 		td(o, cols[0], NULL, str(c, "provider_name"));
 		td(o, cols[1], NULL, str(c, "tag"));
-		tdf(o, cols[2], "%.4g", num(c, "score"));
+		/* Scores run to 1e8: whole numbers then, not 5.594e+07. */
+		if (fabs(num(c, "score")) >= 1000)
+			tdf(o, cols[2], "%.0f", num(c, "score"));
+		else
+			tdf(o, cols[2], "%.4g", num(c, "score"));
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			    c, "has_throughput")))
 			tdf(o, cols[3], "%.0f", num(c, "throughput"));
