@@ -870,7 +870,7 @@ money_update(cJSON *o, const struct stats_delta *d)
 	t = child_obj(days, day);
 	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
 	/* The day's prompt and cached tokens give /status its measured hit
-	 * rate over time (issue 17 item 5). */
+	 * rate day by day (issue 17 item 5). */
 	return t != NULL && bump_money(t, d) && bump(t, "requests", 1) &&
 	       bump(t, "prompt_tokens", (double)d->prompt_tokens) &&
 	       bump(t, "cached_tokens", (double)d->cached_tokens);

@@ -617,7 +617,7 @@ history(struct out *o, const cJSON *m, const struct statuspage_opts *op)
 static void
 changes_table(struct out *o, const cJSON *m)
 {
-	static const char *const cols[] = {"time (UTC)", "from", "to",
+	static const char *const cols[] = {"UTC time", "from", "to",
 					   "reason"};
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(m, "lock_changes");
 	int i, n = cJSON_GetArraySize(arr);
