@@ -17,8 +17,9 @@
 #
 # Packages, and why:
 #   gcc make pkg-config libc6-dev         the build
-#   libfcgi-dev libgdbm-dev libcjson-dev libcurl4-openssl-dev
-#                                         libraries orgw links
+#   libfcgi-dev libgdbm-dev libcjson-dev libcurl4-openssl-dev libssl-dev
+#                                         libraries orgw links (libcrypto:
+#                                         the /status login's HMAC)
 #   libfcgi-bin                           cgi-fcgi, to talk FastCGI by hand
 #   gdbmtool                              inspect the state file
 #   lighttpd spawn-fcgi multiwatch        the tested deployment: spawn-fcgi
@@ -35,6 +36,10 @@
 #                                         on a Debian machine; not in a bare
 #                                         container image)
 #   curl ca-certificates jq               integration tests, make run
+#   chromium                              t0630: the /status page in a real
+#                                         headless browser (driven by
+#                                         puppeteer-core in tests/js, which
+#                                         uses this one and downloads none)
 #   nodejs npm                            only when there is no `node` at all
 #                                         (the upstream double and the OpenAI
 #                                         SDK client in tests/js need it; an
@@ -49,9 +54,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
-gdbmtool libcjson-dev libcurl4-openssl-dev lighttpd spawn-fcgi multiwatch
-caddy nginx-light apache2 libapache2-mod-fcgid systemd
-curl ca-certificates jq"
+gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev lighttpd spawn-fcgi
+multiwatch caddy nginx-light apache2 libapache2-mod-fcgid systemd
+curl ca-certificates jq chromium"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"
 
@@ -126,10 +131,12 @@ if [ -n "$missing" ]; then
 	echo "install-deps: installed:$missing"
 fi
 
-# The official OpenAI SDK for the client-side tests (tests/js).  Reinstall
+# The official OpenAI SDK for the client-side tests (tests/js), and
+# puppeteer-core for t0630 (it drives the chromium above).  Reinstall
 # when package-lock.json changed since the last install.
 js=tests/js
 if [ ! -f "$js/node_modules/openai/package.json" ] ||
+    [ ! -f "$js/node_modules/puppeteer-core/package.json" ] ||
     [ ! -f "$js/node_modules/.package-lock.json" ] ||
     [ -n "$(find "$js/package-lock.json" -newer "$js/node_modules/.package-lock.json")" ]; then
 	if ! command -v npm >/dev/null 2>&1; then

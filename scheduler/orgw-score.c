@@ -917,7 +917,8 @@ cmd_run(const struct orgw_conf *c, const struct cmd *k, bool json)
 		return cmd_status(c, k->n ? model : NULL, json);
 	log_safe(md, sizeof(md), model);
 	if (strcmp(name, "unlock") == 0) {
-		if ((err = state_op_unlock(c, model, old, sizeof(old))))
+		if ((err = state_op_unlock(c, model, clock_now_s(), old,
+					    sizeof(old))))
 			goto fail;
 		if (old[0] != '\0')
 			printf("%s: unlocked (was %s); the next request "

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cJSON.h>
+#include <openssl/crypto.h>
 
 #include "buf.h"
 #include "chat.h"
@@ -22,6 +24,8 @@
 #include "scorerun.h"
 #include "state.h"
 #include "stats.h"
+#include "statusauth.h"
+#include "statuspage.h"
 #include "store.h"
 #include "upstream.h"
 
@@ -29,8 +33,18 @@
 #define MODELS_MAX_BYTES (32u * 1024 * 1024)
 #define PATH_MAX_BYTES 2048
 #define HEALTH_CACHE_MS 1000
+#define STATUS_FORM_MAX_BYTES 4096
 
-enum route_id { R_CHAT, R_MODELS, R_STATS, R_CRON, R_HEALTH, R_NONE };
+enum route_id {
+	R_CHAT,
+	R_MODELS,
+	R_STATS,
+	R_CRON,
+	R_HEALTH,
+	R_STATUS,
+	R_STATUS_POST,
+	R_NONE
+};
 
 static const struct {
 	const char *path;
@@ -44,6 +58,10 @@ static const struct {
 	{"/stats", "GET", R_STATS, true},
 	{"/__cron", "POST", R_CRON, true},
 	{"/healthz", "GET", R_HEALTH, false},
+	/* The status page logs in with a form and a cookie, not with
+	 * Authorization (issue 17 item 5): see handle_status. */
+	{"/status", "GET", R_STATUS, false},
+	{"/status", "POST", R_STATUS_POST, false},
 };
 
 /* Per-process cache of GET /v1/models (SPEC 2: "may be cached"). */
@@ -171,6 +189,155 @@ handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
 	return rc;
 }
 
+/* Headers of every /status answer: never cached, never framed, and no
+ * script runs even if an escape were missed (the page has none). */
+#define STATUS_HEADERS                                                     \
+	"Cache-Control: no-store\r\n"                                       \
+	"X-Frame-Options: DENY\r\n"                                         \
+	"Referrer-Policy: no-referrer\r\n"                                  \
+	"Content-Security-Policy: default-src 'none'; style-src "           \
+	"'unsafe-inline'; form-action 'self'; frame-ancestors 'none'\r\n"
+
+static int
+status_send(const struct orgw_io *io, int status, const char *extra,
+	    char *html, size_t len)
+{
+	char hdr[1024];
+	int rc;
+
+	if (html == NULL)
+		return http_error(io, 500, "server_error", NULL, NULL,
+				  "could not build the status page", NULL);
+	snprintf(hdr, sizeof(hdr), "%s%s", STATUS_HEADERS, extra ? extra : "");
+	rc = http_head(io, status, "text/html; charset=utf-8", hdr);
+	if (rc == 0 && len > 0)
+		rc = io->write(io->ctx, html, len);
+	free(html);
+	return rc;
+}
+
+/* 303 See Other with extra (Location, Set-Cookie), no body. */
+static int
+status_redirect(const struct orgw_io *io, const char *extra)
+{
+	char hdr[2048];
+
+	snprintf(hdr, sizeof(hdr), "%s%s", STATUS_HEADERS, extra);
+	return http_head(io, 303, "text/html; charset=utf-8", hdr);
+}
+
+static int
+status_login(const struct orgw_io *io, int status, const char *message)
+{
+	size_t len = 0;
+	char *html = statuspage_login_html(message, &len);
+
+	return status_send(io, status, NULL, html, len);
+}
+
+/* GET /status: the page with a valid cookie, else the login form. */
+static int
+handle_status(const struct orgw_io *io, const struct orgw_env *env,
+	      const struct orgw_conf *c)
+{
+	struct statuspage_opts o;
+	int64_t now = clock_now_s();
+	cJSON *tree;
+	char *html;
+	size_t len = 0;
+
+	if (!statusauth_cookie_ok(env->cookie, c->custom_access_key, now))
+		return status_login(io, 200, NULL);
+	if ((tree = stats_tree(c, now)) == NULL)
+		return status_send(io, 500, NULL, NULL, 0);
+	o.now = now;
+	o.lock_idle_seconds = c->lock_idle_seconds;
+	html = statuspage_html(tree, &o, &len);
+	cJSON_Delete(tree);
+	return status_send(io, 200, NULL, html, len);
+}
+
+/* Where a login or logout sends the browser: the path it posted to, as
+ * the client asked for it (/status, /v1/status, a mount prefix...), when
+ * that is a plain absolute path; else "status" relative to it. */
+static void
+status_location(const struct orgw_env *env, char *dst, size_t n)
+{
+	const char *u = env->request_uri;
+	size_t i;
+
+	snprintf(dst, n, "status");
+	if (u == NULL || u[0] != '/' || u[1] == '/')
+		return;
+	for (i = 0; u[i] != '\0' && u[i] != '?' && u[i] != '#'; i++)
+		if (u[i] <= ' ' || u[i] >= 0x7f || u[i] == '\\' || i + 1 >= n)
+			return;
+	memcpy(dst, u, i);
+	dst[i] = '\0';
+}
+
+/*
+ * POST /status, application/x-www-form-urlencoded: "key=<client key>"
+ * logs in (303 back to the page with the cookie; the key compared in
+ * constant time), a wrong key gets the form again with 401, and
+ * "logout=1" clears the cookie.  The key never goes into a URL (access
+ * logs keep query strings) nor into the cookie (statusauth.h).
+ */
+static int
+handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
+		   const struct orgw_conf *c)
+{
+	char body[STATUS_FORM_MAX_BYTES + 1], key[STATUS_FORM_MAX_BYTES];
+	char tok[STATUSAUTH_TOKEN_MAX], where[512], extra[1024], flag[8];
+	const char *secure;
+	unsigned long long cl;
+	size_t got = 0;
+	ssize_t n;
+	bool ok;
+
+	if (http_content_length(env->content_length, &cl) != ORGW_OK ||
+	    cl > STATUS_FORM_MAX_BYTES)
+		return status_login(io, 400, "the form could not be read");
+	if (env->content_type == NULL ||
+	    strncasecmp(env->content_type,
+			"application/x-www-form-urlencoded", 33) != 0)
+		return status_login(io, 415, "send the form");
+	while (got < (size_t)cl &&
+	       (n = io->read(io->ctx, body + got, (size_t)cl - got)) > 0)
+		got += (size_t)n;
+	if (got < (size_t)cl)
+		return status_login(io, 400, "the form could not be read");
+	body[got] = '\0';
+	status_location(env, where, sizeof(where));
+	secure = (env->https != NULL && strcasecmp(env->https, "on") == 0) ||
+				 (env->scheme != NULL &&
+				  strcasecmp(env->scheme, "https") == 0) ?
+			 "; Secure" :
+			 "";
+	if (statusauth_form_get(body, got, "logout", flag, sizeof(flag))) {
+		snprintf(extra, sizeof(extra),
+			 "Location: %s\r\nSet-Cookie: " STATUSAUTH_COOKIE
+			 "=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/%s\r\n",
+			 where, secure);
+		return status_redirect(io, extra);
+	}
+	ok = statusauth_form_get(body, got, "key", key, sizeof(key)) &&
+	     statusauth_key_eq(key, c->custom_access_key);
+	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(body, sizeof(body));
+	if (!ok)
+		return status_login(io, 401, "wrong key");
+	if (statusauth_token(c->custom_access_key,
+			     clock_now_s() + STATUSAUTH_TTL_SECONDS, tok,
+			     sizeof(tok)) != ORGW_OK)
+		return status_login(io, 500, "could not make a token");
+	snprintf(extra, sizeof(extra),
+		 "Location: %s\r\nSet-Cookie: " STATUSAUTH_COOKIE
+		 "=%s; Max-Age=%d; HttpOnly; SameSite=Strict; Path=/%s\r\n",
+		 where, tok, STATUSAUTH_TTL_SECONDS, secure);
+	return status_redirect(io, extra);
+}
+
 /* POST /__cron: one scoring run at a time, at most every
  * CRON_MIN_INTERVAL_SECONDS (429 with Retry-After otherwise). */
 static int
@@ -293,16 +460,33 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				  "unknown path; try POST /v1/chat/completions",
 				  NULL);
 	if (i == sizeof(routes) / sizeof(routes[0])) {
-		for (i = 0; strcmp(path, routes[i].path) != 0; i++)
-			;
-		snprintf(allow, sizeof(allow), "Allow: %s\r\n",
-			 routes[i].method);
+		/* Every method the path takes (GET and POST for /status). */
+		snprintf(allow, sizeof(allow), "Allow: ");
+		for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+			if (strcmp(path, routes[i].path) == 0)
+				snprintf(allow + strlen(allow),
+					 sizeof(allow) - strlen(allow), "%s%s",
+					 allow[7] ? ", " : "",
+					 routes[i].method);
+		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
+			 "\r\n");
 		return http_error(io, 405, "invalid_request_error",
 				  "method_not_allowed", NULL,
 				  "method not allowed for this path", allow);
 	}
 	if (routes[i].id == R_HEALTH)
 		return handle_health(io, env, c, conf_err);
+	if (routes[i].id == R_STATUS || routes[i].id == R_STATUS_POST) {
+		if (conf_err != NULL || c->custom_access_key == NULL)
+			return http_error(io, 503, "server_error",
+					  "not_configured", NULL,
+					  "the gateway is not configured; see "
+					  "/healthz",
+					  NULL);
+		return routes[i].id == R_STATUS ?
+			       handle_status(io, env, c) :
+			       handle_status_post(io, env, c);
+	}
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
 		return http_error(io, 503, "server_error", "not_configured",

@@ -26,12 +26,14 @@ http_env_load(struct orgw_env *e,
 	static const char *const names[] = {
 		"REQUEST_METHOD", "PATH_INFO",	   "REQUEST_URI",
 		"SCRIPT_NAME",	  "HTTP_AUTHORIZATION", "CONTENT_LENGTH",
-		"CONTENT_TYPE",
+		"CONTENT_TYPE",	  "HTTP_COOKIE", "HTTPS",
+		"REQUEST_SCHEME",
 	};
 	char **slots[] = {&e->method,	    &e->path_info,
 			  &e->request_uri,  &e->script_name,
 			  &e->authorization, &e->content_length,
-			  &e->content_type};
+			  &e->content_type, &e->cookie,
+			  &e->https,	    &e->scheme};
 	size_t i;
 
 	memset(e, 0, sizeof(*e));
@@ -57,6 +59,9 @@ http_env_free(struct orgw_env *e)
 	free(e->authorization);
 	free(e->content_length);
 	free(e->content_type);
+	free(e->cookie);
+	free(e->https);
+	free(e->scheme);
 	memset(e, 0, sizeof(*e));
 }
 

@@ -48,6 +48,9 @@ struct orgw_env {
 	char *authorization;	/* HTTP_AUTHORIZATION */
 	char *content_length;	/* CONTENT_LENGTH */
 	char *content_type;	/* CONTENT_TYPE */
+	char *cookie;		/* HTTP_COOKIE (GET /status) */
+	char *https;		/* HTTPS ("on" over TLS) */
+	char *scheme;		/* REQUEST_SCHEME */
 };
 
 /* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns

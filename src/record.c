@@ -869,7 +869,43 @@ money_update(cJSON *o, const struct stats_delta *d)
 	}
 	t = child_obj(days, day);
 	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
-	return t != NULL && bump_money(t, d) && bump(t, "requests", 1);
+	/* The day's prompt and cached tokens give /status its measured hit
+	 * rate day by day (issue 17 item 5). */
+	return t != NULL && bump_money(t, d) && bump(t, "requests", 1) &&
+	       bump(t, "prompt_tokens", (double)d->prompt_tokens) &&
+	       bump(t, "cached_tokens", (double)d->cached_tokens);
+}
+
+char *
+record_lock_log_add(const char *text, int64_t at, const char *from,
+		    const char *to, const char *reason)
+{
+	cJSON *o = parse_obj(text), *arr, *e;
+	bool ok;
+
+	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	arr = cJSON_GetObjectItemCaseSensitive(o, "changes");
+	if (!cJSON_IsArray(arr)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "changes");
+		arr = cJSON_AddArrayToObject(o, "changes");
+	}
+	ok = arr != NULL && bump(o, "v", 0);
+	while (ok && cJSON_GetArraySize(arr) >= RECORD_LOCK_LOG_MAX)
+		cJSON_DeleteItemFromArray(arr, 0);
+	e = ok ? cJSON_CreateObject() : NULL;
+	if (e != NULL && !cJSON_AddItemToArray(arr, e)) {
+		cJSON_Delete(e);
+		e = NULL;
+	}
+	ok = e != NULL && add_num(e, "at", (double)at) &&
+	     cJSON_AddStringToObject(e, "from", from ? from : "") &&
+	     cJSON_AddStringToObject(e, "to", to ? to : "") &&
+	     cJSON_AddStringToObject(e, "reason", reason ? reason : "");
+	if (ok)
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "v"),
+				     RECORD_VERSION);
+	return finish(o, ok);
 }
 
 char *

@@ -178,6 +178,17 @@ char *record_stats_apply(const char *text, const struct stats_delta *d);
  */
 void record_money_price(struct stats_delta *d, const struct rec_cands *c);
 
+/*
+ * LOCK_LOG:<model>, the recent lock changes (issue 17 item 5):
+ * {"v":1,"changes":[{"at","from","to","reason"}...]}, oldest first, the
+ * last RECORD_LOCK_LOG_MAX kept.  Adds one change at unix time at (from
+ * or to "" for no lock) to text (borrowed; NULL or undecodable = none).
+ * Returns the new text (free with record_free) or NULL (out of memory).
+ */
+#define RECORD_LOCK_LOG_MAX 20
+char *record_lock_log_add(const char *text, int64_t at, const char *from,
+			  const char *to, const char *reason);
+
 /* The UTC date "YYYY-MM-DD" of unix time t into dst (11 bytes). */
 void record_day(int64_t t, char dst[11]);
 

@@ -10,7 +10,9 @@
  * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
- * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>.
+ * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>, and LOCK_LOG:<model>
+ * (the recent lock changes for /status, written by the transaction that
+ * moves the lock).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +167,28 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 }
 
 /*
+ * Appends a change of model's lock from one tag to another ("" = no
+ * lock) to LOCK_LOG:<model>, in the transaction that moves it (issue 17
+ * item 5).  A lock renewed on the same provider is no change.
+ */
+static enum orgw_err
+lock_log(struct store *s, const char *model, int64_t now, const char *from,
+	 const char *to, const char *why)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	if (strcmp(from, to) == 0)
+		return ORGW_OK;
+	key2(k, "LOCK_LOG", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	err = put_text(s, k, record_lock_log_add(v, now, from, to, why));
+	free(v);
+	return err;
+}
+
+/*
  * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves,
  * with the measured hit rates of STATS:<model> (issue 17) where their
  * evidence suffices.  Out of memory keeps the stored order, and STATS
@@ -206,11 +230,12 @@ rerank(struct store *s, const struct orgw_conf *c, const char *model,
  * unpinned until a cooldown ends or the scorer finds candidates.  r
  * (may be NULL) gets the route to continue on.  cands is the stored list
  * (have_cands false when there is none); it is re-ranked in place.
+ * from (the tag locked before, "" for none) and why go to LOCK_LOG.
  */
 static enum orgw_err
 move_lock(struct store *s, const struct orgw_conf *c, const char *model,
-	  const char *off_tag, int64_t now, struct rec_cands *cands,
-	  bool have_cands, struct state_route *r)
+	  const char *off_tag, const char *from, const char *why, int64_t now,
+	  struct rec_cands *cands, bool have_cands, struct state_route *r)
 {
 	struct cool_ctx cc = {s, model, now};
 	const struct rec_cand *next;
@@ -226,14 +251,14 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		err = store_del(s, k);
 		if (r)
 			route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
-		return err;
+		return err ? err : lock_log(s, model, now, from, "", why);
 	}
 	route_lock_from(&lock, next, now);
 	err = put_text(s, k, record_lock_encode(&lock));
 	if (r)
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
-	return err;
+	return err ? err : lock_log(s, model, now, from, lock.tag, why);
 }
 
 /* Decides with what the store holds and writes the lock it implies. */
@@ -297,12 +322,21 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		lock.last_used = now;
 		err = put_text(s, k, record_lock_encode(&lock));
 		break;
-	case ROUTE_RELOCKED:
+	case ROUTE_RELOCKED: {
+		char from[ORGW_TAG_MAX];
+		const char *why = !have_lock	       ? "no lock" :
+				  cooling(&cc, lock.tag) ? "cooling" :
+							   "idle";
+
+		snprintf(from, sizeof(from), "%s", have_lock ? lock.tag : "");
 		route_lock_from(&lock, pick, now);
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
 		err = put_text(s, k, record_lock_encode(&lock));
+		if (err == ORGW_OK)
+			err = lock_log(s, model, now, from, lock.tag, why);
 		break;
+	}
 	case ROUTE_SCORED:
 		route_set(r, ROUTE_SCORED, NULL, NULL, 0);
 		break;
@@ -506,7 +540,11 @@ do_failure(struct store *s, void *arg)
 				  lock.provider_name,
 				  lock.max_completion_tokens);
 	} else {
-		err = move_lock(s, a->c, a->model, a->tag, a->now, &cands,
+		char why[REC_REASON_MAX + 16];
+
+		snprintf(why, sizeof(why), "breaker: %s", a->reason);
+		err = move_lock(s, a->c, a->model, a->tag,
+				have_lock ? lock.tag : "", why, a->now, &cands,
 				have_cands, a->r);
 	}
 	record_cands_clear(&cands);
@@ -651,15 +689,17 @@ do_op_unlock(struct store *s, void *arg)
 	/* An undecodable lock is deleted too: routing treats it as none. */
 	if (have_lock)
 		snprintf(a->old_tag, a->old_tag_n, "%s", lock.tag);
-	return store_del(s, k);
+	if ((err = store_del(s, k)) != ORGW_OK)
+		return err;
+	return lock_log(s, a->model, a->now, a->old_tag, "", "operator unlock");
 }
 
 enum orgw_err
-state_op_unlock(const struct orgw_conf *c, const char *model, char *old_tag,
-		size_t n)
+state_op_unlock(const struct orgw_conf *c, const char *model, int64_t now,
+		char *old_tag, size_t n)
 {
-	struct op_args a = {.c = c, .model = model, .old_tag = old_tag,
-			    .old_tag_n = n};
+	struct op_args a = {.c = c, .model = model, .now = now,
+			    .old_tag = old_tag, .old_tag_n = n};
 	char m[ORGW_MODEL_MAX * 4];
 	enum orgw_err err;
 
@@ -714,8 +754,8 @@ do_op_cool(struct store *s, void *arg)
 	/* The live lock is the provider cooled: move it now, as a breaker
 	 * trip does (SPEC 5), at today's prices (SPEC 6). */
 	*a->moved = true;
-	err = move_lock(s, a->c, a->model, a->tag, a->now, &cands, have_cands,
-			a->r);
+	err = move_lock(s, a->c, a->model, a->tag, lock.tag, "operator cool",
+			a->now, &cands, have_cands, a->r);
 out:
 	record_cands_clear(&cands);
 	return err;

@@ -110,10 +110,11 @@ bool state_tag_ok(const char *tag);
 /*
  * Deletes BEST_PROVIDER:<model>: the next request locks the best
  * candidate again (route "relocked").  *old_tag (n bytes) gets the tag
- * that was locked, "" when there was no lock (ORGW_OK, nothing logged).
+ * that was locked, "" when there was no lock (ORGW_OK, nothing logged);
+ * a lock removed goes to LOCK_LOG at now.
  */
 enum orgw_err state_op_unlock(const struct orgw_conf *c, const char *model,
-			      char *old_tag, size_t n);
+			      int64_t now, char *old_tag, size_t n);
 
 /*
  * Cools tag down for model until now + seconds (PROVIDER_COOLDOWN, with

@@ -1,8 +1,9 @@
 /*
  * stats.c - the GET /stats document (SPEC section 7): every model the
  * state knows, with its lock, candidates, failure counts, live
- * cooldowns and STATS counters, read in one shared-lock transaction
- * (state_txn) and built with cJSON.
+ * cooldowns, STATS counters and recent lock changes (LOCK_LOG), read
+ * in one shared-lock transaction (state_txn) and built with cJSON.
+ * GET /status renders the same tree (statuspage.c).
  *
  * Ownership: the document is built under a cJSON root owned by
  * stats_json() and printed once; values read from the store are
@@ -190,6 +191,23 @@ add_tagged(cJSON *m, const char *field, const char *tag, const char *val,
 		*ok = false;
 }
 
+/* LOCK_LOG:<model>'s changes as the model's "lock_changes". */
+static void
+add_lock_log(cJSON *m, const char *val, bool *ok)
+{
+	cJSON *o = cJSON_Parse(val), *arr;
+
+	arr = cJSON_DetachItemFromObjectCaseSensitive(o, "changes");
+	if (cJSON_IsArray(arr) &&
+	    !cJSON_AddItemToObject(m, "lock_changes", arr)) {
+		cJSON_Delete(arr);
+		*ok = false;
+	} else if (!cJSON_IsArray(arr)) {
+		cJSON_Delete(arr);
+	}
+	cJSON_Delete(o);
+}
+
 static int
 stats_key_cb(void *arg, const char *key, const char *val)
 {
@@ -213,6 +231,9 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	} else if (strncmp(key, "PROVIDER_CANDIDATE:", 19) == 0) {
 		if ((m = model_obj(a, key + 19)) != NULL)
 			add_cands(m, val, &a->ok);
+	} else if (strncmp(key, "LOCK_LOG:", 9) == 0) {
+		if ((m = model_obj(a, key + 9)) != NULL)
+			add_lock_log(m, val, &a->ok);
 	} else if (strncmp(key, "STATS:", 6) == 0) {
 		if ((m = model_obj(a, key + 6)) != NULL)
 			add_stats(m, val, &a->ok);
@@ -246,13 +267,12 @@ do_stats(struct store *s, void *arg)
 	return store_each(s, "", stats_key_cb, a);
 }
 
-char *
-stats_json(const struct orgw_conf *c, int64_t now)
+cJSON *
+stats_tree(const struct orgw_conf *c, int64_t now)
 {
 	cJSON *root = cJSON_CreateObject();
 	struct stats_args a;
 	enum orgw_err err;
-	char *out = NULL;
 
 	memset(&a, 0, sizeof(a));
 	a.now = now;
@@ -266,7 +286,20 @@ stats_json(const struct orgw_conf *c, int64_t now)
 					     orgw_strerror(err)))
 			a.ok = false;
 	}
-	if (a.ok)
+	if (!a.ok) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+char *
+stats_json(const struct orgw_conf *c, int64_t now)
+{
+	cJSON *root = stats_tree(c, now);
+	char *out = NULL;
+
+	if (root != NULL)
 		out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;

@@ -73,7 +73,7 @@ op status
 t_eq "status (all models) exits 0" 0 "$RC"
 while IFS= read -r l; do printf '# %s\n' "$l"; done <"$ORGW_T/op.out"
 t_match "status table: the lock line" '^   lock: deepinfra/fp8 \(DeepInfra\) since ' \
-	"$(grep '^   lock:' "$ORGW_T/op.out" | head -1)"
+	"$(grep -A1 "^== $M\$" "$ORGW_T/op.out" | grep '^   lock:')"
 t_match "status table: deepseek ranked 1, cooling with its reason" \
 	'^   1   deepseek .* [0-9]+ s left \(maintenance window\)$' \
 	"$(grep -E '^ +1 +deepseek ' "$ORGW_T/op.out")"
