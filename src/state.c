@@ -10,7 +10,10 @@
  * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
- * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>.
+ * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>, and METRICS:<model>
+ * (GET /metrics, issue 17 item 4): written in the same transaction as
+ * the event it counts (the request's STATS, the trip's cooldown, the
+ * lock's move), so its counters are as exact as STATS.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +77,45 @@ put_text(struct store *s, const char *key, char *text)
 		return ORGW_ENOMEM;
 	err = store_put(s, key, text);
 	record_free(text);
+	return err;
+}
+
+/*
+ * Counts into METRICS:<model>: the request d when d is not NULL, else a
+ * breaker trip of trip_tag, else (both NULL) a lock change.
+ */
+static enum orgw_err
+metrics_count(struct store *s, const char *model, const struct stats_delta *d,
+	      const char *trip_tag)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	key2(k, "METRICS", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	err = put_text(s, k,
+		       d != NULL ? record_metrics_apply(v, d) :
+				   record_metrics_event(v, trip_tag));
+	free(v);
+	return err;
+}
+
+/* Writes model's new lock (NULL: drops it), counting a lock change when
+ * a lock on another provider was there (SPEC 7; a first lock is none). */
+static enum orgw_err
+lock_write(struct store *s, const char *model, const struct rec_lock *old,
+	   bool had_old, const struct rec_lock *lock)
+{
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	key2(k, "BEST_PROVIDER", model);
+	err = lock != NULL ? put_text(s, k, record_lock_encode(lock)) :
+			     store_del(s, k);
+	if (err == ORGW_OK && had_old &&
+	    (lock == NULL || strcmp(old->tag, lock->tag) != 0))
+		err = metrics_count(s, model, NULL, NULL);
 	return err;
 }
 
@@ -214,22 +256,23 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 {
 	struct cool_ctx cc = {s, model, now};
 	const struct rec_cand *next;
-	struct rec_lock lock;
-	char k[KEY_MAX];
+	struct rec_lock lock, old;
+	bool had_old;
 	enum orgw_err err;
 
 	if (have_cands && (err = rerank(s, c, model, cands, now)) != ORGW_OK)
 		return err;
-	key2(k, "BEST_PROVIDER", model);
+	if ((err = read_lock(s, model, &old, &had_old)) != ORGW_OK)
+		return err;
 	next = route_next(have_cands ? cands : NULL, cooling, &cc, off_tag);
 	if (next == NULL) {
-		err = store_del(s, k);
+		err = lock_write(s, model, &old, had_old, NULL);
 		if (r)
 			route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
 		return err;
 	}
 	route_lock_from(&lock, next, now);
-	err = put_text(s, k, record_lock_encode(&lock));
+	err = lock_write(s, model, &old, had_old, &lock);
 	if (r)
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
@@ -297,12 +340,15 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		lock.last_used = now;
 		err = put_text(s, k, record_lock_encode(&lock));
 		break;
-	case ROUTE_RELOCKED:
+	case ROUTE_RELOCKED: {
+		struct rec_lock old = lock;
+
 		route_lock_from(&lock, pick, now);
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
-		err = put_text(s, k, record_lock_encode(&lock));
+		err = lock_write(s, model, &old, have_lock, &lock);
 		break;
+	}
 	case ROUTE_SCORED:
 		route_set(r, ROUTE_SCORED, NULL, NULL, 0);
 		break;
@@ -494,6 +540,8 @@ do_failure(struct store *s, void *arg)
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
 	if ((err = put_text(s, k, record_cooldown_encode(&cd))))
 		return err;
+	if ((err = metrics_count(s, a->model, NULL, a->tag)) != ORGW_OK)
+		return err;
 	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
 			      &have_cands);
 	if (err != ORGW_OK)
@@ -567,6 +615,8 @@ do_finish(struct store *s, void *arg)
 	record_cands_clear(&cands);
 	free(v);
 	v = NULL;
+	if (err == ORGW_OK)
+		err = metrics_count(s, a->model, &a->d, NULL);
 	if (err != ORGW_OK || a->ok_tag == NULL)
 		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->ok_tag);
