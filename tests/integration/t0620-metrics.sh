@@ -156,7 +156,7 @@ for _ in 1 2 3; do
 	PP=$(orgw__free_port)
 	prometheus --config.file="$PD/prometheus.yml" \
 		--storage.tsdb.path="$PD/data" \
-		--web.listen-address=127.0.0.1:$PP --log.level=warn \
+		--web.listen-address="127.0.0.1:$PP" --log.level=warn \
 		>"$PD/log" 2>&1 &
 	PROM_PID=$!
 	orgw__wait_http "http://127.0.0.1:$PP/-/ready" 20 && break
