@@ -1,7 +1,7 @@
 #!/bin/bash
 # t0620-metrics: GET /metrics (issue 17 item 4) with the real thing.
 # Requests through the double (ok, cached tokens, a 429 retried, a stream,
-# a breaker trip that moves the lock, a client error), then: no key or a
+# a breaker trip that moves the lock, a client error, 16 at once), then: no key or a
 # wrong key is a 401, METRICS_KEY and the client key read it under /,
 # /v1 and /api/v1; `promtool check metrics` passes; the counters equal
 # /stats (requests, ok, tokens, spend, savings, latency counts, trips);
@@ -34,11 +34,21 @@ t_eq "two 503: the breaker trips, the request ends on deepinfra/fp8" \
 double_ctl POST faults '{"faults":[{"kind":"status","status":400,"times":1,"match":{"tag":"deepinfra/fp8"}}]}' >/dev/null
 chat >/dev/null
 double_ctl DELETE faults >/dev/null
+# 16 at once: every one counted, in /stats and /metrics alike.
+pids=()
+for i in $(seq 16); do
+	curl -sS -o /dev/null --max-time 60 -H "Authorization: Bearer $ORGW_KEY" \
+		-H 'Content-Type: application/json' --data-binary \
+		"{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"$LONG $i\"}]}" \
+		"$ORGW_URL/v1/chat/completions" &
+	pids+=($!)
+done
+wait "${pids[@]}" # not a bare wait: the double and lighttpd are children too
 
 S=$(orgw_curl /stats)
 st() { json_get "$S" "j.models['$M'].$1"; }
-t_eq "/stats: 5 requests, 4 ok, 1 trip, some prompt tokens cached" \
-	"5 4 1 true" "$(st requests) $(st ok) $(st breaker_trips) \
+t_eq "/stats: 21 requests, 20 ok, 1 trip, some prompt tokens cached" \
+	"21 20 1 true" "$(st requests) $(st ok) $(st breaker_trips) \
 $([ "$(st tokens.cached)" -gt 0 ] && [ "$(st tokens.cached)" -lt "$(st tokens.prompt)" ] && echo true)"
 
 # --- the endpoint ------------------------------------------------------------
