@@ -50,7 +50,7 @@ SCORER  := scheduler/orgw-score
 # Core modules must stay free of I/O libraries (STYLE.md 1).
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/buf.c src/mask.c \
-	   src/statuspage.c src/statusauth.c
+	   src/statuspage.c src/statusauth.c src/prom.c
 
 .PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz
 .SECONDARY:

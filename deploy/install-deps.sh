@@ -40,15 +40,19 @@
 #                                         headless browser (driven by
 #                                         puppeteer-core in tests/js, which
 #                                         uses this one and downloads none)
+#   prometheus                            promtool check metrics and a real
+#                                         scrape of GET /metrics (t0620;
+#                                         run in the foreground on loopback,
+#                                         never as the packaged service)
 #   nodejs npm                            only when there is no `node` at all
 #                                         (the upstream double and the OpenAI
 #                                         SDK client in tests/js need it; an
 #                                         existing Node.js is never replaced)
 #
-# Installing a package that ships a service (lighttpd, caddy, nginx, apache2)
-# must not start it: a temporary /usr/sbin/policy-rc.d answers "no" while apt
-# runs, and is removed again afterwards (unless one was already there, which
-# is then left alone).
+# Installing a package that ships a service (lighttpd, caddy, nginx, apache2,
+# prometheus) must not start it: a temporary /usr/sbin/policy-rc.d answers
+# "no" while apt runs, and is removed again afterwards (unless one was already
+# there, which is then left alone).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -56,7 +60,7 @@ cd "$(dirname "$0")/.."
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
 gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev lighttpd spawn-fcgi
 multiwatch caddy nginx-light apache2 libapache2-mod-fcgid systemd
-curl ca-certificates jq chromium"
+curl ca-certificates jq chromium prometheus"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"
 

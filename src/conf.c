@@ -24,8 +24,8 @@
  * first).  The struct itself belongs to the caller.
  *
  * Messages name the setting and quote the refused value, made printable
- * and cut short, except for OPENROUTER_API_KEY and CUSTOM_ACCESS_KEY,
- * whose values are never quoted: messages end up in logs.
+ * and cut short, except for OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY and
+ * METRICS_KEY, whose values are never quoted: messages end up in logs.
  *
  * Numbers go through strtoll()/strtod() with end-pointer, errno and range
  * checks.  The gateway never calls setlocale(), so strtod() runs in the
@@ -80,6 +80,8 @@ static const struct conf_item conf_items[] = {
 	  .off = CONF_OFF(openrouter_api_key) },
 	{ .name = "CUSTOM_ACCESS_KEY", .kind = CONF_KEY,
 	  .off = CONF_OFF(custom_access_key) },
+	{ .name = "METRICS_KEY", .kind = CONF_KEY,
+	  .off = CONF_OFF(metrics_key) },
 	{ .name = "UPSTREAM_URL", .kind = CONF_URL,
 	  .off = CONF_OFF(upstream_url),
 	  .def = "https://openrouter.ai/api/v1" },
@@ -649,6 +651,8 @@ conf_free(struct orgw_conf *c)
 	c->openrouter_api_key = NULL;
 	conf_wipe_free(c->custom_access_key);
 	c->custom_access_key = NULL;
+	conf_wipe_free(c->metrics_key);
+	c->metrics_key = NULL;
 	free(c->upstream_url);
 	c->upstream_url = NULL;
 	free(c->state_path);

@@ -16,6 +16,7 @@
 struct orgw_conf {
 	char *openrouter_api_key;	/* NULL when not set */
 	char *custom_access_key;	/* NULL when not set */
+	char *metrics_key;		/* GET /metrics; NULL: client key */
 	char *upstream_url;		/* no trailing slash */
 	char *state_path;
 	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
@@ -101,7 +102,7 @@ enum orgw_err conf_parse_text(const char *text, size_t len,
 /*
  * Load the configuration: defaults, then the ORGW_CONFIG file (if set),
  * then the environment (which wins), then NAME_FILE secrets for
- * OPENROUTER_API_KEY and CUSTOM_ACCESS_KEY (first line of the file; a
+ * OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY and METRICS_KEY (first line of the file; a
  * direct value wins over the file).  Lives in confload.c (edge).
  * Returns ORGW_OK or ORGW_EINVAL with a message in err.
  */

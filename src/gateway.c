@@ -20,6 +20,7 @@
 #include "gateway.h"
 #include "log.h"
 #include "mask.h"
+#include "prom.h"
 #include "record.h"
 #include "scorerun.h"
 #include "state.h"
@@ -39,6 +40,7 @@ enum route_id {
 	R_CHAT,
 	R_MODELS,
 	R_STATS,
+	R_METRICS,
 	R_CRON,
 	R_HEALTH,
 	R_STATUS,
@@ -56,6 +58,8 @@ static const struct {
 	{"/chat/completions", "POST", R_CHAT, true},
 	{"/models", "GET", R_MODELS, true},
 	{"/stats", "GET", R_STATS, true},
+	/* METRICS_KEY or the client key, checked by handle_metrics. */
+	{"/metrics", "GET", R_METRICS, true},
 	{"/__cron", "POST", R_CRON, true},
 	{"/healthz", "GET", R_HEALTH, false},
 	/* The status page logs in with a form and a cookie, not with
@@ -338,6 +342,50 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 	return status_redirect(io, extra);
 }
 
+
+/*
+ * GET /metrics (issue 17 item 4): Prometheus text 0.0.4.  A scraper's
+ * key, METRICS_KEY, lets it read the counters without being able to
+ * send chat requests; the client key works too (it reads /stats, the
+ * same numbers).  Both compared in constant time (http_auth_ok).
+ */
+static int
+handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
+	       const struct orgw_conf *c)
+{
+	struct buf out = {0};
+	char h[128];
+	enum orgw_err err;
+	int n, rc = -1;
+
+	if (!(c->metrics_key != NULL &&
+	      http_auth_ok(env->authorization, c->metrics_key)) &&
+	    !http_auth_ok(env->authorization, c->custom_access_key))
+		return http_error(io, 401, "invalid_request_error",
+				  "invalid_api_key", NULL,
+				  env->authorization ?
+					  "incorrect API key provided" :
+					  "missing API key: send "
+					  "Authorization: Bearer <METRICS_KEY>",
+				  "WWW-Authenticate: Bearer\r\n");
+	err = stats_metrics(c, clock_now_s(), &out);
+	if (err != ORGW_OK) {
+		buf_free(&out);
+		log_warn("metrics: state unreadable: %s", orgw_strerror(err));
+		return http_error(io, 503, "server_error", NULL, NULL,
+				  "state unavailable", NULL);
+	}
+	n = snprintf(h, sizeof(h),
+		     "Cache-Control: no-cache\r\nContent-Length: %zu\r\n",
+		     out.len);
+	if (n > 0 && (size_t)n < sizeof(h) &&
+	    http_head(io, 200, PROM_CONTENT_TYPE, h) == 0 &&
+	    io->write(io->ctx, out.p, out.len) == 0)
+		rc = 0;
+	buf_free(&out);
+	return rc;
+}
+
 /* POST /__cron: one scoring run at a time, at most every
  * CRON_MIN_INTERVAL_SECONDS (429 with Retry-After otherwise). */
 static int
@@ -493,6 +541,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				  NULL,
 				  "the gateway is not configured; see /healthz",
 				  NULL);
+	if (routes[i].id == R_METRICS)
+		return handle_metrics(io, env, c);
 	if (!http_auth_ok(env->authorization, c->custom_access_key))
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,

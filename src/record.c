@@ -15,6 +15,7 @@
 
 #include <cJSON.h>
 
+#include "prom.h"
 #include "record.h"
 #include "score.h"
 
@@ -956,4 +957,148 @@ record_stats_apply(const char *text, const struct stats_delta *d)
 		cJSON_SetNumberValue(v, RECORD_VERSION);
 	}
 	return finish(o, ok);
+}
+
+/*
+ * METRICS:<model> (issue 17 item 4), what GET /metrics adds to STATS:
+ * {"v":1,
+ *  "providers":{"<p>":{"requests":{"<outcome>":n},
+ *                      "tokens":{"input":n,"cache_read":n,"output":n},
+ *                      "breaker_trips":n}},
+ *  "ttfb":{"buckets":[n per prom.h slot],"sum_ms":n,"count":n},
+ *  "duration":{...},
+ *  "lock_changes":n}
+ * Bucket counts are per slot, not cumulative; prom_render() adds them up.
+ */
+
+const char *
+record_outcome(const struct stats_delta *d)
+{
+	/* One outcome per request, so they add up to STATS "requests"; a
+	 * request that met several failures is named by what ended it,
+	 * most final first (slow answers were delivered: ok). */
+	if (d->ok > 0)
+		return "ok";
+	if (d->eabort > 0)
+		return "client_abort";
+	if (d->emid > 0)
+		return "mid_stream";
+	if (d->etimeout > 0)
+		return "timeout";
+	if (d->e5xx > 0)
+		return "5xx";
+	if (d->eother > 0)
+		return "other";
+	if (d->e429 > 0)
+		return "429";
+	return "client_error";
+}
+
+const char *
+record_metrics_provider(const struct stats_delta *d)
+{
+	if (d->money_tag != NULL && d->money_tag[0] != '\0')
+		return d->money_tag;
+	if (d->tag != NULL && d->tag[0] != '\0')
+		return d->tag;
+	return RECORD_MONEY_UNKNOWN;
+}
+
+/* Counts a duration of ms into histogram object o[k]. */
+static bool
+hist_add(cJSON *o, const char *k, int64_t ms)
+{
+	cJSON *h = child_obj(o, k), *b, *it;
+	size_t slot = prom_bucket_slot(ms), i;
+
+	if (h == NULL)
+		return false;
+	b = cJSON_GetObjectItemCaseSensitive(h, "buckets");
+	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != PROM_N_SLOTS) {
+		/* Absent or damaged: start the buckets again. */
+		cJSON *n = cJSON_CreateArray();
+		bool ok = n != NULL;
+
+		for (i = 0; ok && i < PROM_N_SLOTS; i++)
+			ok = cJSON_AddItemToArray(n, cJSON_CreateNumber(0));
+		if (!ok || (b != NULL ? !replace(h, "buckets", n) :
+					!cJSON_AddItemToObject(h, "buckets",
+							       n))) {
+			cJSON_Delete(n);
+			return false;
+		}
+		b = n;
+	}
+	it = cJSON_GetArrayItem(b, (int)slot);
+	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+		cJSON_SetNumberValue(it, 1);
+	else
+		cJSON_SetNumberValue(it, it->valuedouble + 1);
+	return bump(h, "sum_ms", (double)ms) && bump(h, "count", 1);
+}
+
+/* Parses METRICS text (NULL or undecodable = empty) with "v" last
+ * bumped to the version by metrics_finish. */
+static cJSON *
+metrics_open(const char *text)
+{
+	cJSON *o = parse_obj(text);
+
+	if (o == NULL)
+		o = cJSON_CreateObject();
+	if (o != NULL && !bump(o, "v", 0)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static char *
+metrics_finish(cJSON *o, bool ok)
+{
+	if (ok)
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "v"),
+				     RECORD_VERSION);
+	return finish(o, ok);
+}
+
+char *
+record_metrics_apply(const char *text, const struct stats_delta *d)
+{
+	cJSON *o = metrics_open(text), *p, *r, *t;
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	p = child_obj(o, "providers");
+	p = p != NULL ? child_obj(p, record_metrics_provider(d)) : NULL;
+	r = p != NULL ? child_obj(p, "requests") : NULL;
+	ok = r != NULL && bump(r, record_outcome(d), (double)d->requests);
+	t = ok ? child_obj(p, "tokens") : NULL;
+	ok = ok && bump(t, "input", (double)d->prompt_tokens) &&
+	     bump(t, "cache_read", (double)d->cached_tokens) &&
+	     bump(t, "output", (double)d->completion_tokens);
+	if (ok && d->ttfb_ms >= 0)
+		ok = hist_add(o, "ttfb", d->ttfb_ms);
+	if (ok && d->total_ms >= 0)
+		ok = hist_add(o, "duration", d->total_ms);
+	return metrics_finish(o, ok);
+}
+
+char *
+record_metrics_event(const char *text, const char *trip_tag)
+{
+	cJSON *o = metrics_open(text), *p;
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	if (trip_tag != NULL) {
+		p = child_obj(o, "providers");
+		p = p != NULL ? child_obj(p, trip_tag) : NULL;
+		ok = p != NULL && bump(p, "breaker_trips", 1);
+	} else {
+		ok = bump(o, "lock_changes", 1);
+	}
+	return metrics_finish(o, ok);
 }

@@ -201,4 +201,28 @@ void record_day(int64_t t, char dst[11]);
 enum orgw_err record_stats_hits(const char *text, struct score_hit **v,
 				size_t *n);
 
+/*
+ * METRICS:<model> (issue 17 item 4; layout in record.c): what GET
+ * /metrics needs beyond STATS, written in the same transactions.
+ * record_metrics_apply counts d, one request, under provider
+ * record_metrics_provider(d) and outcome record_outcome(d), with its
+ * tokens and its latencies in the prom.h histogram slots.
+ * record_metrics_event counts a breaker trip of trip_tag, or with
+ * trip_tag NULL a lock change.  text (NULL or undecodable = empty) is
+ * borrowed; both return new text (free with record_free) or NULL (out
+ * of memory).
+ */
+char *record_metrics_apply(const char *text, const struct stats_delta *d);
+char *record_metrics_event(const char *text, const char *trip_tag);
+
+/* The request's one outcome: "ok", else what ended it (client_abort,
+ * mid_stream, timeout, 5xx, other, 429), else "client_error" (an
+ * upstream 4xx relayed as it came).  Static string. */
+const char *record_outcome(const struct stats_delta *d);
+
+/* The provider d is counted under: d->money_tag (set by
+ * record_money_price when the answer had usage), else d->tag, else
+ * RECORD_MONEY_UNKNOWN.  Borrowed from d or static. */
+const char *record_metrics_provider(const struct stats_delta *d);
+
 #endif

@@ -10,9 +10,11 @@
  * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
- * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>, and LOCK_LOG:<model>
- * (the recent lock changes for /status, written by the transaction that
- * moves the lock).
+ * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>, METRICS:<model> (GET
+ * /metrics, issue 17 item 4) and LOCK_LOG:<model> (the recent lock
+ * changes for /status): each written in the same transaction as the
+ * event it counts (the request's STATS, the trip's cooldown, the lock's
+ * move), so its counters are as exact as STATS.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,57 @@ put_text(struct store *s, const char *key, char *text)
 		return ORGW_ENOMEM;
 	err = store_put(s, key, text);
 	record_free(text);
+	return err;
+}
+
+/*
+ * Counts into METRICS:<model>: the request d when d is not NULL, else a
+ * breaker trip of trip_tag, else (both NULL) a lock change.
+ */
+static enum orgw_err
+metrics_count(struct store *s, const char *model, const struct stats_delta *d,
+	      const char *trip_tag)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	key2(k, "METRICS", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	err = put_text(s, k,
+		       d != NULL ? record_metrics_apply(v, d) :
+				   record_metrics_event(v, trip_tag));
+	free(v);
+	return err;
+}
+
+static enum orgw_err lock_log(struct store *s, const char *model,
+			      int64_t now, const char *from, const char *to,
+			      const char *why);
+
+/*
+ * Writes model's new lock (NULL: drops it) at now.  A move off a lock on
+ * another provider counts a lock change in METRICS (SPEC 7; a first lock
+ * is none), and every move from one tag to another goes to LOCK_LOG with
+ * why.
+ */
+static enum orgw_err
+lock_write(struct store *s, const char *model, const struct rec_lock *old,
+	   bool had_old, const struct rec_lock *lock, int64_t now,
+	   const char *why)
+{
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	key2(k, "BEST_PROVIDER", model);
+	err = lock != NULL ? put_text(s, k, record_lock_encode(lock)) :
+			     store_del(s, k);
+	if (err == ORGW_OK && had_old &&
+	    (lock == NULL || strcmp(old->tag, lock->tag) != 0))
+		err = metrics_count(s, model, NULL, NULL);
+	if (err == ORGW_OK)
+		err = lock_log(s, model, now, had_old ? old->tag : "",
+			       lock != NULL ? lock->tag : "", why);
 	return err;
 }
 
@@ -230,35 +283,36 @@ rerank(struct store *s, const struct orgw_conf *c, const char *model,
  * unpinned until a cooldown ends or the scorer finds candidates.  r
  * (may be NULL) gets the route to continue on.  cands is the stored list
  * (have_cands false when there is none); it is re-ranked in place.
- * from (the tag locked before, "" for none) and why go to LOCK_LOG.
+ * why goes to LOCK_LOG.
  */
 static enum orgw_err
 move_lock(struct store *s, const struct orgw_conf *c, const char *model,
-	  const char *off_tag, const char *from, const char *why, int64_t now,
+	  const char *off_tag, const char *why, int64_t now,
 	  struct rec_cands *cands, bool have_cands, struct state_route *r)
 {
 	struct cool_ctx cc = {s, model, now};
 	const struct rec_cand *next;
-	struct rec_lock lock;
-	char k[KEY_MAX];
+	struct rec_lock lock, old;
+	bool had_old;
 	enum orgw_err err;
 
 	if (have_cands && (err = rerank(s, c, model, cands, now)) != ORGW_OK)
 		return err;
-	key2(k, "BEST_PROVIDER", model);
+	if ((err = read_lock(s, model, &old, &had_old)) != ORGW_OK)
+		return err;
 	next = route_next(have_cands ? cands : NULL, cooling, &cc, off_tag);
 	if (next == NULL) {
-		err = store_del(s, k);
+		err = lock_write(s, model, &old, had_old, NULL, now, why);
 		if (r)
 			route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
-		return err ? err : lock_log(s, model, now, from, "", why);
+		return err;
 	}
 	route_lock_from(&lock, next, now);
-	err = put_text(s, k, record_lock_encode(&lock));
+	err = lock_write(s, model, &old, had_old, &lock, now, why);
 	if (r)
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
-	return err ? err : lock_log(s, model, now, from, lock.tag, why);
+	return err;
 }
 
 /* Decides with what the store holds and writes the lock it implies. */
@@ -323,18 +377,15 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		err = put_text(s, k, record_lock_encode(&lock));
 		break;
 	case ROUTE_RELOCKED: {
-		char from[ORGW_TAG_MAX];
 		const char *why = !have_lock	       ? "no lock" :
 				  cooling(&cc, lock.tag) ? "cooling" :
 							   "idle";
+		struct rec_lock old = lock;
 
-		snprintf(from, sizeof(from), "%s", have_lock ? lock.tag : "");
 		route_lock_from(&lock, pick, now);
 		route_set(r, ROUTE_RELOCKED, lock.tag, lock.provider_name,
 			  lock.max_completion_tokens);
-		err = put_text(s, k, record_lock_encode(&lock));
-		if (err == ORGW_OK)
-			err = lock_log(s, model, now, from, lock.tag, why);
+		err = lock_write(s, model, &old, have_lock, &lock, now, why);
 		break;
 	}
 	case ROUTE_SCORED:
@@ -528,6 +579,8 @@ do_failure(struct store *s, void *arg)
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
 	if ((err = put_text(s, k, record_cooldown_encode(&cd))))
 		return err;
+	if ((err = metrics_count(s, a->model, NULL, a->tag)) != ORGW_OK)
+		return err;
 	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
 			      &have_cands);
 	if (err != ORGW_OK)
@@ -543,9 +596,8 @@ do_failure(struct store *s, void *arg)
 		char why[REC_REASON_MAX + 16];
 
 		snprintf(why, sizeof(why), "breaker: %s", a->reason);
-		err = move_lock(s, a->c, a->model, a->tag,
-				have_lock ? lock.tag : "", why, a->now, &cands,
-				have_cands, a->r);
+		err = move_lock(s, a->c, a->model, a->tag, why, a->now,
+				&cands, have_cands, a->r);
 	}
 	record_cands_clear(&cands);
 	return err;
@@ -605,6 +657,8 @@ do_finish(struct store *s, void *arg)
 	record_cands_clear(&cands);
 	free(v);
 	v = NULL;
+	if (err == ORGW_OK)
+		err = metrics_count(s, a->model, &a->d, NULL);
 	if (err != ORGW_OK || a->ok_tag == NULL)
 		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->ok_tag);
@@ -679,19 +733,16 @@ do_op_unlock(struct store *s, void *arg)
 	struct op_args *a = arg;
 	struct rec_lock lock;
 	bool have_lock;
-	char k[KEY_MAX];
 	enum orgw_err err;
 
 	snprintf(a->old_tag, a->old_tag_n, "%s", "");
 	if ((err = read_lock(s, a->model, &lock, &have_lock)) != ORGW_OK)
 		return err;
-	key2(k, "BEST_PROVIDER", a->model);
 	/* An undecodable lock is deleted too: routing treats it as none. */
 	if (have_lock)
 		snprintf(a->old_tag, a->old_tag_n, "%s", lock.tag);
-	if ((err = store_del(s, k)) != ORGW_OK)
-		return err;
-	return lock_log(s, a->model, a->now, a->old_tag, "", "operator unlock");
+	return lock_write(s, a->model, &lock, have_lock, NULL, a->now,
+			  "operator unlock");
 }
 
 enum orgw_err
@@ -754,8 +805,8 @@ do_op_cool(struct store *s, void *arg)
 	/* The live lock is the provider cooled: move it now, as a breaker
 	 * trip does (SPEC 5), at today's prices (SPEC 6). */
 	*a->moved = true;
-	err = move_lock(s, a->c, a->model, a->tag, lock.tag, "operator cool",
-			a->now, &cands, have_cands, a->r);
+	err = move_lock(s, a->c, a->model, a->tag, "operator cool", a->now,
+			&cands, have_cands, a->r);
 out:
 	record_cands_clear(&cands);
 	return err;

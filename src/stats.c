@@ -3,7 +3,9 @@
  * state knows, with its lock, candidates, failure counts, live
  * cooldowns, STATS counters and recent lock changes (LOCK_LOG), read
  * in one shared-lock transaction (state_txn) and built with cJSON.
- * GET /status renders the same tree (statuspage.c).
+ * GET /status renders the same tree (statuspage.c).  GET /metrics
+ * (issue 17 item 4) reads the same way: STATS and METRICS records and
+ * the live cooldowns into a tree that prom_render() formats.
  *
  * Ownership: the document is built under a cJSON root owned by
  * stats_json() and printed once; values read from the store are
@@ -16,6 +18,7 @@
 #include <cJSON.h>
 
 #include "failover.h"
+#include "prom.h"
 #include "record.h"
 #include "state.h"
 #include "stats.h"
@@ -303,4 +306,87 @@ stats_json(const struct orgw_conf *c, int64_t now)
 		out = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return out;
+}
+
+int64_t
+stats_in_flight(void)
+{
+	/* TODO(metrics): issue 16 counts the requests in flight; return
+	 * that count here and orgw_requests_in_flight appears. */
+	return -1;
+}
+
+/* Adds the record text under m[field], parsed; undecodable is left out. */
+static void
+metrics_add_rec(cJSON *m, const char *field, const char *val, bool *ok)
+{
+	cJSON *o = cJSON_Parse(val);
+
+	if (o == NULL || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(m, field);
+	if (!cJSON_AddItemToObject(m, field, o)) {
+		cJSON_Delete(o);
+		*ok = false;
+	}
+}
+
+static int
+metrics_key_cb(void *arg, const char *key, const char *val)
+{
+	struct stats_args *a = arg;
+	char model[ORGW_MODEL_MAX];
+	const char *tag;
+	struct rec_cooldown cd;
+	cJSON *m, *n;
+
+	if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
+		(void)model_obj(a, key + 11);
+	} else if (strncmp(key, "STATS:", 6) == 0) {
+		if ((m = model_obj(a, key + 6)) != NULL)
+			metrics_add_rec(m, "stats", val, &a->ok);
+	} else if (strncmp(key, "METRICS:", 8) == 0) {
+		if ((m = model_obj(a, key + 8)) != NULL)
+			metrics_add_rec(m, "metrics", val, &a->ok);
+	} else if (strncmp(key, "PROVIDER_COOLDOWN:", 18) == 0 &&
+		   split_model_tag(key + 18, model, sizeof(model), &tag) &&
+		   record_cooldown_decode(val, &cd) == ORGW_OK &&
+		   failover_breaker_cooling(&cd, a->now) &&
+		   (m = model_obj(a, model)) != NULL) {
+		n = cJSON_GetObjectItemCaseSensitive(m, "cooling");
+		if (n != NULL)
+			cJSON_SetNumberValue(n, n->valuedouble + 1);
+		else if (!cJSON_AddNumberToObject(m, "cooling", 1))
+			a->ok = false;
+	}
+	return a->ok ? 0 : 1;
+}
+
+static enum orgw_err
+do_metrics(struct store *s, void *arg)
+{
+	return store_each(s, "", metrics_key_cb, arg);
+}
+
+enum orgw_err
+stats_metrics(const struct orgw_conf *c, int64_t now, struct buf *out)
+{
+	struct stats_args a;
+	enum orgw_err err;
+
+	memset(&a, 0, sizeof(a));
+	a.now = now;
+	a.models = cJSON_CreateObject();
+	a.ok = a.models != NULL;
+	if (!a.ok)
+		return ORGW_ENOMEM;
+	err = state_txn(c, false, do_metrics, &a);
+	if (err == ORGW_OK && !a.ok)
+		err = ORGW_ENOMEM;
+	if (err == ORGW_OK)
+		err = prom_render(out, a.models, stats_in_flight());
+	cJSON_Delete(a.models);
+	return err;
 }

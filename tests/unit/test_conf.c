@@ -29,6 +29,7 @@ static const char *const all_names[] = {
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
 	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
+	"METRICS_KEY",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -65,6 +66,7 @@ test_defaults(void)
 	T_ASSERT("default OPENROUTER_API_KEY NULL",
 		 c.openrouter_api_key == NULL);
 	T_ASSERT("default CUSTOM_ACCESS_KEY NULL", c.custom_access_key == NULL);
+	T_ASSERT("default METRICS_KEY NULL", c.metrics_key == NULL);
 	T_ASSERT("default UPSTREAM_URL",
 		 strcmp(c.upstream_url, "https://openrouter.ai/api/v1") == 0);
 	T_ASSERT("default STATE_PATH",
@@ -556,12 +558,13 @@ static void
 test_keys(void)
 {
 	static const char *const names[] = { "OPENROUTER_API_KEY",
-					     "CUSTOM_ACCESS_KEY" };
+					     "CUSTOM_ACCESS_KEY",
+					     "METRICS_KEY" };
 	struct orgw_conf c;
 	size_t i;
 
 	(void)conf_init(&c);
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		const char *n = names[i];
 		char what[128];
 
@@ -590,7 +593,8 @@ test_keys(void)
 				       strstr(err, "SECRET") == NULL);
 	}
 	T_ASSERT("refused keys stay unset",
-		 c.openrouter_api_key == NULL && c.custom_access_key == NULL);
+		 c.openrouter_api_key == NULL && c.custom_access_key == NULL &&
+			 c.metrics_key == NULL);
 	T_ASSERT("OPENROUTER_API_KEY set twice (old one freed)",
 		 set_ok(&c, "OPENROUTER_API_KEY", "sk-or-v1-abc#def") &&
 			 set_ok(&c, "OPENROUTER_API_KEY", "sk-or-v1-xyz") &&
@@ -815,6 +819,7 @@ env_clear(void)
 		env_unset(all_names[i]);
 	env_unset("OPENROUTER_API_KEY_FILE");
 	env_unset("CUSTOM_ACCESS_KEY_FILE");
+	env_unset("METRICS_KEY_FILE");
 	env_unset("ORGW_CONFIG");
 }
 
@@ -987,6 +992,18 @@ test_load(void)
 			 strstr(err, "/nonexistent/k") == NULL);
 	conf_free(&c);
 	env_clear();
+	keyf2 = tmp_text("metrics-key-from-file\n", 0600);
+	env_set("METRICS_KEY_FILE", keyf2);
+	T_ASSERT("load: METRICS_KEY_FILE first line",
+		 load(&c, NULL) == ORGW_OK && c.metrics_key != NULL &&
+			 strcmp(c.metrics_key, "metrics-key-from-file") == 0);
+	conf_free(&c);
+	env_set("METRICS_KEY", "metrics-direct");
+	T_ASSERT("load: direct METRICS_KEY beats METRICS_KEY_FILE",
+		 load(&c, NULL) == ORGW_OK &&
+			 strcmp(c.metrics_key, "metrics-direct") == 0);
+	conf_free(&c);
+	env_clear();
 	/* A key given by mistake as the value of a *_FILE setting is never
 	 * echoed (issue 15): the message names the setting only. */
 	env_set("OPENROUTER_API_KEY_FILE", "sk-or-v1-SECRET-as-path");
@@ -1071,7 +1088,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
-			"7", "30", "5000", "700", "0.3",
+			"7", "30", "5000", "700", "0.3", "mk-env",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1102,7 +1119,8 @@ test_load(void)
 				 c.cron_min_interval_seconds == 30 &&
 				 c.hit_rate_half_life_tokens == 5000 &&
 				 c.hit_rate_evidence_tokens == 700 &&
-				 T_NEAR(c.lock_margin, 0.3));
+				 T_NEAR(c.lock_margin, 0.3) &&
+				 strcmp(c.metrics_key, "mk-env") == 0);
 		conf_free(&c);
 	}
 	env_clear();

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "t.h"
+#include "prom.h"
 #include "record.h"
 #include "score.h"
 
@@ -1222,6 +1223,119 @@ test_money_stats(void)
 	record_free(t2);
 }
 
+static void
+test_metrics(void)
+{
+	struct stats_delta d;
+	char *t1 = NULL, *t2;
+	cJSON *o, *b;
+	int i;
+
+	memset(&d, 0, sizeof(d));
+	d.ttfb_ms = -1;
+	d.total_ms = -1;
+	T_ASSERT("outcome: nothing counted is client_error",
+		 strcmp(record_outcome(&d), "client_error") == 0);
+	d.e429 = 1;
+	T_ASSERT("outcome: 429", strcmp(record_outcome(&d), "429") == 0);
+	d.e5xx = 1;
+	T_ASSERT("outcome: 5xx before 429",
+		 strcmp(record_outcome(&d), "5xx") == 0);
+	d.etimeout = 1;
+	T_ASSERT("outcome: timeout before 5xx",
+		 strcmp(record_outcome(&d), "timeout") == 0);
+	d.emid = 1;
+	T_ASSERT("outcome: mid_stream before timeout",
+		 strcmp(record_outcome(&d), "mid_stream") == 0);
+	d.eabort = 1;
+	T_ASSERT("outcome: client_abort before mid_stream",
+		 strcmp(record_outcome(&d), "client_abort") == 0);
+	d.ok = 1;
+	d.eslow = 1;
+	T_ASSERT("outcome: ok wins (a slow answer was delivered)",
+		 strcmp(record_outcome(&d), "ok") == 0);
+	memset(&d, 0, sizeof(d));
+	T_ASSERT("provider: none is unknown",
+		 strcmp(record_metrics_provider(&d), "unknown") == 0);
+	d.tag = "pin";
+	T_ASSERT("provider: the pin",
+		 strcmp(record_metrics_provider(&d), "pin") == 0);
+	d.money_tag = "served";
+	T_ASSERT("provider: where the money went first",
+		 strcmp(record_metrics_provider(&d), "served") == 0);
+
+	/* Three requests: 100 ms ok, 250 ms (bucket edge) ok, 700 s 5xx. */
+	for (i = 0; i < 3; i++) {
+		memset(&d, 0, sizeof(d));
+		d.requests = 1;
+		d.ok = i < 2;
+		d.e5xx = i == 2;
+		d.tag = "p";
+		d.prompt_tokens = 1000;
+		d.cached_tokens = 900;
+		d.completion_tokens = 7;
+		d.ttfb_ms = i == 2 ? -1 : (i == 0 ? 100 : 250);
+		d.total_ms = i == 2 ? 700000 : 250;
+		t2 = record_metrics_apply(t1, &d);
+		record_free(t1);
+		t1 = t2;
+	}
+	o = t1 ? cJSON_Parse(t1) : NULL;
+	T_ASSERT("metrics: requests by outcome",
+		 at(o, "providers.p.requests.ok") == 2 &&
+			 at(o, "providers.p.requests.5xx") == 1 &&
+			 at(o, "v") == 1);
+	T_ASSERT("metrics: tokens in GenAI words",
+		 at(o, "providers.p.tokens.input") == 3000 &&
+			 at(o, "providers.p.tokens.cache_read") == 2700 &&
+			 at(o, "providers.p.tokens.output") == 21);
+	T_ASSERT("metrics: ttfb counts only the measured",
+		 at(o, "ttfb.count") == 2 && at(o, "ttfb.sum_ms") == 350);
+	b = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "ttfb"), "buckets");
+	T_ASSERT("metrics: 100 and 250 ms both in le=0.25",
+		 cJSON_GetArraySize(b) == PROM_N_SLOTS &&
+			 cJSON_GetArrayItem(b, 0)->valuedouble == 2);
+	b = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "duration"), "buckets");
+	T_ASSERT("metrics: 700 s in +Inf",
+		 cJSON_GetArraySize(b) == PROM_N_SLOTS &&
+			 cJSON_GetArrayItem(b, 0)->valuedouble == 2 &&
+			 cJSON_GetArrayItem(b, PROM_N_BUCKETS)->valuedouble ==
+				 1 &&
+			 at(o, "duration.sum_ms") == 700500);
+	cJSON_Delete(o);
+	t2 = record_metrics_event(t1, "p");
+	record_free(t1);
+	t1 = record_metrics_event(t2, NULL);
+	record_free(t2);
+	t2 = record_metrics_event(t1, NULL);
+	record_free(t1);
+	o = t2 ? cJSON_Parse(t2) : NULL;
+	T_ASSERT("metrics: a trip and two lock changes",
+		 at(o, "providers.p.breaker_trips") == 1 &&
+			 at(o, "lock_changes") == 2 &&
+			 at(o, "providers.p.requests.ok") == 2);
+	cJSON_Delete(o);
+	record_free(t2);
+	t1 = record_metrics_apply("{\"ttfb\":{\"buckets\":[1,\"x\"]},"
+				  "\"v\":\"junk\"}",
+				  &d);
+	o = t1 ? cJSON_Parse(t1) : NULL;
+	b = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "duration"), "buckets");
+	T_ASSERT("metrics: damaged record starts again where damaged",
+		 o != NULL && at(o, "v") == 1 &&
+			 cJSON_GetArrayItem(b, PROM_N_BUCKETS)->valuedouble ==
+				 1);
+	cJSON_Delete(o);
+	record_free(t1);
+	t1 = record_metrics_apply("[1,2]", &d);
+	T_ASSERT("metrics: not an object reads as empty",
+		 t1 != NULL && strstr(t1, "\"5xx\":1") != NULL);
+	record_free(t1);
+}
+
 int
 main(void)
 {
@@ -1238,5 +1352,6 @@ main(void)
 	test_stats_order();
 	test_money_price();
 	test_money_stats();
+	test_metrics();
 	return T_REPORT();
 }

@@ -1,0 +1,53 @@
+/*
+ * prom.h - the Prometheus text exposition format 0.0.4 (issue 17 item 4):
+ * escaping, number formatting, the latency buckets and the GET /metrics
+ * document built from what the state holds.  Pure: no I/O, no clock.
+ */
+#ifndef ORGW_PROM_H
+#define ORGW_PROM_H
+
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "buf.h"
+
+#define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Latency histogram buckets (upper bounds, milliseconds, "le" in
+ * seconds): LLM calls take from a quarter second to ten minutes.  The
+ * stored counts have one more slot, for +Inf. */
+#define PROM_N_BUCKETS 12
+#define PROM_N_SLOTS (PROM_N_BUCKETS + 1)
+extern const int64_t prom_bucket_ms[PROM_N_BUCKETS];
+
+/* The slot of a duration of ms milliseconds: the first bucket whose
+ * bound is >= ms, or PROM_N_BUCKETS (+Inf). */
+size_t prom_bucket_slot(int64_t ms);
+
+/* Appends v escaped as a label value (backslash, double quote and line
+ * feed become \\, \" and \n; all other bytes pass).  NULL is "". */
+enum orgw_err prom_escape_label(struct buf *b, const char *v);
+
+/* Appends v escaped as HELP text (backslash and line feed only). */
+enum orgw_err prom_escape_help(struct buf *b, const char *v);
+
+/* Formats v into dst (at least 32 bytes): the shortest "%.*g" that
+ * reads back as v, "+Inf", "-Inf" or "NaN".  Integers up to 2^53 come
+ * out in full (no exponent below 1e17). */
+void prom_number(char *dst, size_t n, double v);
+
+/*
+ * Appends the /metrics document to out.  models (borrowed) is an object
+ * by model id, each member an object holding (every part optional):
+ *   "stats":   the STATS:<model> record (requests, tokens, money),
+ *   "metrics": the METRICS:<model> record (record_metrics_apply),
+ *   "cooling": the number of providers cooling now.
+ * in_flight < 0 leaves out orgw_requests_in_flight.  Every family gets
+ * its HELP and TYPE lines, even with no sample.  ORGW_ENOMEM when the
+ * buffer could not grow (out then holds part of the document).
+ */
+enum orgw_err prom_render(struct buf *out, const cJSON *models,
+			  int64_t in_flight);
+
+#endif
