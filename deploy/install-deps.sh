@@ -19,8 +19,9 @@
 #                      dpkg-dev (apt-get source unpacks with dpkg-source),
 #                      patch, xz-utils, libssl-dev zlib1g-dev libc-ares-dev
 #                      (the static libssl.a, libcrypto.a, libz.a, libcares.a
-#                      that libcurl is built against), ca-certificates (the
-#                      CA bundle shipped in the tarball).
+#                      that libcurl is built against), ca-certificates and
+#                      openssl (the CA certificates shipped in the tarball,
+#                      one file each, named by their hash).
 #
 # Packages, and why:
 #   gcc make pkg-config libc6-dev         the build
@@ -61,7 +62,7 @@ caddy nginx-light apache2 libapache2-mod-fcgid systemd
 curl ca-certificates jq"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"
-DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev"
+DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 
 want=$BASE
 if ! command -v node >/dev/null 2>&1; then

