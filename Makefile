@@ -4,6 +4,8 @@
 #   make check      unit tests under AddressSanitizer + UBSan
 #   make run        start lighttpd + spawn-fcgi workers on 127.0.0.1:8080
 #   make bench      side-by-side benchmarks (bench/)
+#   make dist       dist/orgw-VERSION-linux-x86_64.tar.gz, static, for shared
+#                   hosting (deploy/build-dist.sh)
 
 CC      ?= cc
 PKGS    := fcgi libcurl libcjson libcrypto
@@ -52,7 +54,8 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c
 
-.PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz
+.PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz \
+	dist
 .SECONDARY:
 
 all: $(GATEWAY) $(SCORER)
@@ -142,6 +145,12 @@ soak: deps
 	$(MAKE) all
 	@sh tests/soak.sh
 
+# The static shared-hosting tarball; its libcurl and cJSON are built from
+# Debian's source packages once and kept in dist/build.
+dist:
+	@ORGW_DEPS_DIST=1 $(DEPS)
+	@sh deploy/build-dist.sh
+
 # libFuzzer targets, FUZZ_TIME seconds each (STYLE.md 9, 11); clang only.
 FUZZ_TIME ?= 60
 fuzz: deps
@@ -168,7 +177,7 @@ install: all
 	install -m 0755 $(SCORER) $(DESTDIR)$(BINDIR)/orgw-score
 
 clean:
-	rm -rf build run $(GATEWAY) $(SCORER)
+	rm -rf build run dist $(GATEWAY) $(SCORER)
 
 -include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
 	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d

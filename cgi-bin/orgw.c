@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "curlsetup.h"
 #include "fcgi_io.h"
 #include "harden.h"
 #include "gateway.h"
@@ -73,12 +74,45 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	return 0;
 }
 
+/*
+ * Loads the configuration from path into c (conf_load's precedence; the
+ * environment still wins) and applies what start-up applies; *conf_err
+ * becomes NULL or err (errlen bytes) with the reason.
+ */
+static void
+load_conf(struct orgw_conf *c, const char *path, const char **conf_err,
+	  char *err, size_t errlen)
+{
+	*conf_err = NULL;
+	conf_free(c);
+	if (conf_init(c) != ORGW_OK) {
+		snprintf(err, errlen, "out of memory");
+		*conf_err = err;
+	} else if (conf_load(c, path, err, errlen) != ORGW_OK) {
+		*conf_err = err;
+	}
+	if (*conf_err != NULL)
+		log_err("configuration refused: %s", err);
+	store_set_mode(c->state_mode);
+	curlsetup_ca_file(c->upstream_ca_file);
+}
+
+/*
+ * from_request: the worker was started without ORGW_CONFIG, as under
+ * mod_fcgid on shared hosting, where .htaccess cannot reach a worker's
+ * environment (FcgidInitialEnv is server configuration) and its
+ * `SetEnv ORGW_CONFIG` comes with each request instead.  The first
+ * request's ORGW_CONFIG is then loaded, once, before it is served;
+ * later requests' values are ignored (issue 18).
+ */
 static int
-serve_fcgi(const struct orgw_conf *c, const char *conf_err)
+serve_fcgi(struct orgw_conf *c, const char **conf_err, char *err,
+	   size_t errlen, bool from_request)
 {
 	FCGX_Request req;
 	struct orgw_io io;
 	struct orgw_env env;
+	const char *path;
 
 	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, 0, 0) != 0) {
 		log_err("FastCGI initialisation failed");
@@ -86,9 +120,15 @@ serve_fcgi(const struct orgw_conf *c, const char *conf_err)
 	}
 	while (!stop_after && FCGX_Accept_r(&req) >= 0) {
 		in_request = 1;
+		if (from_request) {
+			from_request = false;
+			path = FCGX_GetParam("ORGW_CONFIG", req.envp);
+			if (path != NULL && *path != '\0')
+				load_conf(c, path, conf_err, err, errlen);
+		}
 		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
 			fcgi_io_init(&io, &req, c->client_send_timeout_ms);
-			orgw_handle(&io, &env, c, conf_err);
+			orgw_handle(&io, &env, c, *conf_err);
 			http_env_free(&env);
 		}
 		FCGX_Finish_r(&req);
@@ -102,7 +142,7 @@ main(int argc, char *argv[])
 {
 	struct orgw_conf conf;
 	char err[512];
-	const char *conf_err = NULL;
+	const char *conf_err = NULL, *named;
 	int rc;
 
 	if (harden_no_dumps() != 0)
@@ -132,13 +172,16 @@ main(int argc, char *argv[])
 		conf_free(&conf);
 		return 2;
 	}
+	curlsetup_ca_file(conf.upstream_ca_file);
 	if (upstream_global_init() != ORGW_OK) {
 		log_err("libcurl initialisation failed");
 		conf_free(&conf);
 		return 1;
 	}
+	named = getenv("ORGW_CONFIG");
 	rc = FCGX_IsCGI() ? serve_cgi(&conf, conf_err) :
-			    serve_fcgi(&conf, conf_err);
+			    serve_fcgi(&conf, &conf_err, err, sizeof(err),
+				       named == NULL || *named == '\0');
 	upstream_global_cleanup();
 	conf_free(&conf);
 	return rc;

@@ -14,6 +14,14 @@
 #                      Lua script for the POST body) and gnuplot-nox (the
 #                      chart).  bench/run.sh installs the peer gateway it
 #                      compares with (Portkey, npm) into bench/node_modules.
+#   ORGW_DEPS_DIST=1   also install what `make dist` needs to build the static
+#                      shared-hosting artifact (deploy/build-dist.sh):
+#                      dpkg-dev (apt-get source unpacks with dpkg-source),
+#                      patch, xz-utils, libssl-dev zlib1g-dev libc-ares-dev
+#                      (the static libssl.a, libcrypto.a, libz.a, libcares.a
+#                      that libcurl is built against), ca-certificates and
+#                      openssl (the CA certificates shipped in the tarball,
+#                      one file each, named by their hash).
 #
 # Packages, and why:
 #   gcc make pkg-config libc6-dev         the build
@@ -63,6 +71,7 @@ multiwatch caddy nginx-light apache2 libapache2-mod-fcgid systemd
 curl ca-certificates jq chromium prometheus"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"
+DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 
 want=$BASE
 if ! command -v node >/dev/null 2>&1; then
@@ -73,6 +82,9 @@ if [ "${ORGW_DEPS_EXTRA:-0}" = 1 ]; then
 fi
 if [ "${ORGW_DEPS_BENCH:-0}" = 1 ]; then
 	want="$want $BENCH"
+fi
+if [ "${ORGW_DEPS_DIST:-0}" = 1 ]; then
+	want="$want $DIST"
 fi
 
 # One dpkg-query for all of them; unknown packages print nothing on stdout.

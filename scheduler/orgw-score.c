@@ -23,19 +23,28 @@
  * status, unlock, cool, uncool run state.c transactions on the workers'
  * state and need no upstream key; rescore MODEL is the run --model MODEL
  * does.  Exit: 0 done, 1 state unusable, 2 usage or configuration.
+ *
+ * Shared hosting (issue 18): without --config and ORGW_CONFIG, an
+ * orgw.conf beside the program (/proc/self/exe) is read, and
+ * --cron-line prints the crontab line to paste into a host's cron panel,
+ * with absolute paths.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
 #include "clock.h"
 #include "conf.h"
+#include "curlsetup.h"
 #include "fetchmany.h"
 #include "harden.h"
 #include "log.h"
@@ -61,6 +70,7 @@ struct opts {
 	size_t n_models;
 	bool dry_run;
 	bool json;
+	bool cron_line;		/* --cron-line: print it and exit */
 	bool run_opts;		/* --model, --dry-run, --parallel or
 				 * --timeout-ms given */
 	int parallel;
@@ -97,9 +107,13 @@ usage(FILE *f)
 	      "  --dry-run        print the ranking, write nothing\n"
 	      "  --json           one JSON document instead of tables "
 	      "(prices in USD/token)\n"
-	      "  --config FILE    configuration file (default: $ORGW_CONFIG)\n"
+	      "  --config FILE    configuration file (default: $ORGW_CONFIG, "
+	      "else orgw.conf\n"
+	      "                   beside this program, if there is one)\n"
 	      "  --parallel N     fetches at once, 1..64 (default 8)\n"
 	      "  --timeout-ms MS  per fetch (default 15000)\n"
+	      "  --cron-line      print the crontab line that runs this "
+	      "program every 3 hours\n"
 	      "  -h, --help       this text\n"
 	      "\n"
 	      "Operator commands (the workers' state, under their lock):\n"
@@ -164,7 +178,7 @@ num_opt(const char *name, const char *v, long max, long *out)
 }
 
 enum { OPT_MODEL = 256, OPT_DRY_RUN, OPT_JSON, OPT_CONFIG, OPT_PARALLEL,
-       OPT_TIMEOUT_MS };
+       OPT_TIMEOUT_MS, OPT_CRON_LINE };
 
 /* Fills o from argv; returns 0, or EXIT_USAGE after a message (-1 for
  * --help, already printed).  The first other argument starts a
@@ -180,6 +194,7 @@ parse_args(int argc, char *argv[], struct opts *o)
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS},
+		{"cron-line", no_argument, NULL, OPT_CRON_LINE},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -206,6 +221,9 @@ parse_args(int argc, char *argv[], struct opts *o)
 			break;
 		case OPT_CONFIG:
 			o->config = optarg;
+			break;
+		case OPT_CRON_LINE:
+			o->cron_line = true;
 			break;
 		case OPT_PARALLEL:
 			o->run_opts = true;
@@ -451,7 +469,7 @@ static bool
 json_model(cJSON *models, const struct scorerun_model *r, bool dry_run)
 {
 	const struct score_result *res = &r->res;
-	cJSON *m, *cands, *excl;
+	cJSON *m, *cands = NULL, *excl = NULL;
 	bool ok;
 	size_t i;
 
@@ -974,6 +992,96 @@ load_conf(struct orgw_conf *c, const char *path, bool need_key)
 	return 0;
 }
 
+/* This program's absolute path (/proc/self/exe) in path (n bytes) and
+ * its directory, without the last '/', in dir (n bytes); false when the
+ * kernel does not tell. */
+static bool
+exe_where(char *path, char *dir, size_t n)
+{
+	ssize_t r = readlink("/proc/self/exe", path, n - 1);
+	char *slash;
+
+	if (r <= 0 || (size_t)r >= n - 1)
+		return false;
+	path[r] = '\0';
+	memcpy(dir, path, (size_t)r + 1);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		return false;
+	*slash = '\0';
+	return true;
+}
+
+/* orgw.conf beside this program, in buf (n bytes), when there is one;
+ * else NULL.  The config of a shared-hosting upload (issue 18). */
+static const char *
+config_beside(char *buf, size_t n)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	int len;
+
+	if (!exe_where(path, dir, sizeof(dir)))
+		return NULL;
+	len = snprintf(buf, n, "%s/orgw.conf", dir);
+	if (len < 0 || (size_t)len >= n || access(buf, F_OK) != 0)
+		return NULL;
+	return buf;
+}
+
+/* s as one shell word: as is when it has only safe bytes, else in
+ * single quotes (the caller has refused a quote in s). */
+static void
+put_word(const char *s)
+{
+	if (s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		       "0123456789/._+-")] == '\0')
+		fputs(s, stdout);
+	else
+		printf("'%s'", s);
+}
+
+/*
+ * --cron-line: the crontab line that scores every 3 hours, with absolute
+ * paths (this program's, config's, a log beside the program), for a
+ * host's cron panel.  0, or EXIT_USAGE after a message.
+ */
+static int
+print_cron_line(const char *config)
+{
+	char path[PATH_MAX], dir[PATH_MAX], conf_abs[PATH_MAX];
+
+	if (!exe_where(path, dir, sizeof(dir))) {
+		fputs("orgw-score: cannot tell where this program is "
+		      "(/proc/self/exe)\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (config == NULL || *config == '\0') {
+		fputs("orgw-score: no configuration: give --config FILE, set "
+		      "ORGW_CONFIG or put orgw.conf beside this program\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (realpath(config, conf_abs) == NULL) {
+		fputs("orgw-score: ", stderr);
+		perror(config);
+		return EXIT_USAGE;
+	}
+	/* cron turns % into a newline; a quote would end put_word's. */
+	if (strpbrk(path, "'%\n") != NULL ||
+	    strpbrk(conf_abs, "'%\n") != NULL) {
+		fputs("orgw-score: a path holds ', % or a newline, which a "
+		      "crontab line cannot carry as is\n", stderr);
+		return EXIT_USAGE;
+	}
+	fputs("0 */3 * * * ", stdout);
+	put_word(path);
+	fputs(" --config ", stdout);
+	put_word(conf_abs);
+	fputs(" >>", stdout);
+	put_word(dir);	/* '/a b'/orgw-score.log is one word too */
+	fputs("/orgw-score.log 2>&1\n", stdout);
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -982,6 +1090,8 @@ main(int argc, char *argv[])
 	struct outcome x;
 	struct cmd k;
 	struct sigaction sa;
+	char beside[PATH_MAX];
+	const char *env_config;
 	int64_t t0;
 	enum orgw_err err;
 	size_t dropped;
@@ -1009,6 +1119,13 @@ main(int argc, char *argv[])
 		rc = rc < 0 ? 0 : rc;
 		goto out;
 	}
+	env_config = getenv("ORGW_CONFIG");
+	if (o.config == NULL && (env_config == NULL || *env_config == '\0'))
+		o.config = config_beside(beside, sizeof(beside));
+	if (o.cron_line) {
+		rc = print_cron_line(o.config != NULL ? o.config : env_config);
+		goto out;
+	}
 	if (o.cmd_argc > 0) {
 		if ((rc = parse_command(&o, &k)) != 0) {
 			rc = rc < 0 ? 0 : rc;
@@ -1033,6 +1150,7 @@ main(int argc, char *argv[])
 	if ((rc = load_conf(&conf, o.config, true)) != 0)
 		goto out;
 	store_set_mode(conf.state_mode);
+	curlsetup_ca_file(conf.upstream_ca_file);
 	if (upstream_global_init() != ORGW_OK) {
 		fputs("orgw-score: libcurl initialisation failed\n", stderr);
 		rc = EXIT_SOME_FAILED;

@@ -87,6 +87,8 @@ static const struct conf_item conf_items[] = {
 	  .def = "https://openrouter.ai/api/v1" },
 	{ .name = "STATE_PATH", .kind = CONF_PATH,
 	  .off = CONF_OFF(state_path), .def = "/var/lib/orgw/state.gdbm" },
+	{ .name = "UPSTREAM_CA_FILE", .kind = CONF_PATH,
+	  .off = CONF_OFF(upstream_ca_file) },
 	{ .name = "TARGET_MODEL", .kind = CONF_MODELS, .def = "" },
 	{ .name = "HIT_RATE", .kind = CONF_DOUBLE, .off = CONF_OFF(hit_rate),
 	  .def = "0.9", .dlo = 0, .dhi = 1 },
@@ -657,6 +659,8 @@ conf_free(struct orgw_conf *c)
 	c->upstream_url = NULL;
 	free(c->state_path);
 	c->state_path = NULL;
+	free(c->upstream_ca_file);
+	c->upstream_ca_file = NULL;
 	for (i = 0; i < CONF_MAX_TARGETS; i++) {
 		free(c->target_models[i]);
 		c->target_models[i] = NULL;
@@ -670,6 +674,14 @@ bool
 conf_known(const char *name)
 {
 	return name != NULL && conf_find(name) != NULL;
+}
+
+bool
+conf_is_path(const char *name)
+{
+	const struct conf_item *it = name != NULL ? conf_find(name) : NULL;
+
+	return it != NULL && it->kind == CONF_PATH;
 }
 
 /*

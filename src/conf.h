@@ -19,6 +19,7 @@ struct orgw_conf {
 	char *metrics_key;		/* GET /metrics; NULL: client key */
 	char *upstream_url;		/* no trailing slash */
 	char *state_path;
+	char *upstream_ca_file;		/* NULL: libcurl's default CAs */
 	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
 	size_t n_target_models;
 	double hit_rate;		/* 0..1 */
@@ -61,6 +62,11 @@ enum orgw_err conf_set(struct orgw_conf *c, const char *name,
 
 /* True when name is one of the settings of SPEC section 8. */
 bool conf_known(const char *name);
+
+/* True when name is a setting whose value is a file path (STATE_PATH,
+ * UPSTREAM_CA_FILE): confload.c resolves a relative one given in the
+ * config file against the file's directory. */
+bool conf_is_path(const char *name);
 
 /* The i-th setting name of SPEC section 8 (from 0), or NULL past the
  * last: the list the environment is read by.  Static strings. */

@@ -3,6 +3,12 @@
  * ORGW_CONFIG file, the environment and the NAME_FILE secrets, and hands
  * every value to conf_set() in conf.c, which owns all policy.
  *
+ * A relative path in the config file (STATE_PATH, UPSTREAM_CA_FILE; see
+ * conf_is_path()) is taken from the file's directory, so one orgw.conf
+ * serves a gateway in public_html/cgi-bin and a scorer beside the file
+ * (issue 18); a relative path from the environment stays relative to the
+ * working directory.
+ *
  * Precedence, lowest first: the defaults (conf_init(), the caller's job),
  * the config file, the environment.  For OPENROUTER_API_KEY and
  * CUSTOM_ACCESS_KEY a direct value, from either source, beats NAME_FILE;
@@ -169,6 +175,31 @@ out:
 	return rc;
 }
 
+/*
+ * value, or for a relative path setting, the config file's directory
+ * joined with it, in a malloc'd *joined (caller frees; NULL when value
+ * is used as is).  Returns false when out of memory.
+ */
+static bool
+load_rel_path(const struct load_ctx *x, const char *name, const char *value,
+	      char **joined)
+{
+	const char *slash = strrchr(x->path, '/');
+	size_t dlen, vlen;
+
+	*joined = NULL;
+	if (!conf_is_path(name) || value[0] == '/' || value[0] == '\0' ||
+	    slash == NULL)
+		return true;
+	dlen = (size_t)(slash - x->path) + 1;	/* with the '/' */
+	vlen = strlen(value);
+	if ((*joined = malloc(dlen + vlen + 1)) == NULL)
+		return false;
+	memcpy(*joined, x->path, dlen);
+	memcpy(*joined + dlen, value, vlen + 1);
+	return true;
+}
+
 /* conf_parse_text() callback for the config file. */
 static int
 load_pair(void *arg, const char *name, const char *value)
@@ -176,7 +207,7 @@ load_pair(void *arg, const char *name, const char *value)
 	struct load_ctx *x = arg;
 	struct load_secret *s;
 	enum orgw_err rc;
-	char *dup;
+	char *dup, *joined;
 
 	if ((s = load_secret_by(x, name, true)) != NULL) {
 		/* Empty means unset, as for ORGW_CONFIG. */
@@ -201,7 +232,14 @@ load_pair(void *arg, const char *name, const char *value)
 				      "ignored\n", x->path, name);
 		return 0;
 	}
-	if ((rc = conf_set(x->c, name, value, x->err, x->errlen)) != ORGW_OK) {
+	if (!load_rel_path(x, name, value, &joined)) {
+		conf_errf(x->err, x->errlen, "out of memory");
+		return ORGW_ENOMEM;
+	}
+	rc = conf_set(x->c, name, joined != NULL ? joined : value, x->err,
+		      x->errlen);
+	free(joined);
+	if (rc != ORGW_OK) {
 		if (rc == ORGW_ENOMEM)
 			conf_errf(x->err, x->errlen, "out of memory");
 		return (int)rc;

@@ -3,12 +3,29 @@
  *
  * Ownership: curlsetup_headers() returns a list its caller owns;
  * curlsetup_easy() keeps nothing (libcurl borrows the list and the
- * error buffer for as long as they stay set on the handle).
+ * error buffer for as long as they stay set on the handle);
+ * curlsetup_ca_file() borrows its path for the life of the process.
  */
+#include <sys/stat.h>
+
 #include <string.h>
 
 #include "buf.h"
 #include "curlsetup.h"
+
+/* Written once at start-up, before any thread; read-only afterwards. */
+static const char *cs_ca_file;
+static bool cs_ca_is_dir;
+
+void
+curlsetup_ca_file(const char *path)
+{
+	struct stat st;
+
+	cs_ca_file = path;
+	cs_ca_is_dir = path != NULL && stat(path, &st) == 0 &&
+		       S_ISDIR(st.st_mode);
+}
 
 struct curl_slist *
 curlsetup_headers(const char *key, const char *const *extra)
@@ -64,6 +81,13 @@ curlsetup_easy(CURL *e, struct curl_slist *headers,
 	       curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") ==
 		       CURLE_OK &&
 	       curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
+	       (cs_ca_file == NULL || !cs_ca_is_dir ||
+		/* a directory only: no default bundle read besides */
+		(curl_easy_setopt(e, CURLOPT_CAINFO, NULL) == CURLE_OK &&
+		 curl_easy_setopt(e, CURLOPT_CAPATH, cs_ca_file) ==
+			 CURLE_OK)) &&
+	       (cs_ca_file == NULL || cs_ca_is_dir ||
+		curl_easy_setopt(e, CURLOPT_CAINFO, cs_ca_file) == CURLE_OK) &&
 	       curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 				(long)connect_timeout_ms) == CURLE_OK &&
 	       curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,

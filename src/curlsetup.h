@@ -23,10 +23,22 @@ struct curl_slist *curlsetup_headers(const char *key,
 				     const char *const *extra);
 
 /*
+ * Names the CA bundle every later curlsetup_easy() gives libcurl
+ * (UPSTREAM_CA_FILE; NULL: libcurl's built-in default): a PEM file, or a
+ * directory of certificates named by subject hash (OpenSSL's CApath
+ * layout; only the one a connection needs is read, which saves a plain
+ * CGI run ~25 ms over parsing a whole bundle).  Borrowed: path
+ * must outlive every transfer (the mains pass their conf's string).  Call
+ * once at start-up, before any thread exists; it is only read afterwards.
+ */
+void curlsetup_ca_file(const char *path);
+
+/*
  * Sets on e the options every transfer to OpenRouter shares: no
  * signals, TCP keep-alive, any content encoding libcurl can decode, no
  * redirects (one would carry the key along), http and https only, the
- * header list (borrowed: it must outlive the transfer), the connect and
+ * header list (borrowed: it must outlive the transfer), the CA bundle of
+ * curlsetup_ca_file() if one was named, the connect and
  * total timeouts (total 0: none), and errbuf (CURL_ERROR_SIZE bytes,
  * borrowed likewise; NULL for none).  Returns false when an option was
  * refused (out of memory).

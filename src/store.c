@@ -534,10 +534,14 @@ check_one(const char *file, const char *dir, char *why, size_t n)
 		}
 		if (access(file, R_OK | W_OK) == 0)
 			return 0;
-	} else if (errno == ENOENT && access(dir, W_OK) == 0) {
-		return 0;	/* created by the first write */
 	} else if (errno == ENOENT) {
-		file = dir;
+		if (access(dir, W_OK) == 0)
+			return 0;	/* created by the first write */
+		/* Shared hosting's usual mistake (issue 18): say it plainly. */
+		snprintf(why, n, "directory %s is not writable by this "
+			 "program (uid %u): %s", dir, (unsigned)getuid(),
+			 strerror(errno));
+		return -1;
 	}
 	snprintf(why, n, "%s: %s", file, strerror(errno));
 	return -1;

@@ -992,3 +992,27 @@ deploy_checks() {
 	printf '# deploy-metrics %s gap_median_ms=%s gap_min_ms=%s gap_max_ms=%s rtt_median_ms=%s\n' \
 		"$s" "$med" "$min" "$max" "$DEPLOY_RTT"
 }
+
+# dist_unpack DIR: `make dist` (built once, then reused: the first build
+# downloads Debian's curl and cjson sources and takes a minute or two),
+# the tarball unpacked into DIR; sets DIST_TOP to DIR/orgw-VERSION-linux-x86_64
+# and DIST_TARBALL.  Offline (the sources cannot be downloaded): prints
+# "skip - ..." and exits 0.
+dist_unpack() {
+	local out rc why
+	out=$(cd "$ORGW_ROOT" && make --no-print-directory -s dist 2>&1)
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		why=$(grep 'cannot download' <<<"$out" | tail -n 1)
+		if [ -n "$why" ]; then
+			t_skip "make dist: ${why#dist: } (the static build needs Debian's source packages)"
+			exit 0
+		fi
+		t_fail "make dist" "$out"
+		exit 1
+	fi
+	DIST_TARBALL=$(tail -n 1 <<<"$out")
+	mkdir -p "$1" && tar -C "$1" -xzf "$DIST_TARBALL" ||
+		{ t_fail "unpacking $DIST_TARBALL"; exit 1; }
+	DIST_TOP=$1/$(basename "$DIST_TARBALL" .tar.gz)
+}

@@ -17,12 +17,13 @@ const { performance } = require('perf_hooks');
 function usage(code) {
   process.stderr.write(
     'usage: node openrouter-double.js [--port N] [--host 127.0.0.1] [--port-file PATH]\n' +
-    '                                 [--key KEY] [--fixtures PATH.json]\n');
+    '                                 [--key KEY] [--fixtures PATH.json]\n' +
+    '                                 [--tls-cert CERT.pem --tls-key KEY.pem]  (https)\n');
   process.exit(code);
 }
 
 function parseArgs(argv) {
-  const o = { port: 0, host: '127.0.0.1', portFile: null, key: null, fixtures: null };
+  const o = { port: 0, host: '127.0.0.1', portFile: null, key: null, fixtures: null, tlsCert: null, tlsKey: null };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
     let v = null;
@@ -39,9 +40,14 @@ function parseArgs(argv) {
       case '--port-file': o.portFile = val(); break;
       case '--key': o.key = val(); break;
       case '--fixtures': o.fixtures = val(); break;
+      case '--tls-cert': o.tlsCert = val(); break;
+      case '--tls-key': o.tlsKey = val(); break;
       case '-h': case '--help': usage(0); break;
       default: process.stderr.write(`unknown argument: ${a}\n`); usage(2);
     }
+  }
+  if (!o.tlsCert !== !o.tlsKey) {
+    process.stderr.write('--tls-cert and --tls-key go together\n'); usage(2);
   }
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) {
     process.stderr.write('--port must be an integer 0..65535\n'); usage(2);
@@ -1262,7 +1268,12 @@ function drainThen(req, fn) {
 }
 
 applyDerived();
-const server = http.createServer({ keepAlive: true, noDelay: true, requestTimeout: 0, headersTimeout: 60000 }, onRequest);
+const serverOpts = { keepAlive: true, noDelay: true, requestTimeout: 0, headersTimeout: 60000 };
+// --tls-cert/--tls-key: the same double over https (the static dist's TLS
+// path is tested against it, tests/integration/t0555-dist-chroot.sh).
+const server = ARGS.tlsCert ?
+  require('https').createServer({ ...serverOpts, cert: fs.readFileSync(ARGS.tlsCert), key: fs.readFileSync(ARGS.tlsKey) }, onRequest) :
+  http.createServer(serverOpts, onRequest);
 server.keepAliveTimeout = 75000;
 server.timeout = 0;
 server.maxHeadersCount = 200;
@@ -1279,7 +1290,7 @@ server.listen({ port: ARGS.port, host: ARGS.host, backlog: 4096 }, () => {
     fs.renameSync(tmp, ARGS.portFile);
   }
   const shownHost = ARGS.host.includes(':') ? `[${ARGS.host}]` : ARGS.host;
-  process.stdout.write(`openrouter-double listening on http://${shownHost}:${port}\n`);
+  process.stdout.write(`openrouter-double listening on ${ARGS.tlsCert ? 'https' : 'http'}://${shownHost}:${port}\n`);
 });
 server.on('error', (e) => { process.stderr.write(`openrouter-double: ${e.message}\n`); process.exit(1); });
 

@@ -30,6 +30,7 @@ static const char *const all_names[] = {
 	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
 	"METRICS_KEY",
+	"UPSTREAM_CA_FILE",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -71,6 +72,8 @@ test_defaults(void)
 		 strcmp(c.upstream_url, "https://openrouter.ai/api/v1") == 0);
 	T_ASSERT("default STATE_PATH",
 		 strcmp(c.state_path, "/var/lib/orgw/state.gdbm") == 0);
+	T_ASSERT("default UPSTREAM_CA_FILE NULL (libcurl's CAs)",
+		 c.upstream_ca_file == NULL);
 	T_ASSERT("default no target models", c.n_target_models == 0);
 	T_ASSERT("default target_models NULL", c.target_models[0] == NULL);
 	T_ASSERT("default HIT_RATE 0.9", T_NEAR(c.hit_rate, 0.9));
@@ -551,7 +554,20 @@ test_strings(void)
 		 set_ok(&c, "STATE_PATH", "/tmp/orgw.gdbm") &&
 			 set_ok(&c, "STATE_PATH", "/tmp/other.gdbm") &&
 			 strcmp(c.state_path, "/tmp/other.gdbm") == 0);
+	T_ASSERT("UPSTREAM_CA_FILE empty refused",
+		 set_bad(&c, "UPSTREAM_CA_FILE", "", "UPSTREAM_CA_FILE",
+			 "empty"));
+	T_ASSERT("UPSTREAM_CA_FILE set",
+		 set_ok(&c, "UPSTREAM_CA_FILE", "/x/ca.crt") &&
+			 strcmp(c.upstream_ca_file, "/x/ca.crt") == 0);
+	T_ASSERT("conf_is_path: the path settings only",
+		 conf_is_path("STATE_PATH") && conf_is_path("UPSTREAM_CA_FILE") &&
+			 !conf_is_path("UPSTREAM_URL") &&
+			 !conf_is_path("OPENROUTER_API_KEY_FILE") &&
+			 !conf_is_path(NULL));
 	conf_free(&c);
+	T_ASSERT("conf_free resets UPSTREAM_CA_FILE",
+		 c.upstream_ca_file == NULL);
 }
 
 static void
@@ -940,6 +956,25 @@ test_load(void)
 			 strstr(err, "/tmp") != NULL);
 	conf_free(&c);
 
+	/* Relative paths in the file are the file's directory's (issue 18);
+	 * in the environment they stay as given. */
+	cfg = tmp_text("STATE_PATH=state/s.gdbm\nUPSTREAM_CA_FILE=ca.crt\n"
+		       "UPSTREAM_URL=http://h\n", 0600);
+	T_ASSERT("load: relative STATE_PATH is beside the config file",
+		 load(&c, cfg) == ORGW_OK &&
+			 strcmp(c.state_path, "/tmp/state/s.gdbm") == 0);
+	T_ASSERT("load: relative UPSTREAM_CA_FILE is beside the config file",
+		 strcmp(c.upstream_ca_file, "/tmp/ca.crt") == 0);
+	conf_free(&c);
+	cfg = tmp_text("STATE_PATH=/abs/s.gdbm\n", 0600);
+	env_set("UPSTREAM_CA_FILE", "rel/ca.crt");
+	T_ASSERT("load: absolute file path and relative env path kept",
+		 load(&c, cfg) == ORGW_OK &&
+			 strcmp(c.state_path, "/abs/s.gdbm") == 0 &&
+			 strcmp(c.upstream_ca_file, "rel/ca.crt") == 0);
+	conf_free(&c);
+	env_clear();
+
 	cfg = tmp_text("FAIL_LIMIT=2\n\nHIT_RATE=1.5\n", 0600);
 	T_ASSERT("load: bad file value names path, line, setting",
 		 load(&c, cfg) == ORGW_EINVAL && strncmp(err, cfg,
@@ -1088,7 +1123,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
-			"7", "30", "5000", "700", "0.3", "mk-env",
+			"7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1101,6 +1136,7 @@ test_load(void)
 				 strcmp(c.upstream_url,
 					"http://127.0.0.1:9/v1") == 0 &&
 				 strcmp(c.state_path, "/tmp/s") == 0 &&
+				 strcmp(c.upstream_ca_file, "/tmp/ca.crt") == 0 &&
 				 c.n_target_models == 1 &&
 				 T_NEAR(c.hit_rate, 0.25) &&
 				 T_NEAR(c.cache_bonus, 3) &&
