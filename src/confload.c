@@ -38,7 +38,7 @@ struct load_secret {
 
 struct load_ctx {
 	struct orgw_conf *c;
-	struct load_secret sec[2];
+	struct load_secret sec[3];
 	bool file_has_key;	/* the config file set a key directly */
 	const char *path;	/* the config file, for warnings */
 	char *err;
@@ -357,6 +357,8 @@ conf_load(struct orgw_conf *c, const char *config_path, char *err,
 	x.sec[0].file_name = "OPENROUTER_API_KEY_FILE";
 	x.sec[1].name = "CUSTOM_ACCESS_KEY";
 	x.sec[1].file_name = "CUSTOM_ACCESS_KEY_FILE";
+	x.sec[2].name = "REDIS_PASSWORD";
+	x.sec[2].file_name = "REDIS_PASSWORD_FILE";
 	x.err = err;
 	x.errlen = errlen;
 	if (config_path == NULL)
