@@ -99,11 +99,16 @@ conn_drop(struct rconn *rc, const char *what)
 	}
 	if (rc->down_since_ms == 0)
 		rc->down_since_ms = now;
-	/* A restarted Redis: reconnect soon, but not within this very
-	 * request, which already paid for the failed command. */
-	rc->next_try_ms = now + BACKOFF_MIN_MS;
+	/* Not within this very request, which already paid for the failed
+	 * command; and longer each time in a row: a frozen Redis accepts
+	 * connections (the kernel does) but answers nothing, so only a
+	 * command that succeeds resets the backoff (pipeline()). */
 	if (rc->backoff_ms == 0)
 		rc->backoff_ms = BACKOFF_MIN_MS;
+	rc->next_try_ms = now + rc->backoff_ms;
+	rc->backoff_ms *= 2;
+	if (rc->backoff_ms > BACKOFF_MAX_MS)
+		rc->backoff_ms = BACKOFF_MAX_MS;
 }
 
 static bool
@@ -226,7 +231,6 @@ conn_get(const struct orgw_conf *c, struct rconn **rcp)
 	rc->ctx = ctx;
 	rc->why[0] = '\0';
 	rc->down_since_ms = 0;
-	rc->backoff_ms = 0;
 	return ctx;
 fail:
 	if (ctx != NULL)
@@ -287,6 +291,7 @@ pipeline(struct rconn *rc, size_t ncmd, const int *argcs,
 			goto bad;
 		replies[i] = r;
 	}
+	rc->backoff_ms = 0;	/* Redis answers: a later failure starts over */
 	return ORGW_OK;
 bad:
 	for (j = 0; j < ncmd; j++) {
