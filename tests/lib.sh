@@ -396,6 +396,7 @@ orgw__lighttpd_start() {
 
 # orgw_redis_start DIR [PORT]: sets ORGW_REDIS_PID, ORGW_REDIS_PORT,
 # ORGW_REDIS_URL.  PORT: restart on the port of an earlier one.
+# ORGW_REDIS_ARGS: more redis-server options (e.g. --requirepass X).
 orgw_redis_start() {
 	local dir=$1 port=${2:-} i
 	command -v redis-server >/dev/null || { orgw__log "redis-server missing (make deps)"; return 1; }
@@ -403,13 +404,15 @@ orgw_redis_start() {
 	[ -n "$port" ] || port=$(orgw__free_port) || return 1
 	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
 		--dir "$dir" --logfile "$dir/redis.log" --daemonize no \
-		</dev/null >/dev/null 2>&1 &
+		${ORGW_REDIS_ARGS:-} </dev/null >/dev/null 2>&1 &
 	ORGW_REDIS_PID=$!
 	ORGW_REDIS_PORT=$port
 	ORGW_REDIS_URL=redis://127.0.0.1:$port/0
 	export ORGW_REDIS_PORT ORGW_REDIS_URL
 	for ((i = 0; i < 100; i++)); do
-		[ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
+		case $(redis-cli -p "$port" ping 2>&1) in
+		PONG | NOAUTH*) return 0 ;;
+		esac
 		orgw__alive "$ORGW_REDIS_PID" || break
 		sleep 0.05
 	done
