@@ -1216,9 +1216,10 @@ main(int argc, char *argv[])
 		err = store_run_begin(&conf, 0, x.started_at, &run, &retry);
 		if (err == ORGW_EBUSY) {
 			fprintf(stderr, "orgw-score: another scoring run is in "
-				"progress (%s is locked); nothing done\n",
+				"progress (%s%s is locked); nothing done\n",
+				state_where(&conf),
 				conf.state_backend == CONF_BACKEND_REDIS ?
-				"orgw:RUN" : "STATE_PATH.score");
+				" orgw:RUN" : ".score");
 			upstream_global_cleanup();
 			rc = EXIT_SOME_FAILED;
 			goto out;
