@@ -13,6 +13,11 @@
 # sequential latency (bench/seq.mjs: 15 warm-up, 3 rounds of 25, orgw and
 # direct alternated), then wrk at concurrency AB_CONC (64) for AB_SECS
 # (5) s.  Prints a Markdown table of the medians over the rounds.
+#
+# BINARY@redis runs that binary with STATE_BACKEND=redis on a private
+# redis-server (tests/lib.sh), e.g. the state back-ends side by side
+# (issue 19):
+#   sh bench/ab.sh gdbm=build/release/orgw.fcgi redis=build/release/orgw.fcgi@redis
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"
 fi
@@ -34,6 +39,10 @@ trap 'rm -rf "$T"' EXIT
 one() { # NAME BINARY: one measurement, appends a JSON line to $T/ab.jsonl
 	local name=$1 bin=$2 seq wrkl
 	(
+		unset ORGW_STATE_BACKEND
+		case $bin in
+		*@redis) bin=${bin%@redis}; export ORGW_STATE_BACKEND=redis ;;
+		esac
 		export ORGW_FCGI_BIN=$bin ORGW_WORKERS=$WORKERS
 		orgw_start >/dev/null
 		node -e '

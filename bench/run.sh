@@ -19,7 +19,7 @@
 #   5. memory: orgw workers idle, and every process of each gateway during
 #      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
 #   6. state-lock hold time per request: the workers restarted with a
-#      -DORGW_TRACE_LOCK build (src/store.c logs each transaction)
+#      -DORGW_TRACE_LOCK build (src/store_gdbm.c logs each transaction)
 #   7. bench/report.mjs writes RESULTS.md; gnuplot draws the chart
 #
 # Knobs (environment):

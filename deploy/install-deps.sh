@@ -28,7 +28,11 @@
 #   libfcgi-dev libgdbm-dev libcjson-dev libcurl4-openssl-dev libssl-dev
 #                                         libraries orgw links (libcrypto:
 #                                         the /status login's HMAC)
+#   libhiredis-dev                        STATE_BACKEND=redis (hiredis 0.14)
 #   libfcgi-bin                           cgi-fcgi, to talk FastCGI by hand
+#   redis-server                          the Redis back-end's tests (t09xx
+#                                         start a private one on loopback;
+#                                         never the packaged service)
 #   gdbmtool                              inspect the state file
 #   lighttpd spawn-fcgi multiwatch        the tested deployment: spawn-fcgi
 #                                         owns the socket, multiwatch forks N
@@ -66,8 +70,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
-gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev lighttpd spawn-fcgi
-multiwatch caddy nginx-light apache2 libapache2-mod-fcgid systemd
+gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
+redis-server lighttpd spawn-fcgi multiwatch
+caddy nginx-light apache2 libapache2-mod-fcgid systemd
 curl ca-certificates jq chromium prometheus"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"

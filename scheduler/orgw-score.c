@@ -45,6 +45,7 @@
 #include "clock.h"
 #include "conf.h"
 #include "curlsetup.h"
+#include "dump.h"
 #include "fetchmany.h"
 #include "harden.h"
 #include "log.h"
@@ -71,6 +72,7 @@ struct opts {
 	bool dry_run;
 	bool json;
 	bool cron_line;		/* --cron-line: print it and exit */
+	bool dump, load;	/* --dump, --load (issue 19) */
 	bool run_opts;		/* --model, --dry-run, --parallel or
 				 * --timeout-ms given */
 	int parallel;
@@ -96,6 +98,7 @@ usage(FILE *f)
 	      "[--config FILE]\n"
 	      "                  [--parallel N] [--timeout-ms MS]\n"
 	      "       orgw-score [--config FILE] COMMAND [--json] ARGS\n"
+	      "       orgw-score [--config FILE] --dump | --load\n"
 	      "\n"
 	      "Fetches every seen and target model's endpoints from "
 	      "OpenRouter,\n"
@@ -110,6 +113,10 @@ usage(FILE *f)
 	      "  --config FILE    configuration file (default: $ORGW_CONFIG, "
 	      "else orgw.conf\n"
 	      "                   beside this program, if there is one)\n"
+	      "  --dump           write the whole state as JSON lines "
+	      "{\"key\",\"value\"} to stdout\n"
+	      "  --load           read such lines from stdin into the state "
+	      "(each key replaced)\n"
 	      "  --parallel N     fetches at once, 1..64 (default 8)\n"
 	      "  --timeout-ms MS  per fetch (default 15000)\n"
 	      "  --cron-line      print the crontab line that runs this "
@@ -178,7 +185,7 @@ num_opt(const char *name, const char *v, long max, long *out)
 }
 
 enum { OPT_MODEL = 256, OPT_DRY_RUN, OPT_JSON, OPT_CONFIG, OPT_PARALLEL,
-       OPT_TIMEOUT_MS, OPT_CRON_LINE };
+       OPT_TIMEOUT_MS, OPT_CRON_LINE, OPT_DUMP, OPT_LOAD };
 
 /* Fills o from argv; returns 0, or EXIT_USAGE after a message (-1 for
  * --help, already printed).  The first other argument starts a
@@ -195,6 +202,8 @@ parse_args(int argc, char *argv[], struct opts *o)
 		{"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS},
 		{"cron-line", no_argument, NULL, OPT_CRON_LINE},
+		{"dump", no_argument, NULL, OPT_DUMP},
+		{"load", no_argument, NULL, OPT_LOAD},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -224,6 +233,12 @@ parse_args(int argc, char *argv[], struct opts *o)
 			break;
 		case OPT_CRON_LINE:
 			o->cron_line = true;
+			break;
+		case OPT_DUMP:
+			o->dump = true;
+			break;
+		case OPT_LOAD:
+			o->load = true;
 			break;
 		case OPT_PARALLEL:
 			o->run_opts = true;
@@ -866,6 +881,14 @@ status_model(const char *model, const cJSON *m, int64_t now)
 	}
 }
 
+/* Where the state is, for messages: STATE_PATH or REDIS_URL. */
+static const char *
+state_where(const struct orgw_conf *c)
+{
+	return c->state_backend == CONF_BACKEND_REDIS ? c->redis_url :
+							c->state_path;
+}
+
 /* status [MODEL]: the GET /stats document (one model of it when asked),
  * as JSON or tables.  0, or EXIT_SOME_FAILED when the state could not be
  * read. */
@@ -884,7 +907,7 @@ cmd_status(const struct orgw_conf *c, const char *model, bool json)
 	}
 	if ((serr = cJSON_GetObjectItemCaseSensitive(d, "state_error"))) {
 		fprintf(stderr, "orgw-score: status: state %s unusable: %s\n",
-			c->state_path,
+			state_where(c),
 			cJSON_GetStringValue(serr) ? serr->valuestring : "?");
 		goto out;
 	}
@@ -966,7 +989,7 @@ cmd_run(const struct orgw_conf *c, const struct cmd *k, bool json)
 	return 0;
 fail:
 	fprintf(stderr, "orgw-score: %s: state %s unusable: %s\n", name,
-		c->state_path, orgw_strerror(err));
+		state_where(c), orgw_strerror(err));
 	return EXIT_SOME_FAILED;
 }
 
@@ -1082,6 +1105,139 @@ print_cron_line(const char *config)
 	return 0;
 }
 
+/*
+ * --dump and --load (issue 19): the whole state as JSON lines (dump.h),
+ * the same for both back-ends, so that
+ *   STATE_BACKEND=gdbm orgw-score --dump | STATE_BACKEND=redis orgw-score --load
+ * moves a state.  The dump is one reader transaction; the load one
+ * write transaction (it reads nothing, so it never conflicts), so a
+ * half-read input writes nothing.
+ */
+struct dump_ctx {
+	bool io_err, oom;
+	size_t n;
+};
+
+static int
+dump_one(void *arg, const char *key, const char *val)
+{
+	struct dump_ctx *d = arg;
+	char *line = dump_line(key, val);
+
+	if (line == NULL) {
+		d->oom = true;
+		return 1;
+	}
+	if (fputs(line, stdout) == EOF || putchar('\n') == EOF)
+		d->io_err = true;
+	dump_free(line);
+	d->n++;
+	return d->io_err ? 1 : 0;
+}
+
+static enum orgw_err
+do_dump(struct store *s, void *arg)
+{
+	return store_each(s, "", dump_one, arg);
+}
+
+static int
+dump_run(const struct orgw_conf *c)
+{
+	struct dump_ctx d = {false, false, 0};
+	enum orgw_err err = state_txn(c, false, do_dump, &d);
+
+	if (fflush(stdout) == EOF || ferror(stdout))
+		d.io_err = true;
+	if (err != ORGW_OK || d.oom || d.io_err) {
+		fprintf(stderr, "orgw-score: --dump: %s\n",
+			d.io_err ? "stdout write error" :
+			d.oom ? "out of memory" : orgw_strerror(err));
+		return EXIT_SOME_FAILED;
+	}
+	fprintf(stderr, "orgw-score: dumped %zu keys\n", d.n);
+	return 0;
+}
+
+struct load_ctx {
+	char **keys, **vals;
+	size_t n;
+};
+
+static enum orgw_err
+do_load(struct store *s, void *arg)
+{
+	struct load_ctx *l = arg;
+	enum orgw_err err = ORGW_OK;
+	size_t i;
+
+	for (i = 0; i < l->n && err == ORGW_OK; i++)
+		err = store_put(s, l->keys[i], l->vals[i]);
+	return err;
+}
+
+static int
+load_run(const struct orgw_conf *c)
+{
+	struct load_ctx l = {NULL, NULL, 0};
+	char *line = NULL, **nk, **nv;
+	size_t cap = 0, lcap = 0, lineno = 0, i;
+	ssize_t len;
+	enum orgw_err err = ORGW_OK;
+	int rc = EXIT_SOME_FAILED;
+
+	while ((len = getline(&line, &lcap, stdin)) != -1) {
+		lineno++;
+		if (len == 0 || line[0] == '\n')
+			continue;
+		if (l.n == cap) {
+			cap = cap ? cap * 2 : 256;
+			nk = realloc(l.keys, cap * sizeof(*nk));
+			if (nk != NULL)
+				l.keys = nk;
+			nv = realloc(l.vals, cap * sizeof(*nv));
+			if (nv != NULL)
+				l.vals = nv;
+			if (nk == NULL || nv == NULL) {
+				err = ORGW_ENOMEM;
+				break;
+			}
+		}
+		err = dump_parse(line, (size_t)len, &l.keys[l.n], &l.vals[l.n]);
+		if (err != ORGW_OK) {
+			fprintf(stderr, "orgw-score: --load: line %zu: %s; "
+				"nothing loaded\n", lineno,
+				err == ORGW_EINVAL ? "not a dump line" :
+						     orgw_strerror(err));
+			goto out;
+		}
+		l.n++;
+	}
+	if (err == ORGW_OK && ferror(stdin)) {
+		fputs("orgw-score: --load: stdin read error; nothing loaded\n",
+		      stderr);
+		goto out;
+	}
+	if (err == ORGW_OK)
+		err = state_txn(c, true, do_load, &l);
+	if (err != ORGW_OK) {
+		fprintf(stderr, "orgw-score: --load: %s\n",
+			orgw_strerror(err));
+		goto out;
+	}
+	fprintf(stderr, "orgw-score: loaded %zu keys\n", l.n);
+	rc = 0;
+out:
+	for (i = 0; i < l.n; i++) {
+		free(l.keys[i]);
+		free(l.vals[i]);
+	}
+	free(l.keys);
+	free(l.vals);
+	free(line);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1095,7 +1251,8 @@ main(int argc, char *argv[])
 	int64_t t0;
 	enum orgw_err err;
 	size_t dropped;
-	int rc, run_fd = -1;
+	struct store_run *run = NULL;
+	int rc;
 
 	if (harden_no_dumps() != 0)
 		perror("orgw-score: turning core dumps off");
@@ -1124,6 +1281,19 @@ main(int argc, char *argv[])
 		o.config = config_beside(beside, sizeof(beside));
 	if (o.cron_line) {
 		rc = print_cron_line(o.config != NULL ? o.config : env_config);
+		goto out;
+	}
+	if (o.dump || o.load) {
+		if ((o.dump && o.load) || o.run_opts || o.cmd_argc > 0) {
+			fputs("orgw-score: --dump and --load go alone\n",
+			      stderr);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if ((rc = load_conf(&conf, o.config, false)) != 0)
+			goto out;
+		store_set_mode(conf.state_mode);
+		rc = o.dump ? dump_run(&conf) : load_run(&conf);
 		goto out;
 	}
 	if (o.cmd_argc > 0) {
@@ -1162,12 +1332,13 @@ main(int argc, char *argv[])
 	if (!o.dry_run) {
 		int64_t retry;
 
-		err = store_run_begin(conf.state_path, 0, x.started_at,
-				      &run_fd, &retry);
+		err = store_run_begin(&conf, 0, x.started_at, &run, &retry);
 		if (err == ORGW_EBUSY) {
 			fprintf(stderr, "orgw-score: another scoring run is in "
-				"progress (%s.score is locked); nothing done\n",
-				conf.state_path);
+				"progress (%s%s is locked); nothing done\n",
+				state_where(&conf),
+				conf.state_backend == CONF_BACKEND_REDIS ?
+				" orgw:RUN" : ".score");
 			upstream_global_cleanup();
 			rc = EXIT_SOME_FAILED;
 			goto out;
@@ -1191,7 +1362,7 @@ main(int argc, char *argv[])
 	x.wall_ms = clock_mono_ms() - t0;
 	if (!o.dry_run) {
 		x.tidied = true;
-		x.tidy_err = store_tidy(conf.state_path, TIDY_LOCK_TIMEOUT_MS);
+		x.tidy_err = store_tidy(&conf, TIDY_LOCK_TIMEOUT_MS);
 		if (x.tidy_err != ORGW_OK)
 			log_warn("scorer: state tidy of %s: %s",
 				 conf.state_path, orgw_strerror(x.tidy_err));
@@ -1209,7 +1380,7 @@ main(int argc, char *argv[])
 	}
 	upstream_global_cleanup();
 out:
-	store_run_end(run_fd);
+	store_run_end(run);
 	scorerun_free(x.v, x.n);
 	free(x.v);
 	scorerun_free(o.models, o.n_models);

@@ -41,6 +41,7 @@
 #include <strings.h>
 
 #include "conf.h"
+#include "redisconf.h"
 
 /* How much of a refused value a message quotes. */
 #define CONF_SHOW_MAX 48
@@ -56,6 +57,8 @@ enum conf_kind {
 	CONF_SIZE,	/* stored as size_t */
 	CONF_DELAYS,	/* RETRY_429_DELAYS list */
 	CONF_MODE,	/* STATE_MODE: octal file mode */
+	CONF_BACKEND,	/* STATE_BACKEND: gdbm or redis */
+	CONF_REDIS_URL,	/* REDIS_URL (redisconf.c) */
 };
 
 struct conf_item {
@@ -136,6 +139,11 @@ static const struct conf_item conf_items[] = {
 	  .ihi = 86400 },
 	{ .name = "STATE_MODE", .kind = CONF_MODE,
 	  .off = CONF_OFF(state_mode), .def = "0600" },
+	{ .name = "STATE_BACKEND", .kind = CONF_BACKEND, .def = "gdbm" },
+	{ .name = "REDIS_URL", .kind = CONF_REDIS_URL,
+	  .off = CONF_OFF(redis_url), .def = "redis://127.0.0.1:6379/0" },
+	{ .name = "REDIS_PASSWORD", .kind = CONF_KEY,
+	  .off = CONF_OFF(redis_password) },
 	{ .name = "MAX_BODY_BYTES", .kind = CONF_SIZE,
 	  .off = CONF_OFF(max_body_bytes), .def = "8388608", .ilo = 1024,
 	  .ihi = 1073741824 },
@@ -661,6 +669,10 @@ conf_free(struct orgw_conf *c)
 	c->state_path = NULL;
 	free(c->upstream_ca_file);
 	c->upstream_ca_file = NULL;
+	free(c->redis_url);
+	c->redis_url = NULL;
+	conf_wipe_free(c->redis_password);
+	c->redis_password = NULL;
 	for (i = 0; i < CONF_MAX_TARGETS; i++) {
 		free(c->target_models[i]);
 		c->target_models[i] = NULL;
@@ -707,6 +719,47 @@ conf_set_mode(struct orgw_conf *c, const struct conf_item *it,
 		return ORGW_EINVAL;
 	}
 	c->state_mode = m;
+	return ORGW_OK;
+}
+
+/* STATE_BACKEND: "gdbm" or "redis" (issue 19). */
+static enum orgw_err
+conf_set_backend(struct orgw_conf *c, const struct conf_item *it,
+		 const char *v, char *err, size_t errlen)
+{
+	char show[CONF_SHOW_MAX + 4];
+
+	if (strcmp(v, "gdbm") == 0) {
+		c->state_backend = CONF_BACKEND_GDBM;
+	} else if (strcmp(v, "redis") == 0) {
+		c->state_backend = CONF_BACKEND_REDIS;
+	} else {
+		conf_errf(err, errlen, "%s: \"%s\" is not a back-end (want "
+			  "gdbm or redis)", it->name,
+			  conf_show(show, sizeof(show), v));
+		return ORGW_EINVAL;
+	}
+	return ORGW_OK;
+}
+
+/* REDIS_URL: what redisconf_parse_url() accepts.  The URL is not quoted
+ * back: a mistaken "redis://:secret@host" would put a password in a log. */
+static enum orgw_err
+conf_set_redis_url(struct orgw_conf *c, const struct conf_item *it,
+		   const char *v, char *err, size_t errlen)
+{
+	struct redisconf_url u;
+	char why[160];
+	char *dup;
+
+	if (redisconf_parse_url(v, &u, why, sizeof(why)) != ORGW_OK) {
+		conf_errf(err, errlen, "%s: %s", it->name, why);
+		return ORGW_EINVAL;
+	}
+	if ((dup = strdup(v)) == NULL)
+		return ORGW_ENOMEM;
+	free(c->redis_url);
+	c->redis_url = dup;
 	return ORGW_OK;
 }
 
@@ -758,6 +811,10 @@ conf_set(struct orgw_conf *c, const char *name, const char *value,
 		return conf_set_integer(c, it, value, err, errlen);
 	case CONF_MODE:
 		return conf_set_mode(c, it, value, err, errlen);
+	case CONF_BACKEND:
+		return conf_set_backend(c, it, value, err, errlen);
+	case CONF_REDIS_URL:
+		return conf_set_redis_url(c, it, value, err, errlen);
 	}
 	return ORGW_EINVAL;
 }

@@ -13,6 +13,12 @@
 #define CONF_MAX_DELAYS 16
 #define CONF_MAX_TARGETS 64
 
+/* STATE_BACKEND (issue 19). */
+enum conf_backend {
+	CONF_BACKEND_GDBM = 0,	/* STATE_PATH, one host (the default) */
+	CONF_BACKEND_REDIS,	/* REDIS_URL, several hosts */
+};
+
 struct orgw_conf {
 	char *openrouter_api_key;	/* NULL when not set */
 	char *custom_access_key;	/* NULL when not set */
@@ -42,6 +48,9 @@ struct orgw_conf {
 	int max_models;			/* MODEL_SEEN entries kept */
 	int64_t cron_min_interval_seconds; /* POST /__cron at most this often */
 	unsigned state_mode;		/* STATE_MODE: 0600, 0640 or 0660 */
+	enum conf_backend state_backend;	/* STATE_BACKEND */
+	char *redis_url;		/* REDIS_URL, parses (redisconf.h) */
+	char *redis_password;		/* NULL when not set (secret) */
 };
 
 /* Fills c with the defaults of SPEC section 8; returns ORGW_ENOMEM on
@@ -108,8 +117,8 @@ enum orgw_err conf_parse_text(const char *text, size_t len,
 /*
  * Load the configuration: defaults, then the ORGW_CONFIG file (if set),
  * then the environment (which wins), then NAME_FILE secrets for
- * OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY and METRICS_KEY (first line of the file; a
- * direct value wins over the file).  Lives in confload.c (edge).
+ * OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY, METRICS_KEY and REDIS_PASSWORD
+ * (first line of the file; a direct value wins over the file).  Lives in confload.c (edge).
  * Returns ORGW_OK or ORGW_EINVAL with a message in err.
  */
 enum orgw_err conf_load(struct orgw_conf *c, const char *config_path,

@@ -44,7 +44,7 @@ struct load_secret {
 
 struct load_ctx {
 	struct orgw_conf *c;
-	struct load_secret sec[3];
+	struct load_secret sec[4];
 	bool file_has_key;	/* the config file set a key directly */
 	const char *path;	/* the config file, for warnings */
 	char *err;
@@ -397,6 +397,8 @@ conf_load(struct orgw_conf *c, const char *config_path, char *err,
 	x.sec[1].file_name = "CUSTOM_ACCESS_KEY_FILE";
 	x.sec[2].name = "METRICS_KEY";
 	x.sec[2].file_name = "METRICS_KEY_FILE";
+	x.sec[3].name = "REDIS_PASSWORD";
+	x.sec[3].file_name = "REDIS_PASSWORD_FILE";
 	x.err = err;
 	x.errlen = errlen;
 	if (config_path == NULL)

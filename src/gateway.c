@@ -393,11 +393,12 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 {
 	char *s, extra[64];
 	int64_t retry = 0;
-	int rc, fd = -1;
+	struct store_run *run = NULL;
+	int rc;
 	enum orgw_err err;
 
-	err = store_run_begin(c->state_path, c->cron_min_interval_seconds,
-			      clock_now_s(), &fd, &retry);
+	err = store_run_begin(c, c->cron_min_interval_seconds, clock_now_s(),
+			      &run, &retry);
 	if (err == ORGW_EBUSY) {
 		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
 			 (long long)retry);
@@ -411,7 +412,7 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 		return http_error(io, 503, "server_error", NULL, NULL,
 				  "the scoring lock is unavailable", NULL);
 	s = scorerun_cron_json(c);
-	store_run_end(fd);
+	store_run_end(run);
 	if (s == NULL)
 		return http_error(io, 500, "server_error", NULL, NULL,
 				  "scoring run failed", NULL);

@@ -19,6 +19,8 @@ orgw_strerror(enum orgw_err err)
 		return "upstream error";
 	case ORGW_ETOOBIG:
 		return "too big";
+	case ORGW_ECONFLICT:
+		return "conflict";
 	}
 	return "unknown error";
 }

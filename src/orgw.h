@@ -17,6 +17,7 @@ enum orgw_err {
 	ORGW_EBUSY,	/* lock not obtained in time */
 	ORGW_EUPSTREAM,	/* upstream unreachable or broken */
 	ORGW_ETOOBIG,	/* a size limit was exceeded */
+	ORGW_ECONFLICT,	/* a store transaction lost a race: run it again */
 };
 
 /* Returns a static string naming err; never NULL. */

@@ -144,7 +144,7 @@ exclude_cooling(const struct orgw_conf *c, const char *model,
 
 	if (res->n_ranked == 0)
 		return;
-	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	err = store_open(&s, c, false, STORE_LOCK_TIMEOUT_MS);
 	/* Downwards: an exclusion shifts only the ranked ones after it. */
 	for (i = res->n_ranked; err == ORGW_OK && i-- > 0;) {
 		v = NULL;
@@ -185,7 +185,7 @@ read_hits(const struct orgw_conf *c, const char *model,
 	*hits = NULL;
 	*n = 0;
 	snprintf(k, sizeof(k), "STATS:%s", model);
-	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	err = store_open(&s, c, false, STORE_LOCK_TIMEOUT_MS);
 	if (err == ORGW_OK)
 		err = store_get(s, k, &v);
 	if (s != NULL && store_close(s) != ORGW_OK && err == ORGW_OK)
@@ -474,7 +474,7 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 	 * targets only; the writes that follow repair it.  The old
 	 * MODELS_SEEN list is read too, until scorerun_prune() migrates it.
 	 */
-	err = store_open(&s, c->state_path, false, STORE_LOCK_TIMEOUT_MS);
+	err = store_open(&s, c, false, STORE_LOCK_TIMEOUT_MS);
 	if (err == ORGW_OK) {
 		err = store_each(s, SEEN_PREFIX, prune_key, &p);
 		if (err == ORGW_OK)

@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "failover.h"
 #include "log.h"
+#include "redisconf.h"
 #include "reqval.h"
 #include "score.h"
 #include "state.h"
@@ -35,23 +37,35 @@ state_txn(const struct orgw_conf *c, bool write,
 	  enum orgw_err (*fn)(struct store *s, void *arg), void *arg)
 {
 	struct store *s;
-	enum orgw_err err, cerr;
-	int round;
+	enum orgw_err err;
+	bool repaired = false;
+	int runs = 0;
+	uint32_t rnd;
 
-	for (round = 0; round < 2; round++) {
-		err = store_open(&s, c->state_path, write,
-				 STORE_LOCK_TIMEOUT_MS);
+	for (;;) {
+		err = store_open(&s, c, write, STORE_LOCK_TIMEOUT_MS);
 		if (err == ORGW_OK) {
 			err = fn(s, arg);
-			cerr = store_close(s);
 			if (err == ORGW_OK)
-				err = cerr;
+				err = store_close(s);
+			else
+				store_abort(s);
 		}
-		if (err != ORGW_EIO || round == 1)
+		if (err == ORGW_ECONFLICT) {
+			/* Another host changed a key this run read (Redis
+			 * WATCH): nothing was written; run fn again on what
+			 * the store holds now, after a jittered pause. */
+			if (++runs >= REDISCONF_TXN_RUNS)
+				break;
+			rnd = (uint32_t)clock_mono_us() * 2654435761u;
+			clock_sleep_us(redisconf_retry_delay_us(runs - 1, rnd));
+			continue;
+		}
+		if (err != ORGW_EIO || repaired)
 			break;
-		if (store_repair(c->state_path, STORE_LOCK_TIMEOUT_MS) !=
-		    ORGW_OK)
+		if (store_repair(c, STORE_LOCK_TIMEOUT_MS) != ORGW_OK)
 			break;
+		repaired = true;
 	}
 	return err;
 }
@@ -631,7 +645,27 @@ struct finish_args {
 	const char *model;
 	struct stats_delta d;
 	const char *ok_tag;
+	int64_t lost;		/* counts lost earlier, for LOST_UPDATES */
 };
+
+/* Adds n to LOST_UPDATES (a decimal count; issue 19). */
+static enum orgw_err
+lost_add(struct store *s, int64_t n)
+{
+	char *v = NULL, num[32];
+	long long have = 0;
+	enum orgw_err err;
+
+	if ((err = store_get(s, STATE_LOST_KEY, &v)) != ORGW_OK)
+		return err;
+	if (v != NULL)
+		have = strtoll(v, NULL, 10);
+	free(v);
+	if (have < 0)
+		have = 0;
+	snprintf(num, sizeof(num), "%lld", have + (long long)n);
+	return store_put(s, STATE_LOST_KEY, num);
+}
 
 static enum orgw_err
 do_finish(struct store *s, void *arg)
@@ -643,6 +677,8 @@ do_finish(struct store *s, void *arg)
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
+	if (a->lost > 0 && (err = lost_add(s, a->lost)) != ORGW_OK)
+		return err;
 	/* The candidates' prices and names attribute and price the
 	 * request's money (issue 17); without them it is "unknown". */
 	if ((err = read_cands(s, a->model, &cands, &have_cands)) != ORGW_OK)
@@ -678,14 +714,24 @@ enum orgw_err
 state_finish(const struct orgw_conf *c, const char *model,
 	     const struct stats_delta *d, const char *ok_tag)
 {
-	struct finish_args a = {model, *d, ok_tag};
+	struct finish_args a = {model, *d, ok_tag, 0};
 	enum orgw_err err;
 
 	a.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
+	/* Counts this process lost while the state was away go into
+	 * LOST_UPDATES with this one, in the same transaction. */
+	a.lost = store_lost_take();
 	err = state_txn(c, true, do_finish, &a);
-	if (err != ORGW_OK)
-		log_warn("state unavailable (%s): request not counted",
-			 orgw_strerror(err));
+	if (err != ORGW_OK) {
+		store_lost_add(a.lost + 1);
+		log_warn("state unavailable (%s): request not counted "
+			 "(%lld lost in this worker, for LOST_UPDATES)",
+			 orgw_strerror(err), (long long)(a.lost + 1));
+	} else if (a.lost > 0) {
+		log_info("state: %lld request counts lost while the state "
+			 "was unavailable added to LOST_UPDATES",
+			 (long long)a.lost);
+	}
 	return err;
 }
 
@@ -693,9 +739,13 @@ enum orgw_err
 state_health(const struct orgw_conf *c, char *why, size_t n)
 {
 	char r[4400];
-	enum orgw_err err = store_check(c->state_path, r, sizeof(r));
+	enum orgw_err err = store_check(c, r, sizeof(r));
 
-	if (err != ORGW_OK)
+	if (err == ORGW_OK)
+		return err;
+	if (c->state_backend == CONF_BACKEND_REDIS)
+		snprintf(why, n, "%s", r);	/* "redis unreachable: ..." */
+	else
 		snprintf(why, n, "state store %s: %s", c->state_path, r);
 	return err;
 }

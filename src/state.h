@@ -19,10 +19,22 @@ struct score_result;
 struct store;
 
 /*
- * One transaction on the state file: opens it (exclusive when write),
- * runs fn(s, arg), closes it.  A damaged file (ORGW_EIO) is repaired
- * (store_repair) and the whole transaction run once more.  Returns fn's
- * error, else the close's; s is borrowed by fn for the call only.
+ * Requests not counted because the state was unavailable (Redis away,
+ * GDBM busy or damaged), added up by state_finish() once it is back: a
+ * decimal count, in /stats as "lost_updates" (for /metrics:
+ * orgw_state_lost_updates_total).
+ */
+#define STATE_LOST_KEY "LOST_UPDATES"
+
+/*
+ * One transaction on the state store: opens it (exclusive when write),
+ * runs fn(s, arg), commits (store_close) or, when fn failed, aborts.  A
+ * commit that lost a race (ORGW_ECONFLICT, Redis) runs fn again, up to
+ * REDISCONF_TXN_RUNS runs with a jittered backoff (redisconf.h): fn must
+ * leave nothing behind but its writes to s and outputs it sets afresh
+ * on every run.  A damaged file (ORGW_EIO) is repaired (store_repair)
+ * and the whole transaction run once more.  Returns fn's error, else the
+ * commit's; s is borrowed by fn for the call only.
  */
 enum orgw_err state_txn(const struct orgw_conf *c, bool write,
 			enum orgw_err (*fn)(struct store *s, void *arg),

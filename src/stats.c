@@ -27,6 +27,7 @@
 struct stats_args {
 	cJSON *models;
 	int64_t now;
+	int64_t lost;		/* LOST_UPDATES */
 	bool ok;
 };
 
@@ -224,7 +225,9 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	cJSON *m;
 	size_t i;
 
-	if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
+	if (strcmp(key, STATE_LOST_KEY) == 0) {
+		a->lost = strtoll(val, NULL, 10);
+	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
 		int64_t fs = 0;
 		if (record_model_seen_decode(val, &fs) == ORGW_OK)
 			stats_seen_cb(a, key + 11, fs);
@@ -287,6 +290,11 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 		if (err != ORGW_OK &&
 		    !cJSON_AddStringToObject(root, "state_error",
 					     orgw_strerror(err)))
+			a.ok = false;
+		/* Requests not counted while the state was away (issue 19;
+		 * orgw_state_lost_updates_total in /metrics). */
+		if (a.ok && !cJSON_AddNumberToObject(root, "lost_updates",
+						     (double)a.lost))
 			a.ok = false;
 	}
 	if (!a.ok) {

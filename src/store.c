@@ -1,728 +1,148 @@
 /*
- * store.c - GDBM transactions under a separate lock file.
- *
- * Locking protocol (the shape of Exim's dbfn.c): flock(path.lock) with
- * LOCK_NB and a short backoff until the deadline, then gdbm_open with
- * GDBM_NOLOCK (the flock already serialises us), use, gdbm_close,
- * unlock.  GDBM_NOMMAP: a file truncated behind our back (an operator, a
- * full disk) must give a read error, not SIGBUS in a mapped page.
- *
- * Ownership: struct store owns the lock fd and the GDBM handle; both are
- * released by store_close() and nowhere else.  This is the only file
- * that includes gdbm.h.
- *
- * Files are opened without following symlinks (O_NOFOLLOW, and GDBM gets
- * the descriptor through gdbm_fd_open), and refused, like sshd's
- * StrictModes, when the state file, its lock file or their directory is
- * a symlink or writable by others: anyone who can write there could
- * otherwise make orgw create or overwrite any file its user can write.
- * Files orgw creates get STATE_MODE (store_set_mode()).
- *
- * No fsync: gdbm_close() syncs a database opened for writing and has no
- * flag against it; db_close() below sidesteps that (why: see there).
- *
- * Built with -DORGW_TRACE_LOCK (bench/run.sh does, in its own object
- * directory), store_close() logs one line per transaction: how long it
- * waited for the flock and how long it held it.  Release builds carry no
- * trace code at all.
+ * store.c - the state back-end boundary (store.h): picks the back-end
+ * named by STATE_BACKEND for each call and hands the transaction to it
+ * through its struct store_ops (store_impl.h).  Holds no state of its
+ * own but the process-wide count of lost request counts, an atomic.
  */
-#define _GNU_SOURCE	/* memfd_create, dup3 (Linux; see db_close) */
-
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <gdbm.h>
+#include "store_gdbm.h"
+#include "store_impl.h"
+#include "store_redis.h"
 
-#include "clock.h"
-#include "log.h"
-#include "store.h"
-
-/* errno of a refusal (symlink, writable by others) that was logged with
- * its reason: no open(2) or lstat(2) here returns it, so it is told
- * apart from a system error such as EPERM on an immutable file. */
-#define REFUSED ENOTRECOVERABLE
-
-/* Retry-After for a scoring run refused because another one runs. */
-#define STORE_RUN_BUSY_RETRY_S 10
-
-/* How long store_check() waits for its shared lock. */
-#define STORE_CHECK_WAIT_MS 200
-
-/* STATE_MODE, set once at start by store_set_mode(). */
-static mode_t store_mode = 0600;
-
-struct store {
-	int lockfd;
-	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
-	bool write;
-#ifdef ORGW_TRACE_LOCK
-	int64_t t_ask_us, t_got_us;	/* flock asked for, and taken */
-#endif
-	char path[];		/* sized to fit: no 4 KiB calloc per txn */
+struct store_run {
+	enum conf_backend backend;
+	int fd;			/* GDBM: the flock'ed STATE_PATH.score */
+	struct store_redis_run *redis;
 };
 
-static int
-lock_path(char *dst, size_t n, const char *path)
-{
-	int r = snprintf(dst, n, "%s.lock", path);
-
-	return (r < 0 || (size_t)r >= n) ? -1 : 0;
-}
-
-void
-store_set_mode(unsigned mode)
-{
-	store_mode = (mode_t)(mode & 0660);
-}
-
-/* The directory of path into dir (n bytes): 0, or -1 (ENAMETOOLONG). */
-static int
-dir_of(const char *path, char *dir, size_t n)
-{
-	const char *slash = strrchr(path, '/');
-	size_t k;
-
-	if (slash == NULL) {
-		if (n < 2)
-			return -1;
-		memcpy(dir, ".", 2);
-		return 0;
-	}
-	k = slash == path ? 1 : (size_t)(slash - path);
-	if (k >= n) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(dir, path, k);
-	dir[k] = '\0';
-	return 0;
-}
-
-/* Why st (lstat of name) is refused as a state file or directory, or
- * NULL: a symlink, or writable by others (sshd StrictModes). */
-static const char *
-refused(const struct stat *st)
-{
-	if (S_ISLNK(st->st_mode))
-		return "is a symlink; refused";
-	if ((st->st_mode & S_IWOTH) != 0)
-		return "is writable by others; refused: chmod o-w it";
-	return NULL;
-}
-
-/* The directory of path is not a symlink and not writable by others:
- * 0, or -1 after a log line (errno REFUSED). */
-static int
-dir_ok(const char *path)
-{
-	char dir[4200];
-	const char *why;
-	struct stat st;
-
-	if (dir_of(path, dir, sizeof(dir)) == -1 || lstat(dir, &st) == -1)
-		return -1;
-	if ((why = refused(&st)) != NULL) {
-		log_err("state directory %s (mode %04o) %s", dir,
-			(unsigned)(st.st_mode & 07777), why);
-		errno = REFUSED;
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Opens file (the state or its lock file) without following a symlink,
- * creating it with STATE_MODE when create; refuses a file that is not a
- * regular file or is writable by others.  The fd, or -1 (errno set;
- * REFUSED after a log line for a refusal).
- */
-static int
-open_safe(const char *file, bool write, bool create)
-{
-	int flags = (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
-		    O_NOCTTY, fd, e;
-	const char *why;
-	struct stat st;
-	bool made = false;
-
-	if (create) {
-		fd = open(file, flags | O_CREAT | O_EXCL, store_mode);
-		made = fd != -1;
-		if (fd == -1 && errno == EEXIST)
-			fd = open(file, flags);
-	} else {
-		fd = open(file, flags);
-	}
-	if (fd == -1) {
-		if (errno == ELOOP) {
-			log_err("state %s is a symlink; refused", file);
-			errno = REFUSED;
-		}
-		return -1;
-	}
-	if (fstat(fd, &st) == -1)
-		goto bad;
-	why = S_ISREG(st.st_mode) ? refused(&st) :
-				    "is not a regular file; refused";
-	if (why != NULL) {
-		log_err("state %s (mode %04o) %s", file,
-			(unsigned)(st.st_mode & 07777), why);
-		errno = REFUSED;
-		goto bad;
-	}
-	/* The umask may have taken bits STATE_MODE wants (0660). */
-	if (made && (st.st_mode & 0777) != store_mode &&
-	    fchmod(fd, store_mode) == -1)
-		goto bad;
-	return fd;
-bad:
-	e = errno;
-	close(fd);
-	errno = e;
-	return -1;
-}
-
-/* Takes the flock with backoff; returns the fd or -1 (errno set). */
-static int
-take_lock(const char *path, bool write, int64_t timeout_ms)
-{
-	char lp[4200];
-	int fd, op = write ? LOCK_EX : LOCK_SH;
-	/* Backoff from 50 us: a transaction holds the lock for tens to
-	 * hundreds of microseconds, so a first wait of a whole millisecond
-	 * (the old start) left the lock idle most of the time a worker
-	 * slept on it. */
-	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
-
-	if (lock_path(lp, sizeof(lp), path) == -1) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if (dir_ok(path) == -1)
-		return -1;
-	fd = open_safe(lp, true, true);
-	if (fd == -1 && !write && errno != REFUSED)
-		fd = open_safe(lp, false, false);
-	if (fd == -1)
-		return -1;
-	for (;;) {
-		if (flock(fd, op | LOCK_NB) == 0)
-			return fd;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			break;
-		if (clock_mono_ms() >= deadline) {
-			errno = EWOULDBLOCK;
-			break;
-		}
-		clock_sleep_us(wait_us);
-		if (wait_us < 16000)
-			wait_us *= 2;
-	}
-	{
-		int e = errno;
-		close(fd);
-		errno = e;
-	}
-	return -1;
-}
-
-/* gdbm_open on a descriptor from open_safe(): NULL with gdbm_errno
- * GDBM_FILE_OPEN_ERROR and errno set when the file cannot be opened or
- * is refused (REFUSED). */
-static GDBM_FILE
-open_db(const char *path, bool write)
-{
-	int flags = (write ? GDBM_WRCREAT : GDBM_READER) | GDBM_NOLOCK |
-		    GDBM_NOMMAP | GDBM_CLOERROR, fd;
-
-	if ((fd = open_safe(path, write, write)) == -1) {
-		int e = errno;
-		gdbm_errno = GDBM_FILE_OPEN_ERROR;
-		errno = e;
-		return NULL;
-	}
-	return gdbm_fd_open(fd, path, 0, flags, NULL);
-}
+static _Atomic int64_t store_lost;
 
 enum orgw_err
-store_open(struct store **out, const char *path, bool write,
+store_open(struct store **out, const struct orgw_conf *c, bool write,
 	   int64_t timeout_ms)
 {
-	struct store *s;
-	size_t n = strlen(path) + 1;
-	int e;
-
-	*out = NULL;
-	if ((s = malloc(sizeof(*s) + n)) == NULL)
-		return ORGW_ENOMEM;
-	memset(s, 0, sizeof(*s));
-	memcpy(s->path, path, n);
-	s->write = write;
-#ifdef ORGW_TRACE_LOCK
-	s->t_ask_us = clock_mono_us();
-#endif
-	if ((s->lockfd = take_lock(path, write, timeout_ms)) == -1) {
-		e = errno;
-		free(s);
-		if (e == EWOULDBLOCK)
-			return ORGW_EBUSY;
-		if (e != REFUSED) /* a refusal was logged with its reason */
-			log_err("state lock %s.lock: %s", path, strerror(e));
-		return ORGW_EIO;
-	}
-#ifdef ORGW_TRACE_LOCK
-	s->t_got_us = clock_mono_us();
-#endif
-	s->dbf = open_db(path, write);
-	if (s->dbf == NULL) {
-		e = errno;
-		/* A reader of a file not created yet sees an empty store. */
-		if (!write && (gdbm_errno == GDBM_EMPTY_DATABASE ||
-			       (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
-				e == ENOENT))) {
-			*out = s;
-			return ORGW_OK;
-		}
-		if (e != REFUSED || gdbm_errno != GDBM_FILE_OPEN_ERROR)
-			log_err("state %s: %s%s%s", path,
-				gdbm_strerror(gdbm_errno),
-				gdbm_syserr[gdbm_errno] ? ": " : "",
-				gdbm_syserr[gdbm_errno] ? strerror(e) : "");
-		close(s->lockfd);
-		free(s);
-		return ORGW_EIO;
-	}
-	*out = s;
-	return ORGW_OK;
-}
-
-/*
- * Closes a handle like gdbm_close(), without its fsync(2) of a writer's
- * file ("make sure the database is all on disk", gdbmclose.c), for which
- * GDBM has no flag.  Under the exclusive lock that fsync serialised every
- * worker on the disk: 0.3 to 2 ms each on the ext4 of the bench machine,
- * two write transactions per request, a ceiling near 500 requests/s
- * whatever the cores (bench/RESULTS.md).  The state is soft (SPEC 7): it
- * needs visibility, not durability.  gdbm_store() and gdbm_delete() write
- * through (bucket, directory and header reach the file with write(2)
- * before they return; gdbm_close() itself only syncs and closes), so the
- * next process to take the lock reads the new data from the page cache,
- * and the kernel writes it back on its own.  After a power loss the file
- * may lack the last seconds of updates, or be damaged, which store_open
- * and store_repair already handle.
- *
- * How: the descriptor gdbm_close() will sync and close is swapped for a
- * copy of an empty memfd (fsync there is a no-op), and the real one is
- * closed here, its close(2) checked.  When that cannot be set up
- * (memfd_create missing: not Linux, or an old kernel) the plain
- * gdbm_close() runs, fsync included.  Readers never sync: plain close.
- * Returns 0 or -1 like gdbm_close().
- */
-static int
-db_close(GDBM_FILE dbf, bool write)
-{
-	static int nosync_fd = -2;	/* -2: not tried yet, -1: none */
-	int fd, real = -1, rc;
-
-	if (write && nosync_fd == -2)
-		nosync_fd = memfd_create("orgw-nosync", MFD_CLOEXEC);
-	if (write && nosync_fd >= 0 && (fd = gdbm_fdesc(dbf)) >= 0 &&
-	    (real = fcntl(fd, F_DUPFD_CLOEXEC, 0)) != -1 &&
-	    dup3(nosync_fd, fd, O_CLOEXEC) == -1) {
-		close(real);
-		real = -1;
-	}
-	rc = gdbm_close(dbf);
-	if (real != -1 && close(real) == -1) {
-		gdbm_errno = GDBM_FILE_CLOSE_ERROR;
-		rc = -1;
-	}
-	return rc;
-}
-
-static datum
-key_datum(const char *key)
-{
-	datum k;
-
-	k.dptr = (char *)(uintptr_t)key;
-	k.dsize = (int)strlen(key);
-	return k;
+	if (c->state_backend == CONF_BACKEND_REDIS)
+		return store_redis_open(out, c, write);
+	return store_gdbm_open(out, c->state_path, write, timeout_ms);
 }
 
 enum orgw_err
 store_get(struct store *s, const char *key, char **val)
 {
-	datum d;
-	char *v;
-
-	*val = NULL;
-	if (s->dbf == NULL)
-		return ORGW_OK;
-	d = gdbm_fetch(s->dbf, key_datum(key));
-	if (d.dptr == NULL) {
-		if (gdbm_errno == GDBM_ITEM_NOT_FOUND)
-			return ORGW_OK;
-		log_err("state %s: fetch %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		return ORGW_EIO;
-	}
-	if (d.dsize < 0 || (v = malloc((size_t)d.dsize + 1)) == NULL) {
-		free(d.dptr);
-		return ORGW_ENOMEM;
-	}
-	memcpy(v, d.dptr, (size_t)d.dsize);
-	v[d.dsize] = '\0';
-	free(d.dptr);
-	*val = v;
-	return ORGW_OK;
+	return s->ops->get(s, key, val);
 }
 
 enum orgw_err
 store_put(struct store *s, const char *key, const char *val)
 {
-	datum v;
-
-	if (s->dbf == NULL || !s->write)
-		return ORGW_EINVAL;
-	v.dptr = (char *)(uintptr_t)val;
-	v.dsize = (int)strlen(val);
-	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
-		log_err("state %s: store %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		return ORGW_EIO;
-	}
-	return ORGW_OK;
+	return s->ops->put(s, key, val);
 }
 
 enum orgw_err
 store_del(struct store *s, const char *key)
 {
-	if (s->dbf == NULL || !s->write)
-		return ORGW_EINVAL;
-	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
-	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
-		log_err("state %s: delete %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		return ORGW_EIO;
-	}
-	return ORGW_OK;
+	return s->ops->del(s, key);
 }
 
 enum orgw_err
 store_each(struct store *s, const char *prefix,
 	   int (*fn)(void *arg, const char *key, const char *val), void *arg)
 {
-	size_t plen = strlen(prefix);
-	datum k, next;
-	enum orgw_err err = ORGW_OK;
-	char *kz, *val;
-
-	if (s->dbf == NULL)
-		return ORGW_OK;
-	k = gdbm_firstkey(s->dbf);
-	while (k.dptr != NULL) {
-		if (k.dsize >= 0 && (size_t)k.dsize >= plen &&
-		    memcmp(k.dptr, prefix, plen) == 0) {
-			if ((kz = malloc((size_t)k.dsize + 1)) == NULL) {
-				free(k.dptr);
-				return ORGW_ENOMEM;
-			}
-			memcpy(kz, k.dptr, (size_t)k.dsize);
-			kz[k.dsize] = '\0';
-			err = store_get(s, kz, &val);
-			if (err == ORGW_OK && val != NULL &&
-			    fn(arg, kz, val) != 0) {
-				free(val);
-				free(kz);
-				free(k.dptr);
-				return ORGW_OK;
-			}
-			free(val);
-			free(kz);
-			if (err != ORGW_OK) {
-				free(k.dptr);
-				return err;
-			}
-		}
-		next = gdbm_nextkey(s->dbf, k);
-		free(k.dptr);
-		k = next;
-	}
-	if (gdbm_errno != GDBM_ITEM_NOT_FOUND && gdbm_errno != GDBM_NO_ERROR)
-		return ORGW_EIO;
-	return ORGW_OK;
-}
-
-enum orgw_err
-store_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
-		int *fd_out, int64_t *retry_after_s)
-{
-	char rp[4200], buf[32];
-	long long last = 0;
-	ssize_t r;
-	int fd, n;
-
-	*fd_out = -1;
-	*retry_after_s = 0;
-	n = snprintf(rp, sizeof(rp), "%s.score", path);
-	if (n < 0 || (size_t)n >= sizeof(rp) || dir_ok(path) == -1)
-		return ORGW_EIO;
-	if ((fd = open_safe(rp, true, true)) == -1) {
-		if (errno != REFUSED)
-			log_err("scoring lock %s: %s", rp, strerror(errno));
-		return ORGW_EIO;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
-		int e = errno;
-		close(fd);
-		if (e != EWOULDBLOCK)
-			return ORGW_EIO;
-		*retry_after_s = STORE_RUN_BUSY_RETRY_S;
-		return ORGW_EBUSY;
-	}
-	/* The file holds the start time of the last run, in seconds. */
-	if ((r = pread(fd, buf, sizeof(buf) - 1, 0)) > 0) {
-		buf[r] = '\0';
-		last = strtoll(buf, NULL, 10);
-	}
-	if (min_interval_s > 0 && last > 0 && now_s >= last &&
-	    now_s - last < min_interval_s) {
-		*retry_after_s = min_interval_s - (now_s - last);
-		flock(fd, LOCK_UN);
-		close(fd);
-		return ORGW_EBUSY;
-	}
-	/* Only a throttled run (POST /__cron) starts the interval. */
-	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)now_s);
-	if (min_interval_s > 0 &&
-	    (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) == -1))
-		log_warn("scoring lock %s: %s", rp, strerror(errno));
-	*fd_out = fd;
-	return ORGW_OK;
-}
-
-void
-store_run_end(int fd)
-{
-	if (fd < 0)
-		return;
-	flock(fd, LOCK_UN);
-	close(fd);
-}
-
-/* One file of the store for store_check(): 0, or -1 with why. */
-static int
-check_one(const char *file, const char *dir, char *why, size_t n)
-{
-	struct stat st;
-	const char *r;
-
-	if (lstat(file, &st) == 0) {
-		if ((r = refused(&st)) != NULL || !S_ISREG(st.st_mode)) {
-			snprintf(why, n, "%s %s", file,
-				 r ? r : "is not a regular file");
-			return -1;
-		}
-		if (access(file, R_OK | W_OK) == 0)
-			return 0;
-	} else if (errno == ENOENT) {
-		if (access(dir, W_OK) == 0)
-			return 0;	/* created by the first write */
-		/* Shared hosting's usual mistake (issue 18): say it plainly. */
-		snprintf(why, n, "directory %s is not writable by this "
-			 "program (uid %u): %s", dir, (unsigned)getuid(),
-			 strerror(errno));
-		return -1;
-	}
-	snprintf(why, n, "%s: %s", file, strerror(errno));
-	return -1;
-}
-
-enum orgw_err
-store_check(const char *path, char *why, size_t n)
-{
-	char dir[4200], lp[4200];
-	struct stat st;
-	const char *r;
-	int fd;
-
-	if (dir_of(path, dir, sizeof(dir)) == -1 ||
-	    lock_path(lp, sizeof(lp), path) == -1) {
-		snprintf(why, n, "path too long");
-		return ORGW_EIO;
-	}
-	if (lstat(dir, &st) == -1) {
-		snprintf(why, n, "%s: %s", dir, strerror(errno));
-		return ORGW_EIO;
-	}
-	if ((r = refused(&st)) != NULL) {
-		snprintf(why, n, "directory %s %s", dir, r);
-		return ORGW_EIO;
-	}
-	if (check_one(lp, dir, why, n) == -1 ||
-	    check_one(path, dir, why, n) == -1)
-		return ORGW_EIO;
-	/* A shared lock, given up after a short wait: a writer holds the
-	 * lock for microseconds, so only a stuck holder makes this busy. */
-	if ((fd = take_lock(path, false, STORE_CHECK_WAIT_MS)) == -1) {
-		if (errno == EWOULDBLOCK) {
-			snprintf(why, n, "busy (the lock is held)");
-			return ORGW_EBUSY;
-		}
-		snprintf(why, n, "%s: %s", lp, strerror(errno));
-		return ORGW_EIO;
-	}
-	flock(fd, LOCK_UN);
-	close(fd);
-	return ORGW_OK;
+	return s->ops->each(s, prefix, fn, arg);
 }
 
 enum orgw_err
 store_close(struct store *s)
 {
-	enum orgw_err err = ORGW_OK;
-
-	if (s == NULL)
-		return ORGW_OK;
-	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
-		log_err("state %s: close: %s", s->path,
-			gdbm_strerror(gdbm_errno));
-		err = ORGW_EIO;
-	}
-	if (flock(s->lockfd, LOCK_UN) == -1)
-		err = ORGW_EIO;
-#ifdef ORGW_TRACE_LOCK
-	log_msg("lock", "write=%d wait_us=%lld hold_us=%lld", s->write ? 1 : 0,
-		(long long)(s->t_got_us - s->t_ask_us),
-		(long long)(clock_mono_us() - s->t_got_us));
-#endif
-	if (close(s->lockfd) == -1)
-		err = ORGW_EIO;
-	free(s);
-	return err;
+	return s == NULL ? ORGW_OK : s->ops->commit(s);
 }
 
-/* Moves a damaged file aside (keeping the latest for inspection). */
-static enum orgw_err
-move_aside(const char *path)
+void
+store_abort(struct store *s)
 {
-	char aside[4200];
-	int r = snprintf(aside, sizeof(aside), "%s.corrupt", path);
+	if (s != NULL)
+		s->ops->abort(s);
+}
 
-	if (r < 0 || (size_t)r >= sizeof(aside))
-		return ORGW_EIO;
-	if (rename(path, aside) == -1 && errno != ENOENT) {
-		log_err("state %s: cannot move aside: %s", path,
-			strerror(errno));
-		if (unlink(path) == -1 && errno != ENOENT)
-			return ORGW_EIO;
+enum orgw_err
+store_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
+		int64_t now_s, struct store_run **run, int64_t *retry_after_s)
+{
+	struct store_run *r;
+	enum orgw_err err;
+
+	*run = NULL;
+	*retry_after_s = 0;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return ORGW_ENOMEM;
+	r->backend = c->state_backend;
+	r->fd = -1;
+	if (r->backend == CONF_BACKEND_REDIS)
+		err = store_redis_run_begin(c, min_interval_s, now_s,
+					    &r->redis, retry_after_s);
+	else
+		err = store_gdbm_run_begin(c->state_path, min_interval_s,
+					   now_s, &r->fd, retry_after_s);
+	if (err != ORGW_OK) {
+		free(r);
+		return err;
 	}
-	log_warn("state %s: damaged file moved to %s; starting empty", path,
-		 aside);
+	*run = r;
 	return ORGW_OK;
 }
 
-/* Reads every key and value; false at the first error (a damaged file
- * may open cleanly and fail only when a bad bucket is touched). */
-static bool
-walk_ok(GDBM_FILE dbf)
+void
+store_run_end(struct store_run *run)
 {
-	datum k, v, next;
-
-	k = gdbm_firstkey(dbf);
-	while (k.dptr != NULL) {
-		v = gdbm_fetch(dbf, k);
-		if (v.dptr == NULL) {
-			free(k.dptr);
-			return false;
-		}
-		free(v.dptr);
-		next = gdbm_nextkey(dbf, k);
-		free(k.dptr);
-		k = next;
-	}
-	return gdbm_errno == GDBM_ITEM_NOT_FOUND ||
-	       gdbm_errno == GDBM_NO_ERROR;
-}
-
-/* Under the exclusive lock: make path an openable, consistent file. */
-static enum orgw_err
-repair_locked(const char *path, bool reorganize)
-{
-	GDBM_FILE dbf;
-	gdbm_recovery rcvr;
-	enum orgw_err err = ORGW_OK;
-
-	dbf = open_db(path, true);
-	if (dbf == NULL) {
-		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
-		    (errno == EACCES || errno == EROFS || errno == ENOENT ||
-		     errno == EPERM || errno == REFUSED)) {
-			if (errno != REFUSED)	/* a refusal was logged */
-				log_err("state %s: %s", path, strerror(errno));
-			return ORGW_EIO;
-		}
-		if ((err = move_aside(path)) != ORGW_OK)
-			return err;
-		if ((dbf = open_db(path, true)) == NULL) {
-			log_err("state %s: cannot create: %s", path,
-				gdbm_strerror(gdbm_errno));
-			return ORGW_EIO;
-		}
-		return gdbm_close(dbf) == 0 ? ORGW_OK : ORGW_EIO;
-	}
-	if (gdbm_needs_recovery(dbf) || !walk_ok(dbf)) {
-		memset(&rcvr, 0, sizeof(rcvr));
-		if (gdbm_recover(dbf, &rcvr, GDBM_RCVR_FORCE) == 0) {
-			log_warn("state %s: recovered (%zu keys, %zu lost)",
-				 path, rcvr.recovered_keys, rcvr.failed_keys);
-		} else {
-			log_err("state %s: recovery failed: %s", path,
-				gdbm_strerror(gdbm_errno));
-			gdbm_close(dbf);
-			if ((err = move_aside(path)) != ORGW_OK)
-				return err;
-			if ((dbf = open_db(path, true)) == NULL)
-				return ORGW_EIO;
-		}
-	} else if (reorganize && gdbm_reorganize(dbf) != 0) {
-		log_warn("state %s: reorganize: %s", path,
-			 gdbm_strerror(gdbm_errno));
-	}
-	return gdbm_close(dbf) == 0 ? ORGW_OK : ORGW_EIO;
-}
-
-static enum orgw_err
-with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
-{
-	enum orgw_err err;
-	int fd;
-
-	if ((fd = take_lock(path, true, timeout_ms)) == -1)
-		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
-	err = repair_locked(path, reorganize);
-	flock(fd, LOCK_UN);
-	close(fd);
-	return err;
+	if (run == NULL)
+		return;
+	if (run->backend == CONF_BACKEND_REDIS)
+		store_redis_run_end(run->redis);
+	else
+		store_gdbm_run_end(run->fd);
+	free(run);
 }
 
 enum orgw_err
-store_repair(const char *path, int64_t timeout_ms)
+store_check(const struct orgw_conf *c, char *why, size_t n)
 {
-	return with_exclusive(path, timeout_ms, false);
+	if (c->state_backend == CONF_BACKEND_REDIS)
+		return store_redis_check(c, why, n);
+	return store_gdbm_check(c->state_path, why, n);
 }
 
 enum orgw_err
-store_tidy(const char *path, int64_t timeout_ms)
+store_repair(const struct orgw_conf *c, int64_t timeout_ms)
 {
-	return with_exclusive(path, timeout_ms, true);
+	if (c->state_backend == CONF_BACKEND_REDIS)
+		return ORGW_EIO;
+	return store_gdbm_repair(c->state_path, timeout_ms);
+}
+
+enum orgw_err
+store_tidy(const struct orgw_conf *c, int64_t timeout_ms)
+{
+	if (c->state_backend == CONF_BACKEND_REDIS)
+		return ORGW_OK;
+	return store_gdbm_tidy(c->state_path, timeout_ms);
+}
+
+void
+store_lost_add(int64_t n)
+{
+	atomic_fetch_add(&store_lost, n);
+}
+
+int64_t
+store_lost_take(void)
+{
+	return atomic_exchange(&store_lost, 0);
+}
+
+int64_t
+store_lost_peek(void)
+{
+	return atomic_load(&store_lost);
 }

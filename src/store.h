@@ -1,72 +1,58 @@
 /*
- * store.h - the shared state store: one GDBM file plus a lock file
- * (SPEC section 7, STYLE.md 7).
+ * store.h - the shared state store, whatever holds it (SPEC section 7,
+ * STYLE.md 7): the back-end boundary.  STATE_BACKEND=gdbm (default: one
+ * GDBM file, store_gdbm.c) or STATE_BACKEND=redis (one Redis for several
+ * gateway hosts, store_redis.c).  Everything above this file (state.c,
+ * stats.c, scorerun.c, orgw-score) sees the same transactions:
  *
- * A transaction is store_open() ... store_close(): the lock file is
- * flock'ed (shared for readers, exclusive for writers), the database is
- * opened with GDBM_NOLOCK inside the lock and closed before the lock is
- * released, so every process sees the others' writes.  No handle
- * outlives its transaction; no network I/O may happen inside one.
+ *   store_open(write or read) -> store_get/put/del/each -> store_close
+ *   (commit) or store_abort.
  *
- * A damaged file never stops the gateway: operations report ORGW_EIO,
- * and store_repair() recovers the file (gdbm_recover) or moves it aside
- * and starts a new one, logging what it did.
+ * Keys and values are the same text on both back-ends (Redis prefixes
+ * keys with "orgw:").  A write transaction reads what it will decide on
+ * and writes the outcome; on GDBM the exclusive lock makes that atomic,
+ * on Redis the keys it read are WATCHed, its writes buffered and sent
+ * with MULTI/EXEC at store_close(), which returns ORGW_ECONFLICT (nothing
+ * written) when another host changed a key read meanwhile: the caller
+ * runs the whole transaction again (state_txn() does).  A transaction
+ * must therefore hold no effect outside the store until it committed.
+ * No network I/O other than the store's own may happen inside one.
  */
 #ifndef ORGW_STORE_H
 #define ORGW_STORE_H
 
+#include "conf.h"
 #include "orgw.h"
 
 struct store;
+struct store_run;
 
 #define STORE_LOCK_TIMEOUT_MS 3000
 
 /*
  * The mode of the state and lock files orgw creates (STATE_MODE, SPEC 8:
  * 0600, or 0640/0660 for a scorer of the same group); bits for others are
- * dropped.  Process-wide: call once at start, before any thread.
+ * dropped.  GDBM only.  Process-wide: call once at start, before any
+ * thread.
  */
 void store_set_mode(unsigned mode);
 
 /*
- * Begins a transaction on the GDBM file at path (lock file path.lock).
- * write selects an exclusive lock and a writer (creating the file with
- * STATE_MODE); readers of a missing file see an empty store.  Waits for the
- * lock up to timeout_ms (ORGW_EBUSY after).  ORGW_EIO when the file
- * cannot be opened (damaged: call store_repair()).  On ORGW_OK *out is
- * the caller's until store_close().
+ * Begins a transaction on c's state store.  write selects a read-modify-
+ * write transaction (GDBM: exclusive lock, created with STATE_MODE;
+ * Redis: WATCH on every key read).  Readers of a missing store see an
+ * empty one.  ORGW_EBUSY when the GDBM lock is not had within timeout_ms;
+ * ORGW_EIO when the store cannot be opened (a damaged file: see
+ * store_repair(); Redis unreachable).  On ORGW_OK *out is the caller's
+ * until store_close() or store_abort().
  */
-enum orgw_err store_open(struct store **out, const char *path, bool write,
-			 int64_t timeout_ms);
-
-/*
- * One scoring run at a time (orgw-score from cron and POST /__cron), and
- * at most one every min_interval_s seconds (0: no interval): an exclusive
- * flock on path.score (opened like the state files), which holds the
- * start time of the last run begun with an interval.  ORGW_OK with *fd_out to pass to store_run_end()
- * when the run is over; ORGW_EBUSY with *retry_after_s when another run
- * holds it or the last began too recently; ORGW_EIO (logged).
- */
-enum orgw_err store_run_begin(const char *path, int64_t min_interval_s,
-			      int64_t now_s, int *fd_out,
-			      int64_t *retry_after_s);
-
-/* Ends a run begun by store_run_begin(); fd -1 is a no-op. */
-void store_run_end(int fd);
-
-/*
- * Checks, without opening GDBM, that a writer could open the store at
- * path: its directory and files are not refused (a symlink, writable by
- * others), the files (or, for a missing one, the directory) are writable,
- * and a shared lock can be had within 200 ms (never the exclusive one).
- * For /healthz, which anyone may ask often.  ORGW_OK, or ORGW_EIO /
- * ORGW_EBUSY with a reason (naming paths) in why (n bytes).
- */
-enum orgw_err store_check(const char *path, char *why, size_t n);
+enum orgw_err store_open(struct store **out, const struct orgw_conf *c,
+			 bool write, int64_t timeout_ms);
 
 /*
  * Fetches key: *val is malloc'd NUL-terminated text (caller frees), or
- * NULL when the key is absent.  ORGW_EIO on a read error.
+ * NULL when the key is absent.  A write transaction sees its own writes.
+ * ORGW_EIO on a read error.
  */
 enum orgw_err store_get(struct store *s, const char *key, char **val);
 
@@ -77,8 +63,8 @@ enum orgw_err store_put(struct store *s, const char *key, const char *val);
 enum orgw_err store_del(struct store *s, const char *key);
 
 /*
- * Calls fn for each key beginning with prefix ("" for all), with its
- * value (borrowed for the call).  fn returns 0 to go on.
+ * Calls fn for each key beginning with prefix ("" for all), once each,
+ * with its value (borrowed for the call).  fn returns 0 to go on.
  */
 enum orgw_err store_each(struct store *s, const char *prefix,
 			 int (*fn)(void *arg, const char *key,
@@ -86,23 +72,64 @@ enum orgw_err store_each(struct store *s, const char *prefix,
 			 void *arg);
 
 /*
- * Ends the transaction: closes the database (syncing a writer's
- * changes), releases the lock, frees s.  ORGW_EIO when the close failed
- * (a writer's changes may be lost).  NULL is a no-op.
+ * Commits and ends the transaction, freeing s.  ORGW_ECONFLICT (Redis):
+ * a key read was changed by another writer, nothing was written; run the
+ * transaction again.  ORGW_EIO when the commit failed (a writer's changes
+ * may be lost).  NULL is a no-op.
  */
 enum orgw_err store_close(struct store *s);
 
 /*
- * Repairs the file at path under an exclusive lock: if it opens and
- * needs recovery, gdbm_recover() it; if it cannot be opened as GDBM,
- * rename it to path.corrupt and create an empty one.  Logs what it did.
+ * Ends the transaction without committing what is still buffered
+ * (Redis: nothing of it is written; GDBM writes through, so what was
+ * put is kept), freeing s.  NULL is a no-op.
  */
-enum orgw_err store_repair(const char *path, int64_t timeout_ms);
+void store_abort(struct store *s);
 
 /*
- * Maintenance for the scorer (STYLE.md 7): recover if needed, then
- * gdbm_reorganize to reclaim space.  Holds the exclusive lock.
+ * One scoring run at a time (orgw-score from cron and POST /__cron), and
+ * at most one every min_interval_s seconds (0: no interval).  GDBM: a
+ * flock on STATE_PATH.score; Redis: SET orgw:RUN NX PX with a token,
+ * and orgw:RUN_LAST for the interval.  ORGW_OK with *run (pass to
+ * store_run_end()); ORGW_EBUSY with *retry_after_s when another run
+ * holds it or the last began too recently; ORGW_EIO (logged).
  */
-enum orgw_err store_tidy(const char *path, int64_t timeout_ms);
+enum orgw_err store_run_begin(const struct orgw_conf *c,
+			      int64_t min_interval_s, int64_t now_s,
+			      struct store_run **run, int64_t *retry_after_s);
+
+/* Ends a run begun by store_run_begin() and frees run; NULL is a no-op. */
+void store_run_end(struct store_run *run);
+
+/*
+ * For /healthz, which anyone may ask often: GDBM, that a writer could
+ * open the file (no GDBM open, a shared lock within 200 ms at most);
+ * Redis, a PING within the command timeout (or the last connection
+ * error while reconnecting is backed off).  ORGW_OK, or ORGW_EIO /
+ * ORGW_EBUSY with a reason in why (n bytes), e.g. "redis unreachable:
+ * Connection refused".
+ */
+enum orgw_err store_check(const struct orgw_conf *c, char *why, size_t n);
+
+/*
+ * Repairs a damaged store (GDBM: gdbm_recover, or move aside and
+ * recreate; logged).  Redis has nothing to repair: ORGW_EIO, so a caller
+ * does not retry a transaction that failed for want of a connection.
+ */
+enum orgw_err store_repair(const struct orgw_conf *c, int64_t timeout_ms);
+
+/* Maintenance for the scorer (GDBM: recover, reorganize); Redis: ORGW_OK. */
+enum orgw_err store_tidy(const struct orgw_conf *c, int64_t timeout_ms);
+
+/*
+ * Request counts lost because the state was unavailable (issue 19): a
+ * process-wide count, thread-safe.  store_lost_add() adds n;
+ * store_lost_take() returns the count and resets it to 0 (the caller
+ * adds it to LOST_UPDATES in the store, or gives it back with
+ * store_lost_add() when that fails); store_lost_peek() reads it.
+ */
+void store_lost_add(int64_t n);
+int64_t store_lost_take(void);
+int64_t store_lost_peek(void);
 
 #endif

@@ -387,10 +387,83 @@ orgw__lighttpd_start() {
 	return 1
 }
 
+# ---------------------------------------------------------------------------
+# Redis (issue 19).  ORGW_STATE_BACKEND=redis in the environment makes
+# orgw_start run the gateway with STATE_BACKEND=redis on a private
+# redis-server (loopback, a free port, no persistence, its files in
+# $ORGW_T/redis); tests/run.sh runs the state tests once more that way.
+# ---------------------------------------------------------------------------
+
+# orgw_redis_start DIR [PORT]: sets ORGW_REDIS_PID, ORGW_REDIS_PORT,
+# ORGW_REDIS_URL.  PORT: restart on the port of an earlier one.
+# ORGW_REDIS_ARGS: more redis-server options (e.g. --requirepass X).
+orgw_redis_start() {
+	local dir=$1 port=${2:-} i
+	command -v redis-server >/dev/null || { orgw__log "redis-server missing (make deps)"; return 1; }
+	mkdir -p "$dir"
+	[ -n "$port" ] || port=$(orgw__free_port) || return 1
+	redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+		--dir "$dir" --logfile "$dir/redis.log" --daemonize no \
+		${ORGW_REDIS_ARGS:-} </dev/null >/dev/null 2>&1 &
+	ORGW_REDIS_PID=$!
+	ORGW_REDIS_PORT=$port
+	ORGW_REDIS_URL=redis://127.0.0.1:$port/0
+	export ORGW_REDIS_PORT ORGW_REDIS_URL
+	for ((i = 0; i < 100; i++)); do
+		case $(redis-cli -p "$port" ping 2>&1) in
+		PONG | NOAUTH*) return 0 ;;
+		esac
+		orgw__alive "$ORGW_REDIS_PID" || break
+		sleep 0.05
+	done
+	orgw__log "redis-server did not start on port $port"
+	return 1
+}
+
+orgw_redis_stop() {
+	[ -n "${ORGW_REDIS_PID:-}" ] && orgw__kill "$ORGW_REDIS_PID"
+	ORGW_REDIS_PID=
+}
+
+orgw_redis_cli() { redis-cli -p "$ORGW_REDIS_PORT" "$@"; }
+
+# orgw_state_dump: the whole state as JSON lines (orgw-score --dump), on
+# either back-end.
+orgw_state_dump() {
+	local bin=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
+	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
+	env -i PATH="$PATH" "$bin" --config "$ORGW_CONFIG_FILE" --dump 2>/dev/null
+}
+
+# orgw_start_host2: a second gateway host on the same state: its own
+# workers (spawn-fcgi + multiwatch on $ORGW_T/orgw2.sock, log
+# $ORGW_T/orgw2.log) and its own lighttpd; sets ORGW2_URL.  Stopped by
+# orgw_stop.
+orgw_start_host2() {
+	local sup=${ORGW_SUPERVISOR_PID:-} lt=${ORGW_LIGHTTPD_PID:-} port
+	: >"$ORGW_T/orgw2.log"
+	orgw__workers_start "$ORGW_T/orgw2.sock" "$ORGW_CONFIG_FILE" "$ORGW_T/orgw2.log" ||
+		orgw__start_failed "host 2: the FastCGI workers did not start"
+	ORGW2_SUPERVISOR_PID=$ORGW_SUPERVISOR_PID
+	ORGW_SUPERVISOR_PID=$sup
+	for _ in 1 2 3; do
+		port=$(orgw__free_port) || orgw__start_failed "no free port"
+		orgw__lighttpd_start "$ORGW_T/host2" "$port" "$ORGW_T/orgw2.sock" && break
+		port=
+	done
+	ORGW2_LIGHTTPD_PID=${ORGW_LIGHTTPD_PID:-}
+	ORGW_LIGHTTPD_PID=$lt
+	[ -n "$port" ] || orgw__start_failed "host 2: lighttpd did not start"
+	export ORGW2_URL=http://127.0.0.1:$port
+	orgw__wait_http "$ORGW2_URL/healthz" 10 ||
+		orgw__start_failed "host 2: no answer from $ORGW2_URL/healthz within 10 s"
+}
+
 orgw__dump_logs() { # the tails of every log, as "#" lines
 	local f
 	[ -n "${ORGW_T:-}" ] && [ -d "$ORGW_T" ] || return 0
-	for f in "$ORGW_T"/orgw.log "$ORGW_T"/lighttpd.log "$ORGW_T"/lighttpd.out "$ORGW_T"/double.log; do
+	for f in "$ORGW_T"/orgw.log "$ORGW_T"/lighttpd.log "$ORGW_T"/lighttpd.out "$ORGW_T"/double.log \
+		"$ORGW_T"/orgw2.log "$ORGW_T"/redis/redis.log; do
 		[ -s "$f" ] || continue
 		printf '# --- %s (last 40 lines)\n' "${f##*/}"
 		tail -n 40 "$f" | sed -e 's/^/#   /'
@@ -427,6 +500,11 @@ orgw_start() {
 		CUSTOM_ACCESS_KEY="$ORGW_KEY" \
 		UPSTREAM_URL="$DOUBLE_URL/api/v1" \
 		STATE_PATH="$ORGW_STATE" || orgw__start_failed "settings"
+	if [ "${ORGW_STATE_BACKEND:-gdbm}" = redis ]; then
+		orgw_redis_start "$ORGW_T/redis" ||
+			orgw__start_failed "redis-server did not start"
+		orgw__conf_set STATE_BACKEND=redis REDIS_URL="$ORGW_REDIS_URL"
+	fi
 	orgw__conf_set "$@" || orgw__start_failed "bad argument"
 	orgw__conf_write "$ORGW_CONFIG_FILE"
 
@@ -458,7 +536,16 @@ orgw_restart_workers() {
 
 orgw_stop() {
 	[ -n "${ORGW_LIGHTTPD_PID:-}" ] && orgw__kill "$ORGW_LIGHTTPD_PID"
+	[ -n "${ORGW2_LIGHTTPD_PID:-}" ] && orgw__kill "$ORGW2_LIGHTTPD_PID"
+	if [ -n "${ORGW2_SUPERVISOR_PID:-}" ]; then
+		local sup1=${ORGW_SUPERVISOR_PID:-}
+		ORGW_SUPERVISOR_PID=$ORGW2_SUPERVISOR_PID
+		orgw__workers_stop
+		ORGW_SUPERVISOR_PID=$sup1
+	fi
+	ORGW2_LIGHTTPD_PID='' ORGW2_SUPERVISOR_PID=
 	orgw__workers_stop
+	orgw_redis_stop
 	[ -n "${ORGW_DOUBLE_PID:-}" ] && orgw__kill "$ORGW_DOUBLE_PID"
 	ORGW_SUPERVISOR_PID='' ORGW_LIGHTTPD_PID='' ORGW_DOUBLE_PID=
 	if [ -n "${ORGW_T:-}" ] && [ -d "$ORGW_T" ]; then

@@ -23,6 +23,9 @@
 #                      one of these space-separated globs; a plain word
 #                      matches anywhere: 't0000 stream', 't01*'
 #   ORGW_TIMEOUT=S     per program timeout in seconds (default 300)
+#   ORGW_REDIS_TESTS=L the integration scripts (tNNNN numbers) that run a
+#                      second time with ORGW_STATE_BACKEND=redis (default:
+#                      the state tests t0120 t0130 t0140 t0340 t0355 t0410)
 #
 # Each program runs in a process group of its own (GNU timeout makes one and
 # signals all of it), so a timed-out or interrupted test takes the servers it
@@ -192,6 +195,14 @@ if [ "${ORGW_UNIT_ONLY:-0}" != 1 ]; then
 			[ -n "$selected" ] || continue
 		fi
 		run integration "$s" bash "$s"
+		# The state tests once more on the Redis back-end (issue 19;
+		# tests/lib.sh starts a private redis-server).
+		for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0340 t0355 t0410}; do
+			case ${s##*/} in
+			"$pat"-*) run integration "$s [redis]" \
+				env ORGW_STATE_BACKEND=redis bash "$s" ;;
+			esac
+		done
 	done
 fi
 

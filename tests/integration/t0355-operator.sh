@@ -156,12 +156,19 @@ op --config /nonexistent/orgw.conf status
 t_eq "an unreadable configuration exits 2" 2 "$RC"
 
 # --- state unusable: exit 1 ---------------------------------------------------
-printf 'STATE_PATH=%s\n' "$ORGW_T/no-such-dir/state.gdbm" >"$ORGW_T/bad.conf"
+if [ "${ORGW_STATE_BACKEND:-gdbm}" = redis ]; then
+	# A Redis nobody listens on (a port just found free).
+	bad_where="redis://127.0.0.1:$(orgw__free_port)/0"
+	printf 'STATE_BACKEND=redis\nREDIS_URL=%s\n' "$bad_where" >"$ORGW_T/bad.conf"
+else
+	bad_where="$ORGW_T/no-such-dir/state.gdbm"
+	printf 'STATE_PATH=%s\n' "$bad_where" >"$ORGW_T/bad.conf"
+fi
 chmod 600 "$ORGW_T/bad.conf"
 "$SCORER" --config "$ORGW_T/bad.conf" unlock $M >"$ORGW_T/op.out" 2>"$ORGW_T/op.err"
 RC=$?
 t_eq "a state that cannot be opened exits 1" 1 "$RC"
-t_match "with a message naming it" 'unlock: state .*no-such-dir/state.gdbm unusable' "$(cat "$ORGW_T/op.err")"
+t_match "with a message naming it" "unlock: state $bad_where unusable" "$(cat "$ORGW_T/op.err")"
 
 # --- the gateway served throughout ----------------------------------------------
 for i in $(seq 600); do [ -e "$ORGW_T/bg.done" ] && break; sleep 0.1; done

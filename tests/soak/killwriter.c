@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_gdbm.h"
 
 int
 main(int argc, char **argv)
@@ -44,8 +45,8 @@ main(int argc, char **argv)
 	puts_n = strtol(argv[2], NULL, 10);
 	if (puts_n < 0 || puts_n > 1000000)
 		return 2;
-	if ((err = store_open(&s, argv[1], true, 5000)) != ORGW_OK) {
-		fprintf(stderr, "killwriter: store_open: %s\n",
+	if ((err = store_gdbm_open(&s, argv[1], true, 5000)) != ORGW_OK) {
+		fprintf(stderr, "killwriter: store_gdbm_open: %s\n",
 			orgw_strerror(err));
 		return 1;
 	}

@@ -29,7 +29,7 @@ kw_build() {
 	# shellcheck disable=SC2046 # pkg-config output is a word list
 	cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
 		-I"$ORGW_ROOT/src" -o "$KW" "$ORGW_ROOT/tests/soak/killwriter.c" \
-		"$lib" $(pkg-config --libs fcgi libcurl libcjson) -lgdbm -lm ||
+		"$lib" $(pkg-config --libs fcgi libcurl libcjson hiredis) -lgdbm -lm ||
 		{ t_fail "killwriter builds"; return 1; }
 }
 

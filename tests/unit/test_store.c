@@ -19,6 +19,7 @@
 #include "record.h"
 #include "state.h"
 #include "store.h"
+#include "store_gdbm.h"
 
 #define M "deepseek/deepseek-v3.2"
 
@@ -32,7 +33,7 @@ txn(const char *key, const char *val, int how)
 	struct store *s;
 	enum orgw_err err;
 
-	if ((err = store_open(&s, path, true, 1000)) != ORGW_OK)
+	if ((err = store_gdbm_open(&s, path, true, 1000)) != ORGW_OK)
 		return err;
 	err = how == 0 ? store_put(s, key, val) : store_del(s, key);
 	if (store_close(s) != ORGW_OK)
@@ -47,7 +48,7 @@ get(const char *key)
 	struct store *s;
 	char *v = NULL;
 
-	if (store_open(&s, path, false, 1000) != ORGW_OK)
+	if (store_gdbm_open(&s, path, false, 1000) != ORGW_OK)
 		return NULL;
 	if (store_get(s, key, &v) != ORGW_OK) {
 		free(v);
@@ -85,7 +86,7 @@ test_store(void)
 	T_ASSERT("a delete removes", has("A", NULL));
 	T_ASSERT("deleting an absent key is ok", txn("A", NULL, 1) == ORGW_OK);
 	T_ASSERT("repair of a sound file ok",
-		 store_repair(path, 1000) == ORGW_OK);
+		 store_gdbm_repair(path, 1000) == ORGW_OK);
 
 	/* A lock file removed behind our back: the next transaction
 	 * creates a new one and works. */
@@ -230,7 +231,7 @@ test_strict(void)
 	T_ASSERT("a symlinked state file: write refused",
 		 txn("A", "3", 0) == ORGW_EIO);
 	T_ASSERT("...and repair does not create the target either",
-		 store_repair(path, 1000) != ORGW_OK &&
+		 store_gdbm_repair(path, 1000) != ORGW_OK &&
 			 access(other, F_OK) == -1);
 	T_ASSERT("...nor move the link aside", mode_of(path) != -1);
 	T_ASSERT("state file back", unlink(path) == 0);

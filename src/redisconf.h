@@ -1,0 +1,52 @@
+/*
+ * redisconf.h - the pure parts of the Redis state back-end (issue 19):
+ * REDIS_URL parsing (SPEC section 8) and the retry policy of a write
+ * transaction that lost a WATCH race.  No I/O, no clock: store_redis.c
+ * and state.c call in here, the unit tests table-test it.
+ */
+#ifndef ORGW_REDISCONF_H
+#define ORGW_REDISCONF_H
+
+#include "orgw.h"
+
+#define REDISCONF_DEFAULT_PORT 6379
+#define REDISCONF_HOST_MAX 256
+#define REDISCONF_PATH_MAX 108		/* sun_path */
+#define REDISCONF_DB_MAX 65535
+
+/*
+ * Runs of one conflicted transaction at most (the first included): with
+ * 64 clients on one model's STATS key, a run loses the race now and
+ * then, rarely ten times in a row; past this the update is given up and
+ * counted lost.
+ */
+#define REDISCONF_TXN_RUNS 64
+
+struct redisconf_url {
+	bool is_unix;
+	char host[REDISCONF_HOST_MAX];	/* TCP: name or address, no [] */
+	int port;			/* TCP: 1..65535 */
+	char path[REDISCONF_PATH_MAX];	/* unix: the socket */
+	int db;				/* SELECT db, 0..REDISCONF_DB_MAX */
+};
+
+/*
+ * Parses REDIS_URL: "redis://host[:port][/db]" (host a name, an IPv4
+ * address or an [IPv6] address; port 6379 and db 0 by default) or
+ * "unix:/path[?db=N]".  A password in the URL ("user:pass@") is refused:
+ * it belongs in REDIS_PASSWORD or REDIS_PASSWORD_FILE, which are kept
+ * out of logs.  ORGW_OK with *u filled, or ORGW_EINVAL with a reason in
+ * err (errlen bytes; may be NULL) that never quotes the URL.
+ */
+enum orgw_err redisconf_parse_url(const char *url, struct redisconf_url *u,
+				  char *err, size_t errlen);
+
+/*
+ * The pause before running a conflicted transaction again, in
+ * microseconds: attempt 0 is the first rerun.  Exponential from 100 us,
+ * capped at 8 ms, with "equal jitter" (half fixed, half drawn from rnd)
+ * so the hosts that collided do not collide again in step.
+ */
+int64_t redisconf_retry_delay_us(int attempt, uint32_t rnd);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * store_impl.h - the back-end boundary under store.h: what a state
+ * back-end (store_gdbm.c, store_redis.c) provides for one transaction.
+ * Only store.c and the back-ends include this file.
+ *
+ * Every back-end's transaction struct begins with a struct store, whose
+ * ops the dispatcher in store.c calls.  commit and abort both end the
+ * transaction and free it.
+ */
+#ifndef ORGW_STORE_IMPL_H
+#define ORGW_STORE_IMPL_H
+
+#include "store.h"
+
+struct store_ops {
+	enum orgw_err (*get)(struct store *s, const char *key, char **val);
+	enum orgw_err (*put)(struct store *s, const char *key,
+			     const char *val);
+	enum orgw_err (*del)(struct store *s, const char *key);
+	enum orgw_err (*each)(struct store *s, const char *prefix,
+			      int (*fn)(void *arg, const char *key,
+					const char *val),
+			      void *arg);
+	enum orgw_err (*commit)(struct store *s);
+	void (*abort)(struct store *s);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+#endif

@@ -1,0 +1,985 @@
+/*
+ * store_redis.c - the Redis back-end of the state store (store_redis.h,
+ * issue 19), on hiredis 0.14 (Debian 12): redisConnectWithTimeout /
+ * redisConnectUnixWithTimeout, redisSetTimeout for every command, AUTH
+ * and SELECT after each connect.  No TLS.
+ *
+ * Transactions.  A reader GETs, SCANs and MGETs.  A writer WATCHes every
+ * key it reads (pipelined with the read: one round trip), keeps its puts
+ * and deletes in a buffer (read back by its own gets), and at commit
+ * sends MULTI, the writes and EXEC in one round trip: a nil EXEC means
+ * another host changed a key read meanwhile, nothing was written, and
+ * the caller (state_txn) runs the transaction again.  So every
+ * read-modify-write of state.c is atomic across hosts with the policy
+ * still in C, and the same C for both back-ends.  No server-side script.
+ *
+ * Cooldowns (PROVIDER_COOLDOWN:<model>:<tag>) are separate keys in SPEC
+ * 7, so on Redis they expire (SET ... PXAT at their "until"); the
+ * "until" in the value stays authoritative (failover_breaker_cooling),
+ * the expiry only removes the key once it is over.
+ *
+ * Connections.  One per thread in a _Thread_local pointer (workers may
+ * run threads: issue 16), made on first use and reused; it is never
+ * shared, so no lock.  A connect error, a command timeout or any I/O
+ * error frees the context (a timed-out reply may still arrive: the
+ * stream is out of step) and records why, for /healthz; the next
+ * transaction reconnects, no sooner than the backoff allows.  The struct
+ * of a thread that exits is not freed (threads live as long as their
+ * worker process).
+ *
+ * Ownership: struct store_redis owns its write buffer and is freed by
+ * rd_commit()/rd_abort(); it borrows the thread's connection.
+ */
+#include <sys/time.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "log.h"
+#include "record.h"
+#include "redisconf.h"
+#include "store_impl.h"
+#include "store_redis.h"
+
+#define KEY_PREFIX "orgw:"
+#define KEY_PREFIX_LEN 5
+#define RUN_KEY KEY_PREFIX "RUN"
+#define RUN_LAST_KEY KEY_PREFIX "RUN_LAST"
+#define RUN_TTL_MS (15 * 60 * 1000)
+#define RUN_BUSY_RETRY_S 10
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 2000
+#define SCAN_COUNT "1000"
+#define MGET_BATCH 256
+#define COOLDOWN_PREFIX "PROVIDER_COOLDOWN:"
+
+struct rconn {
+	redisContext *ctx;	/* NULL: not connected */
+	char *url;		/* REDIS_URL it was made for */
+	int64_t next_try_ms;	/* monotonic: no connect before */
+	int64_t backoff_ms;	/* next wait after a failed connect */
+	int64_t down_since_ms;	/* monotonic, 0 while up */
+	char why[256];		/* the last error, "" while up */
+};
+
+static _Thread_local struct rconn *tl_conn;
+
+struct rbuf {
+	char *key;		/* without the prefix */
+	char *val;		/* NULL: delete */
+};
+
+struct store_redis {
+	struct store base;	/* first: the back-end boundary */
+	struct rconn *rc;
+	bool write, watched;
+	struct rbuf *buf;
+	size_t n, cap;
+};
+
+/* Drops the connection after an error; why names it for /healthz. */
+static void
+conn_drop(struct rconn *rc, const char *what)
+{
+	int64_t now = clock_mono_ms();
+
+	if (rc->ctx != NULL) {
+		snprintf(rc->why, sizeof(rc->why), "redis %s: %s", what,
+			 rc->ctx->errstr[0] ? rc->ctx->errstr : "error");
+		redisFree(rc->ctx);
+		rc->ctx = NULL;
+		log_warn("state: %s; requests go unpinned until it is back",
+			 rc->why);
+	}
+	if (rc->down_since_ms == 0)
+		rc->down_since_ms = now;
+	/* Not within this very request, which already paid for the failed
+	 * command; and longer each time in a row: a frozen Redis accepts
+	 * connections (the kernel does) but answers nothing, so only a
+	 * command that succeeds resets the backoff (pipeline()). */
+	if (rc->backoff_ms == 0)
+		rc->backoff_ms = BACKOFF_MIN_MS;
+	rc->next_try_ms = now + rc->backoff_ms;
+	rc->backoff_ms *= 2;
+	if (rc->backoff_ms > BACKOFF_MAX_MS)
+		rc->backoff_ms = BACKOFF_MAX_MS;
+}
+
+static bool
+reply_ok(const redisReply *r)
+{
+	return r != NULL && r->type == REDIS_REPLY_STATUS &&
+	       strcmp(r->str, "OK") == 0;
+}
+
+/* AUTH and SELECT on a new context: true, or false with rc->why. */
+static bool
+conn_setup(struct rconn *rc, redisContext *ctx, const struct orgw_conf *c,
+	   int db)
+{
+	redisReply *r;
+	char dbs[16];
+	const char *argv[2];
+	size_t lens[2];
+	bool ok;
+
+	if (c->redis_password != NULL) {
+		argv[0] = "AUTH";
+		argv[1] = c->redis_password;
+		lens[0] = 4;
+		lens[1] = strlen(c->redis_password);
+		r = redisCommandArgv(ctx, 2, argv, lens);
+		ok = reply_ok(r);
+		if (!ok)
+			snprintf(rc->why, sizeof(rc->why),
+				 "redis AUTH refused: %s",
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 ctx->errstr);
+		freeReplyObject(r);
+		if (!ok)
+			return false;
+	}
+	if (db != 0) {
+		snprintf(dbs, sizeof(dbs), "%d", db);
+		argv[0] = "SELECT";
+		argv[1] = dbs;
+		lens[0] = 6;
+		lens[1] = strlen(dbs);
+		r = redisCommandArgv(ctx, 2, argv, lens);
+		ok = reply_ok(r);
+		if (!ok)
+			snprintf(rc->why, sizeof(rc->why),
+				 "redis SELECT %d refused: %s", db,
+				 r && r->type == REDIS_REPLY_ERROR ? r->str :
+				 ctx->errstr);
+		freeReplyObject(r);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * This thread's connection to c's Redis, connecting when there is none
+ * and the backoff allows: the connection, or NULL with rc->why (when rc
+ * itself could be had: *rcp).
+ */
+static redisContext *
+conn_get(const struct orgw_conf *c, struct rconn **rcp)
+{
+	struct rconn *rc = tl_conn;
+	struct redisconf_url u;
+	struct timeval ctv = {0, STORE_REDIS_CONNECT_TIMEOUT_MS * 1000};
+	struct timeval ttv = {0, STORE_REDIS_COMMAND_TIMEOUT_MS * 1000};
+	redisContext *ctx;
+	char err[160];
+	int64_t now;
+
+	*rcp = NULL;
+	if (rc == NULL) {
+		if ((rc = calloc(1, sizeof(*rc))) == NULL)
+			return NULL;
+		tl_conn = rc;
+	}
+	*rcp = rc;
+	if (rc->url == NULL || strcmp(rc->url, c->redis_url) != 0) {
+		if (rc->ctx != NULL)
+			redisFree(rc->ctx);
+		rc->ctx = NULL;
+		free(rc->url);
+		if ((rc->url = strdup(c->redis_url)) == NULL) {
+			snprintf(rc->why, sizeof(rc->why), "out of memory");
+			return NULL;
+		}
+		rc->next_try_ms = 0;
+	}
+	if (rc->ctx != NULL)
+		return rc->ctx;
+	now = clock_mono_ms();
+	if (now < rc->next_try_ms)
+		return NULL;	/* backed off: rc->why still says why */
+	if (redisconf_parse_url(c->redis_url, &u, err, sizeof(err)) !=
+	    ORGW_OK) {
+		snprintf(rc->why, sizeof(rc->why), "REDIS_URL: %s", err);
+		return NULL;
+	}
+	ctx = u.is_unix ? redisConnectUnixWithTimeout(u.path, ctv) :
+			  redisConnectWithTimeout(u.host, u.port, ctv);
+	if (ctx == NULL || ctx->err != 0) {
+		snprintf(rc->why, sizeof(rc->why), "redis unreachable: %s",
+			 ctx ? ctx->errstr : "out of memory");
+		goto fail;
+	}
+	if (redisSetTimeout(ctx, ttv) != REDIS_OK) {
+		snprintf(rc->why, sizeof(rc->why), "redis: %s", ctx->errstr);
+		goto fail;
+	}
+	if (!conn_setup(rc, ctx, c, u.db))
+		goto fail;
+	if (rc->down_since_ms != 0)
+		log_info("state: redis reachable again after %lld ms "
+			 "(request counts lost meanwhile in this worker: "
+			 "%lld, added to LOST_UPDATES by the next request)",
+			 (long long)(now - rc->down_since_ms),
+			 (long long)store_lost_peek());
+	rc->ctx = ctx;
+	rc->why[0] = '\0';
+	rc->down_since_ms = 0;
+	return ctx;
+fail:
+	if (ctx != NULL)
+		redisFree(ctx);
+	if (rc->down_since_ms == 0) {
+		rc->down_since_ms = now;
+		log_warn("state: %s; requests go unpinned until it is back",
+			 rc->why);
+	}
+	if (rc->backoff_ms == 0)
+		rc->backoff_ms = BACKOFF_MIN_MS;
+	rc->next_try_ms = now + rc->backoff_ms;
+	rc->backoff_ms *= 2;
+	if (rc->backoff_ms > BACKOFF_MAX_MS)
+		rc->backoff_ms = BACKOFF_MAX_MS;
+	return NULL;
+}
+
+/* "orgw:" + key into a malloc'd string (caller frees), or NULL. */
+static char *
+full_key(const char *key, size_t *len)
+{
+	size_t n = strlen(key);
+	char *k = malloc(KEY_PREFIX_LEN + n + 1);
+
+	if (k == NULL)
+		return NULL;
+	memcpy(k, KEY_PREFIX, KEY_PREFIX_LEN);
+	memcpy(k + KEY_PREFIX_LEN, key, n + 1);
+	*len = KEY_PREFIX_LEN + n;
+	return k;
+}
+
+/*
+ * Sends argc commands pipelined (cmds[i] of argcs[i] words) and reads
+ * their replies into replies[] (caller frees each with freeReplyObject).
+ * ORGW_OK, or ORGW_EIO after dropping the connection (replies[] NULL).
+ */
+static enum orgw_err
+pipeline(struct rconn *rc, size_t ncmd, const int *argcs,
+	 const char *const *const *argvs, const size_t *const *lens,
+	 redisReply **replies)
+{
+	size_t i, j;
+	void *r;
+
+	for (i = 0; i < ncmd; i++)
+		replies[i] = NULL;
+	if (rc->ctx == NULL)
+		return ORGW_EIO;
+	for (i = 0; i < ncmd; i++)
+		if (redisAppendCommandArgv(rc->ctx, argcs[i],
+					   (const char **)(uintptr_t)argvs[i],
+					   lens[i]) != REDIS_OK)
+			goto bad;
+	for (i = 0; i < ncmd; i++) {
+		if (redisGetReply(rc->ctx, &r) != REDIS_OK)
+			goto bad;
+		replies[i] = r;
+	}
+	rc->backoff_ms = 0;	/* Redis answers: a later failure starts over */
+	return ORGW_OK;
+bad:
+	for (j = 0; j < ncmd; j++) {
+		freeReplyObject(replies[j]);
+		replies[j] = NULL;
+	}
+	conn_drop(rc, "command failed");
+	return ORGW_EIO;
+}
+
+/* One command; the reply (caller frees) or NULL after conn_drop(). */
+static redisReply *
+command(struct rconn *rc, int argc, const char **argv, const size_t *lens)
+{
+	const char *const *av = argv;
+	redisReply *r;
+
+	if (pipeline(rc, 1, &argc, &av, &lens, &r) != ORGW_OK)
+		return NULL;
+	return r;
+}
+
+static struct rbuf *
+buf_find(struct store_redis *s, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->buf[i].key, key) == 0)
+			return &s->buf[i];
+	return NULL;
+}
+
+static enum orgw_err
+rd_get(struct store *base, const char *key, char **val)
+{
+	struct store_redis *s = (struct store_redis *)base;
+	struct rbuf *b;
+	redisReply *rep[2], *r;
+	const char *argv[2];
+	const char *const *argvs[2] = {argv, argv};
+	const char *wargv[2];
+	size_t lens[2], klen, wlens[2];
+	const size_t *lensv[2] = {wlens, lens};
+	int argcs[2] = {2, 2};
+	enum orgw_err err = ORGW_EIO;
+	char *k;
+
+	*val = NULL;
+	if ((b = buf_find(s, key)) != NULL) {
+		if (b->val != NULL && (*val = strdup(b->val)) == NULL)
+			return ORGW_ENOMEM;
+		return ORGW_OK;
+	}
+	if ((k = full_key(key, &klen)) == NULL)
+		return ORGW_ENOMEM;
+	argv[0] = "GET";
+	argv[1] = k;
+	lens[0] = 3;
+	lens[1] = klen;
+	wargv[0] = "WATCH";
+	wargv[1] = k;
+	wlens[0] = 5;
+	wlens[1] = klen;
+	argvs[0] = wargv;
+	if (s->write) {
+		/* WATCH before GET, in one round trip. */
+		if (pipeline(s->rc, 2, argcs, argvs, lensv, rep) != ORGW_OK)
+			goto out;
+		s->watched = true;
+		r = rep[1];
+		if (!reply_ok(rep[0]))
+			log_err("state: redis WATCH %s: %s", key,
+				rep[0]->type == REDIS_REPLY_ERROR ?
+				rep[0]->str : "unexpected reply");
+		freeReplyObject(rep[0]);
+	} else if ((r = command(s->rc, 2, argv, lens)) == NULL) {
+		goto out;
+	}
+	if (r->type == REDIS_REPLY_STRING) {
+		if ((*val = malloc(r->len + 1)) == NULL) {
+			err = ORGW_ENOMEM;
+		} else {
+			memcpy(*val, r->str, r->len);
+			(*val)[r->len] = '\0';
+			err = ORGW_OK;
+		}
+	} else if (r->type == REDIS_REPLY_NIL) {
+		err = ORGW_OK;
+	} else {
+		log_err("state: redis GET %s: %s", key,
+			r->type == REDIS_REPLY_ERROR ? r->str :
+						       "unexpected reply");
+	}
+	freeReplyObject(r);
+out:
+	free(k);
+	return err;
+}
+
+/* Buffers a write (val NULL: delete) for the commit. */
+static enum orgw_err
+buffer(struct store_redis *s, const char *key, const char *val)
+{
+	struct rbuf *b, *nb;
+	char *v = NULL;
+
+	if (!s->write)
+		return ORGW_EINVAL;
+	if (val != NULL && (v = strdup(val)) == NULL)
+		return ORGW_ENOMEM;
+	if ((b = buf_find(s, key)) != NULL) {
+		free(b->val);
+		b->val = v;
+		return ORGW_OK;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		if ((nb = realloc(s->buf, cap * sizeof(*nb))) == NULL) {
+			free(v);
+			return ORGW_ENOMEM;
+		}
+		s->buf = nb;
+		s->cap = cap;
+	}
+	if ((s->buf[s->n].key = strdup(key)) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	s->buf[s->n].val = v;
+	s->n++;
+	return ORGW_OK;
+}
+
+static enum orgw_err
+rd_put(struct store *base, const char *key, const char *val)
+{
+	return buffer((struct store_redis *)base, key, val);
+}
+
+static enum orgw_err
+rd_del(struct store *base, const char *key)
+{
+	return buffer((struct store_redis *)base, key, NULL);
+}
+
+static int
+by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct keys {
+	char **v;
+	size_t n, cap;
+};
+
+static void
+keys_free(struct keys *ks)
+{
+	size_t i;
+
+	for (i = 0; i < ks->n; i++)
+		free(ks->v[i]);
+	free(ks->v);
+	ks->v = NULL;
+	ks->n = ks->cap = 0;
+}
+
+/* Adds a scanned key (with its prefix) when it is state with prefix. */
+static enum orgw_err
+keys_add(struct keys *ks, const char *k, size_t len, const char *prefix,
+	 size_t plen)
+{
+	char **nv;
+
+	if (len < KEY_PREFIX_LEN || memcmp(k, KEY_PREFIX, KEY_PREFIX_LEN) != 0)
+		return ORGW_OK;
+	k += KEY_PREFIX_LEN;
+	len -= KEY_PREFIX_LEN;
+	/* The run lock's keys are not state (GDBM keeps them in
+	 * STATE_PATH.score): never listed, dumped or loaded. */
+	if ((len == 3 && memcmp(k, "RUN", 3) == 0) ||
+	    (len == 8 && memcmp(k, "RUN_LAST", 8) == 0))
+		return ORGW_OK;
+	if (len < plen || memcmp(k, prefix, plen) != 0 ||
+	    memchr(k, '\0', len) != NULL)
+		return ORGW_OK;
+	if (ks->n == ks->cap) {
+		size_t cap = ks->cap ? ks->cap * 2 : 64;
+		if ((nv = realloc(ks->v, cap * sizeof(*nv))) == NULL)
+			return ORGW_ENOMEM;
+		ks->v = nv;
+		ks->cap = cap;
+	}
+	if ((ks->v[ks->n] = malloc(len + 1)) == NULL)
+		return ORGW_ENOMEM;
+	memcpy(ks->v[ks->n], k, len);
+	ks->v[ks->n][len] = '\0';
+	ks->n++;
+	return ORGW_OK;
+}
+
+/* SCAN MATCH orgw:<prefix>* into ks, sorted, each key once (SCAN may
+ * return a key twice). */
+static enum orgw_err
+scan_keys(struct store_redis *s, const char *prefix, struct keys *ks)
+{
+	size_t plen = strlen(prefix), i, j, mlen = 0;
+	char cursor[32] = "0", *match;
+	const char *argv[6];
+	size_t lens[6];
+	redisReply *r;
+	enum orgw_err err = ORGW_OK;
+
+	/* The pattern, with glob characters of the prefix escaped. */
+	if ((match = malloc(KEY_PREFIX_LEN + 2 * plen + 2)) == NULL)
+		return ORGW_ENOMEM;
+	memcpy(match, KEY_PREFIX, KEY_PREFIX_LEN);
+	mlen = KEY_PREFIX_LEN;
+	for (i = 0; i < plen; i++) {
+		if (strchr("*?[]\\", prefix[i]) != NULL)
+			match[mlen++] = '\\';
+		match[mlen++] = prefix[i];
+	}
+	match[mlen++] = '*';
+	match[mlen] = '\0';
+	do {
+		argv[0] = "SCAN";
+		argv[1] = cursor;
+		argv[2] = "MATCH";
+		argv[3] = match;
+		argv[4] = "COUNT";
+		argv[5] = SCAN_COUNT;
+		for (i = 0; i < 6; i++)
+			lens[i] = strlen(argv[i]);
+		if ((r = command(s->rc, 6, argv, lens)) == NULL) {
+			err = ORGW_EIO;
+			break;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof(cursor) ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			log_err("state: redis SCAN: unexpected reply");
+			freeReplyObject(r);
+			err = ORGW_EIO;
+			break;
+		}
+		memcpy(cursor, r->element[0]->str, r->element[0]->len);
+		cursor[r->element[0]->len] = '\0';
+		for (i = 0; i < r->element[1]->elements && err == ORGW_OK;
+		     i++) {
+			redisReply *e = r->element[1]->element[i];
+			if (e->type == REDIS_REPLY_STRING)
+				err = keys_add(ks, e->str, e->len, prefix,
+					       plen);
+		}
+		freeReplyObject(r);
+	} while (err == ORGW_OK && strcmp(cursor, "0") != 0);
+	free(match);
+	if (err != ORGW_OK)
+		return err;
+	qsort(ks->v, ks->n, sizeof(ks->v[0]), by_str);
+	for (i = j = 0; i < ks->n; i++) {
+		if (j > 0 && strcmp(ks->v[i], ks->v[j - 1]) == 0) {
+			free(ks->v[i]);
+			continue;
+		}
+		ks->v[j++] = ks->v[i];
+	}
+	ks->n = j;
+	return ORGW_OK;
+}
+
+/* Values of keys[0..n) (WATCHed first in a write transaction), passed
+ * to fn with the transaction's own writes laid over them.  *stop when fn
+ * asked to stop. */
+static enum orgw_err
+each_batch(struct store_redis *s, char **keys, size_t n,
+	   int (*fn)(void *arg, const char *key, const char *val), void *arg,
+	   bool *stop)
+{
+	const char **argv[2] = {NULL, NULL};
+	size_t *lens[2] = {NULL, NULL}, i;
+	int argcs[2];
+	redisReply *rep[2] = {NULL, NULL}, *vals;
+	enum orgw_err err = ORGW_ENOMEM;
+	struct rbuf *b;
+	char *v;
+	int w = s->write ? 1 : 0, c;
+
+	for (c = 0; c < 2; c++) {
+		argv[c] = calloc(n + 1, sizeof(*argv[c]));
+		lens[c] = calloc(n + 1, sizeof(*lens[c]));
+		if (argv[c] == NULL || lens[c] == NULL)
+			goto out;
+		argcs[c] = (int)n + 1;
+	}
+	argv[0][0] = "WATCH";
+	lens[0][0] = 5;
+	argv[1][0] = "MGET";
+	lens[1][0] = 4;
+	for (i = 0; i < n; i++) {
+		size_t kl;
+		char *fk = full_key(keys[i], &kl);
+		if (fk == NULL)
+			goto out_keys;
+		argv[0][i + 1] = argv[1][i + 1] = fk;
+		lens[0][i + 1] = lens[1][i + 1] = kl;
+	}
+	err = pipeline(s->rc, (size_t)(1 + w), argcs + 1 - w,
+		       (const char *const *const *)(argv + 1 - w),
+		       (const size_t *const *)(lens + 1 - w), rep);
+	if (err != ORGW_OK)
+		goto out_keys;
+	if (w)
+		s->watched = true;
+	vals = rep[w];
+	if (vals->type != REDIS_REPLY_ARRAY || vals->elements != n) {
+		log_err("state: redis MGET: unexpected reply");
+		err = ORGW_EIO;
+		goto out_keys;
+	}
+	for (i = 0; i < n && !*stop; i++) {
+		v = NULL;
+		if ((b = buf_find(s, keys[i])) != NULL)
+			v = b->val;
+		else if (vals->element[i]->type == REDIS_REPLY_STRING)
+			v = vals->element[i]->str;
+		if (v != NULL && fn(arg, keys[i], v) != 0)
+			*stop = true;
+	}
+	err = ORGW_OK;
+out_keys:
+	for (i = 0; i < n; i++)
+		free((char *)(uintptr_t)argv[1][i + 1]);
+out:
+	for (c = 0; c < 2; c++) {
+		free(argv[c]);
+		free(lens[c]);
+		freeReplyObject(rep[c]);
+	}
+	return err;
+}
+
+static enum orgw_err
+rd_each(struct store *base, const char *prefix,
+	int (*fn)(void *arg, const char *key, const char *val), void *arg)
+{
+	struct store_redis *s = (struct store_redis *)base;
+	struct keys ks = {NULL, 0, 0};
+	size_t i, plen = strlen(prefix), m;
+	bool stop = false;
+	enum orgw_err err;
+
+	if ((err = scan_keys(s, prefix, &ks)) != ORGW_OK)
+		goto out;
+	for (i = 0; i < ks.n && !stop; i += m) {
+		m = ks.n - i < MGET_BATCH ? ks.n - i : MGET_BATCH;
+		if ((err = each_batch(s, ks.v + i, m, fn, arg, &stop)))
+			goto out;
+	}
+	/* Keys this transaction put that Redis does not hold yet. */
+	for (i = 0; i < s->n && !stop; i++) {
+		char *k = s->buf[i].key;
+		if (s->buf[i].val == NULL || strncmp(k, prefix, plen) != 0 ||
+		    bsearch(&k, ks.v, ks.n, sizeof(ks.v[0]), by_str) != NULL)
+			continue;
+		if (fn(arg, k, s->buf[i].val) != 0)
+			stop = true;
+	}
+out:
+	keys_free(&ks);
+	return err;
+}
+
+static void
+txn_free(struct store_redis *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		free(s->buf[i].key);
+		free(s->buf[i].val);
+	}
+	free(s->buf);
+	free(s);
+}
+
+static void
+unwatch(struct store_redis *s)
+{
+	const char *argv[1] = {"UNWATCH"};
+	size_t lens[1] = {7};
+
+	if (s->watched && s->rc->ctx != NULL)
+		freeReplyObject(command(s->rc, 1, argv, lens));
+	s->watched = false;
+}
+
+/* The expiry of a cooldown key, unix ms, or 0 for none. */
+static int64_t
+cooldown_pxat(const struct rbuf *b)
+{
+	struct rec_cooldown cd;
+	int64_t now = clock_now_s();
+
+	if (b->val == NULL ||
+	    strncmp(b->key, COOLDOWN_PREFIX, sizeof(COOLDOWN_PREFIX) - 1) !=
+		    0 ||
+	    record_cooldown_decode(b->val, &cd) != ORGW_OK)
+		return 0;
+	return (cd.until > now ? cd.until : now + 1) * 1000;
+}
+
+/* MULTI, the buffered writes, EXEC: one round trip. */
+static enum orgw_err
+exec_writes(struct store_redis *s)
+{
+	size_t ncmd = s->n + 2, i;
+	int *argcs = calloc(ncmd, sizeof(*argcs));
+	const char *(*argv)[5] = calloc(ncmd, sizeof(*argv));
+	size_t (*lens)[5] = calloc(ncmd, sizeof(*lens));
+	const char *const **av = calloc(ncmd, sizeof(*av));
+	const size_t **lv = calloc(ncmd, sizeof(*lv));
+	redisReply **rep = calloc(ncmd, sizeof(*rep)), *ex;
+	char (*px)[24] = calloc(ncmd, sizeof(*px));
+	enum orgw_err err = ORGW_ENOMEM;
+
+	if (argcs == NULL || argv == NULL || lens == NULL || av == NULL ||
+	    lv == NULL || rep == NULL || px == NULL)
+		goto out;
+	for (i = 0; i < ncmd; i++) {
+		av[i] = argv[i];
+		lv[i] = lens[i];
+	}
+	argv[0][0] = "MULTI";
+	argcs[0] = 1;
+	argv[ncmd - 1][0] = "EXEC";
+	argcs[ncmd - 1] = 1;
+	for (i = 0; i < s->n; i++) {
+		struct rbuf *b = &s->buf[i];
+		size_t kl;
+		int64_t at = cooldown_pxat(b);
+
+		if ((argv[i + 1][1] = full_key(b->key, &kl)) == NULL)
+			goto out_keys;
+		if (b->val == NULL) {
+			argv[i + 1][0] = "DEL";
+			argcs[i + 1] = 2;
+			continue;
+		}
+		argv[i + 1][0] = "SET";
+		argv[i + 1][2] = b->val;
+		argcs[i + 1] = 3;
+		if (at > 0) {
+			snprintf(px[i], sizeof(px[i]), "%lld", (long long)at);
+			argv[i + 1][3] = "PXAT";
+			argv[i + 1][4] = px[i];
+			argcs[i + 1] = 5;
+		}
+	}
+	for (i = 0; i < ncmd; i++) {
+		int j;
+		for (j = 0; j < argcs[i]; j++)
+			lens[i][j] = strlen(argv[i][j]);
+	}
+	err = pipeline(s->rc, ncmd, argcs, av, lv, rep);
+	s->watched = false;	/* EXEC unwatches, and so does a drop */
+	if (err != ORGW_OK)
+		goto out_keys;
+	ex = rep[ncmd - 1];
+	if (ex->type == REDIS_REPLY_NIL) {
+		err = ORGW_ECONFLICT;
+	} else if (ex->type != REDIS_REPLY_ARRAY || ex->elements != s->n) {
+		log_err("state: redis EXEC: %s",
+			ex->type == REDIS_REPLY_ERROR ? ex->str :
+							"unexpected reply");
+		err = ORGW_EIO;
+	} else {
+		err = ORGW_OK;
+		for (i = 0; i < ex->elements; i++)
+			if (ex->element[i]->type == REDIS_REPLY_ERROR) {
+				log_err("state: redis %s %s: %s",
+					argv[i + 1][0], s->buf[i].key,
+					ex->element[i]->str);
+				err = ORGW_EIO;
+			}
+	}
+out_keys:
+	for (i = 0; i < s->n; i++)
+		free((char *)(uintptr_t)argv[i + 1][1]);
+out:
+	if (rep != NULL)
+		for (i = 0; i < ncmd; i++)
+			freeReplyObject(rep[i]);
+	free(rep);
+	free(px);
+	free(lv);
+	free(av);
+	free(lens);
+	free(argv);
+	free(argcs);
+	return err;
+}
+
+static enum orgw_err
+rd_commit(struct store *base)
+{
+	struct store_redis *s = (struct store_redis *)base;
+	enum orgw_err err = ORGW_OK;
+
+	if (s->write && s->n > 0)
+		err = exec_writes(s);
+	else
+		unwatch(s);
+	txn_free(s);
+	return err;
+}
+
+static void
+rd_abort(struct store *base)
+{
+	struct store_redis *s = (struct store_redis *)base;
+
+	unwatch(s);
+	txn_free(s);
+}
+
+static const struct store_ops rd_ops = {
+	rd_get, rd_put, rd_del, rd_each, rd_commit, rd_abort,
+};
+
+enum orgw_err
+store_redis_open(struct store **out, const struct orgw_conf *c, bool write)
+{
+	struct store_redis *s;
+	struct rconn *rc;
+
+	*out = NULL;
+	if (conn_get(c, &rc) == NULL)
+		return rc == NULL ? ORGW_ENOMEM : ORGW_EIO;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return ORGW_ENOMEM;
+	s->base.ops = &rd_ops;
+	s->rc = rc;
+	s->write = write;
+	*out = &s->base;
+	return ORGW_OK;
+}
+
+struct store_redis_run {
+	const struct orgw_conf *c;
+	char token[64];
+};
+
+/* A short command with string arguments; the reply or NULL. */
+static redisReply *
+cmd_strs(struct rconn *rc, int argc, const char **argv)
+{
+	size_t lens[8];
+	int i;
+
+	for (i = 0; i < argc && i < 8; i++)
+		lens[i] = strlen(argv[i]);
+	return command(rc, argc, argv, lens);
+}
+
+enum orgw_err
+store_redis_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
+		      int64_t now_s, struct store_redis_run **run,
+		      int64_t *retry_after_s)
+{
+	struct store_redis_run *r;
+	struct rconn *rc;
+	redisReply *rep;
+	char ttl[24], nows[24];
+	long long last = 0;
+	bool got;
+
+	*run = NULL;
+	*retry_after_s = 0;
+	if (conn_get(c, &rc) == NULL) {
+		log_err("scoring lock: %s", rc ? rc->why : "out of memory");
+		return ORGW_EIO;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return ORGW_ENOMEM;
+	r->c = c;
+	snprintf(r->token, sizeof(r->token), "%ld-%lld-%p", (long)getpid(),
+		 (long long)clock_mono_us(), (void *)r);
+	snprintf(ttl, sizeof(ttl), "%d", RUN_TTL_MS);
+	{
+		const char *argv[] = {"SET", RUN_KEY, r->token, "NX", "PX",
+				      ttl};
+		if ((rep = cmd_strs(rc, 6, argv)) == NULL)
+			goto io;
+	}
+	got = reply_ok(rep);
+	freeReplyObject(rep);
+	if (!got) {
+		free(r);
+		*retry_after_s = RUN_BUSY_RETRY_S;
+		return ORGW_EBUSY;
+	}
+	{
+		const char *argv[] = {"GET", RUN_LAST_KEY};
+		if ((rep = cmd_strs(rc, 2, argv)) == NULL)
+			goto io;
+	}
+	if (rep->type == REDIS_REPLY_STRING)
+		last = strtoll(rep->str, NULL, 10);
+	freeReplyObject(rep);
+	if (min_interval_s > 0 && last > 0 && now_s >= last &&
+	    now_s - last < min_interval_s) {
+		*retry_after_s = min_interval_s - (now_s - last);
+		store_redis_run_end(r);
+		return ORGW_EBUSY;
+	}
+	/* Only a throttled run (POST /__cron) starts the interval. */
+	if (min_interval_s > 0) {
+		const char *argv[] = {"SET", RUN_LAST_KEY, nows};
+		snprintf(nows, sizeof(nows), "%lld", (long long)now_s);
+		freeReplyObject(cmd_strs(rc, 3, argv));
+	}
+	*run = r;
+	return ORGW_OK;
+io:
+	log_err("scoring lock: %s", rc->why);
+	free(r);
+	return ORGW_EIO;
+}
+
+void
+store_redis_run_end(struct store_redis_run *run)
+{
+	struct rconn *rc;
+	redisReply *rep;
+	bool ours;
+
+	if (run == NULL)
+		return;
+	/* Delete the lock only while it is still ours (it may have
+	 * expired and been taken by another run): WATCH, GET, MULTI/DEL. */
+	if (conn_get(run->c, &rc) != NULL) {
+		const char *w[] = {"WATCH", RUN_KEY}, *g[] = {"GET", RUN_KEY};
+		const char *m[] = {"MULTI"}, *d[] = {"DEL", RUN_KEY};
+		const char *e[] = {"EXEC"}, *u[] = {"UNWATCH"};
+
+		freeReplyObject(cmd_strs(rc, 2, w));
+		if ((rep = cmd_strs(rc, 2, g)) != NULL) {
+			ours = rep->type == REDIS_REPLY_STRING &&
+			       strcmp(rep->str, run->token) == 0;
+			freeReplyObject(rep);
+			if (ours) {
+				freeReplyObject(cmd_strs(rc, 1, m));
+				freeReplyObject(cmd_strs(rc, 2, d));
+				freeReplyObject(cmd_strs(rc, 1, e));
+			} else {
+				freeReplyObject(cmd_strs(rc, 1, u));
+			}
+		}
+	}
+	free(run);
+}
+
+enum orgw_err
+store_redis_check(const struct orgw_conf *c, char *why, size_t n)
+{
+	const char *argv[] = {"PING"};
+	struct rconn *rc;
+	redisReply *r;
+	bool ok;
+
+	if (conn_get(c, &rc) == NULL) {
+		snprintf(why, n, "%s", rc ? rc->why : "out of memory");
+		return ORGW_EIO;
+	}
+	if ((r = cmd_strs(rc, 1, argv)) == NULL) {
+		snprintf(why, n, "%s", rc->why);
+		return ORGW_EIO;
+	}
+	ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+	if (!ok)
+		snprintf(why, n, "redis PING: %s",
+			 r->type == REDIS_REPLY_ERROR ? r->str :
+							"unexpected reply");
+	freeReplyObject(r);
+	return ok ? ORGW_OK : ORGW_EIO;
+}

@@ -1,0 +1,40 @@
+#!/bin/bash
+# t0930-redis-auth: a Redis with a password (issue 19): REDIS_PASSWORD_FILE
+# (first line of the file) authenticates, SELECT picks the database of
+# REDIS_URL, a wrong password shows in /healthz (never the password) and
+# requests still go through, unpinned; a password in the URL is refused.
+. "$(dirname "$0")/../lib.sh"
+
+export ORGW_STATE_BACKEND=redis
+PW=s3cret-$RANDOM$RANDOM
+ORGW_REDIS_ARGS="--requirepass $PW" orgw_start
+printf '%s\n' "$PW" >"$ORGW_T/redis.pass"
+chmod 600 "$ORGW_T/redis.pass"
+orgw_restart_workers REDIS_URL="redis://127.0.0.1:$ORGW_REDIS_PORT/3" \
+	REDIS_PASSWORD_FILE="$ORGW_T/redis.pass"
+M=deepseek/deepseek-v3.2
+
+orgw_http GET /healthz
+t_eq "REDIS_PASSWORD_FILE: /healthz ok" "200 ok" "$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.status')"
+orgw_chat --model $M >/dev/null
+out=$(orgw_chat --model $M)
+t_eq "requests are pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
+t_eq "the state is in database 3, under orgw:" "1" \
+	"$(redis-cli -p "$ORGW_REDIS_PORT" -a "$PW" --no-auth-warning -n 3 --raw EXISTS "orgw:BEST_PROVIDER:$M")"
+t_eq "and not in database 0" "0" \
+	"$(redis-cli -p "$ORGW_REDIS_PORT" -a "$PW" --no-auth-warning -n 0 --raw DBSIZE)"
+
+printf 'wrong\n' >"$ORGW_T/redis.pass"
+orgw_restart_workers
+orgw_http GET /healthz
+t_eq "a wrong password: /healthz 503" 503 "$HTTP_STATUS"
+t_match "saying AUTH was refused" 'redis AUTH refused' "$(json_get "$HTTP_BODY" 'j.reason')"
+t_check "never quoting a password" bash -c "! grep -q -e '$PW' -e wrong '$ORGW_LOG' '$HTTP_BODY_FILE'"
+out=$(orgw_chat --model $M)
+t_eq "requests still go through, unpinned" "true unpinned" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
+
+orgw_restart_workers -REDIS_PASSWORD_FILE REDIS_URL="redis://:$PW@127.0.0.1:$ORGW_REDIS_PORT/0"
+orgw_http GET /healthz
+t_eq "a password in REDIS_URL is refused at start" 503 "$HTTP_STATUS"
+t_match "the log says where it belongs" 'REDIS_URL: a password in the URL is refused; set REDIS_PASSWORD or REDIS_PASSWORD_FILE' "$(cat "$ORGW_LOG")"
+t_check "and does not quote it" bash -c "! grep -q -e '$PW' '$ORGW_LOG'"
