@@ -155,7 +155,7 @@ say "building orgw.fcgi and orgw-score (static)"
 log=$B/orgw-make.log
 if ! make --no-print-directory FLAVOUR=dist CC="$CC" \
     PKG_CFLAGS="-I$P/include -I$P/include/cjson -DCURL_STATICLIB" \
-    PKG_LIBS="$P/lib/libcurl.a $P/lib/libcjson.a -lfcgi -lcares -lssl -lcrypto -lz -lpthread" \
+    PKG_LIBS="$P/lib/libcurl.a $P/lib/libcjson.a -lfcgi -lhiredis -lcares -lssl -lcrypto -lz -lpthread" \
     LDFLAGS="-static-pie -Wl,-z,relro,-z,now" \
     build/dist/orgw.fcgi build/dist/orgw-score >"$log" 2>&1; then
 	cat "$log" >&2
