@@ -14,13 +14,6 @@
 #define REDISCONF_PATH_MAX 108		/* sun_path */
 #define REDISCONF_DB_MAX 65535
 
-/*
- * Runs of one conflicted transaction at most (the first included): with
- * 64 clients on one model's STATS key, a run loses the race now and
- * then, rarely ten times in a row; past this the update is given up and
- * counted lost.
- */
-#define REDISCONF_TXN_RUNS 64
 
 struct redisconf_url {
 	bool is_unix;

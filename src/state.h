@@ -29,8 +29,9 @@ struct store;
 /*
  * One transaction on the state store: opens it (exclusive when write),
  * runs fn(s, arg), commits (store_close) or, when fn failed, aborts.  A
- * commit that lost a race (ORGW_ECONFLICT, Redis) runs fn again, up to
- * REDISCONF_TXN_RUNS runs with a jittered backoff (redisconf.h): fn must
+ * commit that lost a race (ORGW_ECONFLICT, Redis) runs fn again after a
+ * jittered backoff (redisconf.h) for up to STORE_LOCK_TIMEOUT_MS, as long
+ * as a GDBM writer may wait for the file's lock: fn must
  * leave nothing behind but its writes to s and outputs it sets afresh
  * on every run.  A damaged file (ORGW_EIO) is repaired (store_repair)
  * and the whole transaction run once more.  Returns fn's error, else the
