@@ -481,6 +481,7 @@ class LogEntry {
     this.closed_by_client = false;
     this.closed_at_ms = null;
     this.finished_at_ms = null;
+    this.mark = null;      // a shaped request's mark (shapeOf)
   }
 
   toJSON() {
@@ -490,6 +491,7 @@ class LogEntry {
       seq: this.seq, t_ms: this.t_ms, method: this.method, path: this.path, auth: this.auth, headers: this.headers,
       body, model: this.model, tag: this.tag, fault: this.fault, status: this.status,
       closed_by_client: this.closed_by_client, closed_at_ms: this.closed_at_ms, finished_at_ms: this.finished_at_ms,
+      ...(this.mark ? { mark: this.mark } : {}),
     };
   }
 }
