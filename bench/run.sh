@@ -426,7 +426,7 @@ console.log(`${j.completed}/${j.n} complete, ${j.wrong} wrong, first token media
 }
 
 long_phase() {
-	local n names_long kb_names
+	local n nm names_long
 	LONG_T0=$(date +%s)
 	names_long="proxy orgw"
 	[ "$PORTKEY" = 1 ] && [ "${BENCH_LONG_PORTKEY:-1}" = 1 ] && names_long="$names_long portkey"
