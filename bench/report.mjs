@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, median, pct } from './lib.mjs';
+import { longSection } from './report-long.mjs';
 
 const opt = parseArgs(process.argv.slice(2), { out: '', results: '', chart: '' });
 const D = opt.out;
@@ -131,6 +132,8 @@ const S = {
   hold_rss_kb: holdOrgw ? holdOrgw.rss : null,
   hold_streams: holds.orgw ? holds.orgw.completed : null,
 };
+const long = longSection(D);
+S.long = long.goals;
 fs.writeFileSync(path.join(D, 'summary.json'), `${JSON.stringify(S, null, 1)}\n`);
 
 // ---- report ----
@@ -275,6 +278,8 @@ for (const g of ['proxy', 'orgw', 'portkey']) {
   p(`| ${LABEL[g]} | ${m.n} | ${mib(m.rss)} | ${mib(m.pss)} | ${mib(m.pd)} | ${h ? `${h.completed}/${h.n}` : 'n/a'} | ${h && h.all_started_ms != null ? `${f(h.all_started_ms / 1000, 2)} s` : 'n/a'} |`);
 }
 p();
+
+for (const l of long.lines) p(l);
 
 p('## Time in the state lock');
 p();

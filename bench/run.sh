@@ -20,7 +20,13 @@
 #      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
 #   6. state-lock hold time per request: the workers restarted with a
 #      -DORGW_TRACE_LOCK build (src/store_gdbm.c logs each transaction)
-#   7. bench/report.mjs writes RESULTS.md; gnuplot draws the chart
+#   7. concurrent long streams (issue 16; bench/longstreams.mjs): N streams
+#      started within one second, each BENCH_LONG_SECONDS long, tokens
+#      50-100 ms apart after a first-token wait with keep-alive comments,
+#      through the bare proxy, orgw and Portkey in turn; memory of every
+#      process of each sampled idle and with all N open; then the same
+#      with a BENCH_LONG_BODY_KB request body (proxy and orgw)
+#   8. bench/report.mjs writes RESULTS.md; gnuplot draws the chart
 #
 # Knobs (environment):
 #   BENCH_QUICK=1        a smoke run (seconds, tiny counts; tests/integration/t0600)
@@ -34,6 +40,17 @@
 #   BENCH_WORKERS (16: the pool for phases 1-4), BENCH_HOLD (256: streams
 #   held in phase 5, with as many workers), BENCH_SEQ ("15 7 25": warm-up,
 #   rounds, per round)
+#   Phase 7: BENCH_LONG=0 leaves it out, BENCH_LONG_ONLY=1 runs only it
+#   (after the set-up); BENCH_LONG_N ("256 1000": stream counts),
+#   BENCH_LONG_SECONDS (30), BENCH_LONG_FIRST_MS (1000: wait for the first
+#   token, a keep-alive comment every 250 ms), BENCH_LONG_BODY_KB (200) and
+#   BENCH_LONG_BODY_N (256: the run with big bodies, at that count, if it is
+#   in BENCH_LONG_N), BENCH_LONG_PORTKEY (1), BENCH_LONG_BUDGET_S (420: runs
+#   that would end later are skipped and reported so).  The orgw pool: a
+#   build that knows WORKER_THREADS (issue 16) gets WORKER_THREADS=
+#   BENCH_LONG_THREADS (64) and max(4, N / threads) workers; today's build
+#   (one request per process) gets N workers.  BENCH_LONG_WORKERS fixes
+#   the count instead.
 #
 # Bench-only packages (wrk, gnuplot) come from deploy/install-deps.sh with
 # ORGW_DEPS_BENCH=1; Portkey from npm into bench/node_modules.  Every
@@ -61,6 +78,10 @@ if [ "$QUICK" = 1 ]; then
 	STREAM_ROUNDS="1 2"
 	SELF_S=1
 	TRACE_S=1
+	LONG_N=${BENCH_LONG_N:-6}
+	LONG_S=${BENCH_LONG_SECONDS:-3}
+	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-500}
+	LONG_BODY_N=${BENCH_LONG_BODY_N:-6}
 else
 	RESULTS=${BENCH_RESULTS:-bench/RESULTS.md}
 	CHART=${BENCH_CHART:-bench/results.png}
@@ -78,14 +99,30 @@ else
 	STREAM_ROUNDS="5 4"
 	SELF_S=3
 	TRACE_S=5
+	LONG_N=${BENCH_LONG_N:-"256 1000"}
+	LONG_S=${BENCH_LONG_SECONDS:-30}
+	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-1000}
+	LONG_BODY_N=${BENCH_LONG_BODY_N:-256}
 fi
 PORTKEY=${BENCH_PORTKEY:-1}
+LONG=${BENCH_LONG:-1}
+LONG_ONLY=${BENCH_LONG_ONLY:-0}
+[ "$LONG_ONLY" = 1 ] && LONG=1
+LONG_BODY_KB=${BENCH_LONG_BODY_KB:-200}
+LONG_THREADS=${BENCH_LONG_THREADS:-64}
+LONG_WORKERS=${BENCH_LONG_WORKERS:-}
+LONG_BUDGET=${BENCH_LONG_BUDGET_S:-420}
 MODEL=deepseek/deepseek-v3.2
 SPACING_MS=20
 
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
 rm -f "$OUT"/*.json "$OUT"/*.jsonl "$OUT"/*.txt "$OUT"/*.log "$OUT"/*.dat "$OUT"/wrk.out "$OUT"/wrk.line "$OUT"/ready
+
+# Phase 7 holds up to 1,000 streams: two descriptors each in a lighttpd
+# (client and backend), one each in the client, the double and Portkey.
+# Every server started below inherits this limit.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() {
@@ -179,6 +216,7 @@ meta workers "$WORKERS"
 meta hold "$HOLD"
 meta seq "$SEQ"
 meta spacing_ms "$SPACING_MS"
+meta nofile "$(ulimit -n)"
 
 # ---------------------------------------------------------------------------
 # The four targets
@@ -313,11 +351,146 @@ run_wrk() {
 	sed -n 's/^BENCH_JSON //p' "$OUT/wrk.out"
 }
 
+# Memory of the processes of each path (/proc/PID/smaps_rollup): phases 5 and 7.
+mem_sample() { # PHASE ROLE PID...: one JSON line per process
+	local phase=$1 role=$2 p
+	shift 2
+	for p in "$@"; do
+		[ -r "/proc/$p/smaps_rollup" ] || continue
+		awk -v ph="$phase" -v ro="$role" -v pid="$p" '
+			/^Rss:/ { rss = $2 } /^Pss:/ { pss = $2 }
+			/^Private_Dirty:/ { pd = $2 } /^Private_Clean:/ { pc = $2 }
+			END { printf "{\"phase\":\"%s\",\"role\":\"%s\",\"pid\":%s,\"rss_kb\":%d,\"pss_kb\":%d,\"private_dirty_kb\":%d,\"private_clean_kb\":%d}\n",
+				ph, ro, pid, rss, pss, pd, pc }' "/proc/$p/smaps_rollup"
+	done >>"$OUT/mem.jsonl"
+}
+
+mem_gateway() { # PHASE NAME: every process of that gateway
+	case $2 in
+	orgw)
+		# shellcheck disable=SC2046
+		mem_sample "$1" orgw-worker $(orgw_worker_pids)
+		mem_sample "$1" orgw-lighttpd "$ORGW_LIGHTTPD_PID"
+		mem_sample "$1" orgw-multiwatch "$ORGW_SUPERVISOR_PID"
+		;;
+	proxy) mem_sample "$1" proxy-lighttpd "$PROXY_PID" ;;
+	portkey) mem_sample "$1" portkey-node "$PK_PID" ;;
+	esac
+}
+
+
+# ---------------------------------------------------------------------------
+# 7. Concurrent long streams (a function: BENCH_LONG_ONLY=1 runs only this)
+# ---------------------------------------------------------------------------
+
+# Does this orgw.fcgi run a pool of threads per process (issue 16)?  The
+# setting's name is in the binary's table of settings; today's build would
+# only warn "unknown setting" and serve one request per process.
+long_threaded() { grep -aq WORKER_THREADS "${ORGW_FCGI_BIN}"; }
+
+long_say_skip() { # TAG NAME N REASON: a run left out, for the report
+	printf '{"tag":"%s","target":"%s","n":%d,"skipped":"%s"}\n' "$1" "$2" "$3" "$4" >>"$OUT/long.jsonl"
+	say "   $1 $2: skipped ($4)"
+}
+
+# long_run TAG NAME N BODY_KB: N concurrent long streams through NAME;
+# memory sampled (phase TAG) once each has its first token.
+long_run() {
+	local tag=$1 name=$2 n=$3 kb=$4 hp i est lag res
+	est=$((LONG_S + LONG_FIRST_MS / 1000 + 4))
+	if [ $(($(date +%s) - LONG_T0 + est)) -gt "$LONG_BUDGET" ]; then
+		long_say_skip "$tag" "$name" "$n" "time budget BENCH_LONG_BUDGET_S=$LONG_BUDGET"
+		return 0
+	fi
+	rm -f "$OUT/ready"
+	double_ctl POST loop_lag_reset >/dev/null
+	node bench/longstreams.mjs --targets "$TARGETS" --only "$name" --n "$n" \
+		--seconds "$LONG_S" --first_ms "$LONG_FIRST_MS" --body_kb "$kb" \
+		--ready "$OUT/ready" >"$OUT/long-run.json" 2>"$OUT/long-run.err" &
+	hp=$!
+	for ((i = 0; i < (est + 30) * 10; i++)); do
+		[ -s "$OUT/ready" ] && break
+		orgw__alive "$hp" || break
+		sleep 0.1
+	done
+	sleep 0.5
+	mem_gateway "$tag" "$name"
+	wait "$hp" || say "   $tag $name: the client failed ($(tail -n 3 "$OUT/long-run.err"))"
+	lag=$(double_ctl GET stats | node -e 'const j = JSON.parse(require("fs").readFileSync(0, "utf8")); process.stdout.write(JSON.stringify(j.loop_lag_ms || null));')
+	res=$(cat "$OUT/long-run.json")
+	[ -n "$res" ] || res=null
+	printf '{"tag":"%s","target":"%s","n":%d,"body_kb":%d,"workers":%d,"threads":%d,"double_lag_ms":%s,"result":%s}\n' \
+		"$tag" "$name" "$n" "$kb" "$LONG_POOL" "$LONG_POOL_THREADS" "${lag:-null}" "$res" >>"$OUT/long.jsonl"
+	say "   $tag $name: $(node -e 'const j = JSON.parse(process.argv[1]); if (!j) process.exit(0);
+console.log(`${j.completed}/${j.n} complete, ${j.wrong} wrong, first token median ${j.first_token_ms.median} p99 ${j.first_token_ms.p99} ms, gap median ${j.gap_ms.median} p99 ${j.gap_ms.p99} ms, client lag p99 ${j.client_lag_ms.p99} ms`)' "$res")"
+}
+
+long_phase() {
+	local n nm names_long
+	LONG_T0=$(date +%s)
+	names_long="proxy orgw"
+	[ "$PORTKEY" = 1 ] && [ "${BENCH_LONG_PORTKEY:-1}" = 1 ] && names_long="$names_long portkey"
+	LONG_POOL_THREADS=1
+	long_threaded && LONG_POOL_THREADS=$LONG_THREADS
+	meta long_n "$LONG_N"
+	meta long_seconds "$LONG_S"
+	meta long_first_ms "$LONG_FIRST_MS"
+	meta long_body_kb "$LONG_BODY_KB"
+	meta long_threads "$LONG_POOL_THREADS"
+	meta long_budget_s "$LONG_BUDGET"
+	say "7/7 concurrent long streams: $LONG_N streams of ${LONG_S}s; orgw $([ "$LONG_POOL_THREADS" -gt 1 ] && echo "with $LONG_POOL_THREADS threads per worker" || echo "one request per worker process")"
+	double_ctl POST config '{"chunks":3,"spacing_ms":0}' >/dev/null || die "double config"
+	for n in $LONG_N; do
+		if [ -n "$LONG_WORKERS" ]; then
+			LONG_POOL=$LONG_WORKERS
+		elif [ "$LONG_POOL_THREADS" -gt 1 ]; then
+			LONG_POOL=$(((n + LONG_POOL_THREADS - 1) / LONG_POOL_THREADS))
+			[ "$LONG_POOL" -lt 4 ] && LONG_POOL=4
+		else
+			LONG_POOL=$n
+		fi
+		say "   $n streams: orgw restarted with $LONG_POOL workers"
+		if [ "$LONG_POOL_THREADS" -gt 1 ]; then
+			ORGW_WORKERS=$LONG_POOL orgw_restart_workers WORKER_THREADS="$LONG_POOL_THREADS" ||
+				die "restart with $LONG_POOL workers"
+		else
+			ORGW_WORKERS=$LONG_POOL orgw_restart_workers || die "restart with $LONG_POOL workers"
+		fi
+		# Every worker (thread) serves a request before the idle figure:
+		# n short streams at once, 2 s each.
+		double_ctl POST config '{"chunks":4,"spacing_ms":500}' >/dev/null || die "double config"
+		node bench/stream.mjs --mode hold --targets "$TARGETS" --only orgw \
+			--n "$n" --timeout_ms 120000 >"$OUT/long-warm-$n.json" || say "   warm-up of $n failed"
+		double_ctl POST config '{"chunks":3,"spacing_ms":0}' >/dev/null
+		sleep 1
+		for nm in $names_long; do
+			mem_gateway "long-idle-$n" "$nm"
+		done
+		for nm in $names_long; do
+			long_run "long-$n" "$nm" "$n" 0
+		done
+		if [ "$n" = "$LONG_BODY_N" ] && [ "$LONG_BODY_KB" -gt 0 ]; then
+			for nm in proxy orgw; do
+				long_run "longbody-$n" "$nm" "$n" "$LONG_BODY_KB"
+			done
+		fi
+	done
+	meta long_wall_s "$(($(date +%s) - LONG_T0))"
+}
+
+if [ "$LONG_ONLY" = 1 ]; then
+	long_phase
+	meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+	node bench/report-long.mjs --out "$OUT" --results "$RESULTS" || die "report failed"
+	say "wrote $RESULTS (phase 7 only)"
+	exit 0
+fi
+
 # ---------------------------------------------------------------------------
 # 1. The double's own ceiling
 # ---------------------------------------------------------------------------
 
-say "1/6 the double's ceiling (selfbench, ${SELF_S}s)"
+say "1/7 the double's ceiling (selfbench, ${SELF_S}s)"
 node tests/double/selfbench.js --url "$DOUBLE_URL" --pid "$ORGW_DOUBLE_PID" \
 	--key "$UPSTREAM_KEY" --model "$MODEL" -c 64 -d "$SELF_S" |
 	tail -n 1 >"$OUT/selfbench.json" || die "selfbench"
@@ -327,7 +500,7 @@ node tests/double/selfbench.js --url "$DOUBLE_URL" --pid "$ORGW_DOUBLE_PID" \
 # ---------------------------------------------------------------------------
 
 read -r SW SR SP <<<"$SEQ"
-say "2/6 sequential latency ($SW warm-up, $SR rounds of $SP)"
+say "2/7 sequential latency ($SW warm-up, $SR rounds of $SP)"
 b0=$(busy_ticks)
 t0=$(date +%s%N)
 ours0=$(ticks_of $(server_pids))
@@ -355,7 +528,7 @@ for n in $NAMES; do
 	WRK_ARGS[$n]=$(wrk_args "$n")
 done
 
-say "3/6 throughput: concurrency $CONC, ${DUR}s each, $REPEAT round(s)"
+say "3/7 throughput: concurrency $CONC, ${DUR}s each, $REPEAT round(s)"
 export BENCH_BODY_FILE=$OUT/body.json
 for ((rep = 1; rep <= REPEAT; rep++)); do
 	for c in $CONC; do
@@ -390,7 +563,7 @@ done
 # ---------------------------------------------------------------------------
 
 read -r STR STP <<<"$STREAM_ROUNDS"
-say "4/6 streaming: 20 chunks ${SPACING_MS} ms apart, $STR rounds of $STP"
+say "4/7 streaming: 20 chunks ${SPACING_MS} ms apart, $STR rounds of $STP"
 double_ctl POST config "{\"chunks\":20,\"spacing_ms\":$SPACING_MS}" >/dev/null ||
 	die "double config"
 node bench/stream.mjs --mode spacing --targets "$TARGETS" --rounds "$STR" \
@@ -401,33 +574,7 @@ node bench/stream.mjs --mode spacing --targets "$TARGETS" --rounds "$STR" \
 # 5. Memory
 # ---------------------------------------------------------------------------
 
-mem_sample() { # PHASE ROLE PID...: one JSON line per process
-	local phase=$1 role=$2 p
-	shift 2
-	for p in "$@"; do
-		[ -r "/proc/$p/smaps_rollup" ] || continue
-		awk -v ph="$phase" -v ro="$role" -v pid="$p" '
-			/^Rss:/ { rss = $2 } /^Pss:/ { pss = $2 }
-			/^Private_Dirty:/ { pd = $2 } /^Private_Clean:/ { pc = $2 }
-			END { printf "{\"phase\":\"%s\",\"role\":\"%s\",\"pid\":%s,\"rss_kb\":%d,\"pss_kb\":%d,\"private_dirty_kb\":%d,\"private_clean_kb\":%d}\n",
-				ph, ro, pid, rss, pss, pd, pc }' "/proc/$p/smaps_rollup"
-	done >>"$OUT/mem.jsonl"
-}
-
-mem_gateway() { # PHASE NAME: every process of that gateway
-	case $2 in
-	orgw)
-		# shellcheck disable=SC2046
-		mem_sample "$1" orgw-worker $(orgw_worker_pids)
-		mem_sample "$1" orgw-lighttpd "$ORGW_LIGHTTPD_PID"
-		mem_sample "$1" orgw-multiwatch "$ORGW_SUPERVISOR_PID"
-		;;
-	proxy) mem_sample "$1" proxy-lighttpd "$PROXY_PID" ;;
-	portkey) mem_sample "$1" portkey-node "$PK_PID" ;;
-	esac
-}
-
-say "5/6 memory: idle, then $HOLD concurrent slow streams per gateway"
+say "5/7 memory: idle, then $HOLD concurrent slow streams per gateway"
 if [ "$WORKERS" -lt "$HOLD" ]; then
 	# One worker per stream.  Before the idle figures every fresh worker
 	# serves a request: $HOLD short streams at once hold every worker,
@@ -483,7 +630,8 @@ mem_gateway after orgw
 # 6. Time in the state lock
 # ---------------------------------------------------------------------------
 
-say "6/6 state-lock hold time (ORGW_TRACE_LOCK build)"
+say "6/7 state-lock hold time (ORGW_TRACE_LOCK build)"
+RELEASE_BIN=$ORGW_FCGI_BIN
 ORGW_FCGI_BIN=build/locktrace/orgw.fcgi
 ORGW_WORKERS=$WORKERS orgw_restart_workers
 mark=$(wc -l <"$ORGW_LOG")
@@ -500,10 +648,15 @@ sleep 0.5
 tail -n +$((mark + 1)) "$ORGW_LOG" >"$OUT/trace-load.log"
 echo "{\"wall_ns\":$((t1 - t0))}" >"$OUT/trace-load-wall.json"
 
+if [ "$LONG" = 1 ]; then
+	ORGW_FCGI_BIN=$RELEASE_BIN
+	long_phase
+fi
+
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---------------------------------------------------------------------------
-# 7. Report and chart
+# 8. Report and chart
 # ---------------------------------------------------------------------------
 
 cp "$ORGW_LOG" "$OUT/orgw.log" 2>/dev/null

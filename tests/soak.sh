@@ -31,7 +31,8 @@
 # by a kill, which may or may not have been counted; see below), no
 # "not counted" warning.
 #
-# Knobs: SOAK_SECONDS (60), SOAK_CLIENTS (64), SOAK_WORKERS (8),
+# Knobs: SOAK_MODE (faults: this soak; long: tests/soak-long.sh),
+# SOAK_SECONDS (60), SOAK_CLIENTS (64), SOAK_WORKERS (8),
 # SOAK_STREAM_RATIO (0.5), SOAK_KILL_EVERY_MS (10000; 0 = no kills),
 # SOAK_SCORE_EVERY_MS (5000; 0 = no scorer), SOAK_SEED (0 = random),
 # SOAK_TIMEOUT_MS (30000, the client timeout: longer is "hung"),
@@ -39,6 +40,12 @@
 # (e.g. build/asan/orgw.fcgi, build/asan/orgw-score), ORGW_KEEP=1.
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"	# `make soak` runs `sh tests/soak.sh`; lib.sh is bash
+fi
+# SOAK_MODE=long: the long-stream soak of issue 16 instead (tests/soak-long.sh:
+# mixed streams of seconds to minutes for SOAK_MINUTES, a worker killed every
+# 2 minutes, PSS slope, /stats exact apart from the killed requests).
+if [ "${SOAK_MODE:-faults}" = long ]; then
+	exec bash "$(dirname "$0")/soak-long.sh" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
 

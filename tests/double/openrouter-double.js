@@ -8,7 +8,7 @@
 
 const http = require('http');
 const fs = require('fs');
-const { performance } = require('perf_hooks');
+const { performance, monitorEventLoopDelay } = require('perf_hooks');
 
 // ---------------------------------------------------------------------------
 // CLI
@@ -70,6 +70,7 @@ const DEFAULTS = Object.freeze({
   keepalive_comments: 1,      // ": OPENROUTER PROCESSING" comments sent first on a stream
   first_token_delay_ms: 0,    // wait before the first data event (stream) / the body (non-stream)
   keepalive_interval_ms: 5000,// during that wait: a comment (stream) / padding (non-stream) every N ms
+  spacing_jitter_ms: 0,       // each gap between SSE data events is spacing_ms + a uniform 0..N ms
   padding_bytes: 0,           // non-stream: whitespace written before the JSON body
   cached_tokens: 0,           // usage.prompt_tokens_details.cached_tokens (clamped to prompt_tokens)
   prompt_cache: false,        // true: cached_tokens is what a per-endpoint prefix cache gives (below)
@@ -487,6 +488,7 @@ class LogEntry {
     this.closed_by_client = false;
     this.closed_at_ms = null;
     this.finished_at_ms = null;
+    this.mark = null;      // a shaped request's mark (shapeOf)
   }
 
   toJSON() {
@@ -496,6 +498,7 @@ class LogEntry {
       seq: this.seq, t_ms: this.t_ms, method: this.method, path: this.path, auth: this.auth, headers: this.headers,
       body, model: this.model, tag: this.tag, fault: this.fault, status: this.status,
       closed_by_client: this.closed_by_client, closed_at_ms: this.closed_at_ms, finished_at_ms: this.finished_at_ms,
+      ...(this.mark ? { mark: this.mark } : {}),
     };
   }
 }
@@ -631,14 +634,35 @@ function pricesNow(ep, promptTokens) {
 
 const r12 = (x) => Math.round(x * 1e12) / 1e12;
 
-function contentPieces(ep, n) {
-  let pc = ep.pieces.get(n);
+function contentPieces(ep, n, mark) {
+  let pc = mark ? null : ep.pieces.get(n);
   if (pc) return pc;
   const words = [];
-  for (let i = 0; i < n; i++) words.push(i === 0 ? 'Hello' : i === 1 ? ' from' : i === 2 ? ` ${ep.tag}` : ` w${i + 1}`);
-  pc = { json: words.map((w) => JSON.stringify(w)), contentJ: JSON.stringify(words.join('')) };
-  ep.pieces.set(n, pc);
+  const w = mark ? ` ${mark}.` : ' w';
+  for (let i = 0; i < n; i++) words.push(i === 0 ? 'Hello' : i === 1 ? ' from' : i === 2 ? ` ${ep.tag}` : `${w}${i + 1}`);
+  pc = { json: words.map((x) => JSON.stringify(x)), contentJ: JSON.stringify(words.join('')) };
+  if (!mark) ep.pieces.set(n, pc);
   return pc;
+}
+
+// A request may shape its own answer (bench/longstreams.mjs, the long soak): a line
+// `[double] {...}` in its last message's text, with any of SHAPE_KEYS (non-negative
+// integers, as in /__double/config) and "mark" (letters, digits, '-', at most 32): the
+// content words from the fourth on are " MARK.4", " MARK.5", ... so the client can check
+// that the answer it got is its own, whole and in order.  Returns the config to answer with.
+const SHAPE_KEYS = ['chunks', 'spacing_ms', 'spacing_jitter_ms', 'first_token_delay_ms', 'keepalive_interval_ms'];
+const SHAPE_RE = /\[double\] (\{[^\n]*\})/;
+function shapeOf(messages) {
+  const m = messages.length ? messages[messages.length - 1] : null;
+  const text = m && typeof m.content === 'string' ? m.content : '';
+  const hit = text.indexOf('[double] ') >= 0 ? SHAPE_RE.exec(text) : null;
+  if (!hit) return cfg;
+  let o;
+  try { o = JSON.parse(hit[1]); } catch (_) { return cfg; }
+  const c = { ...cfg, mark: null };
+  for (const k of SHAPE_KEYS) if (Number.isInteger(o[k]) && o[k] >= (k === 'chunks' ? 1 : 0)) c[k] = o[k];
+  if (typeof o.mark === 'string' && /^[A-Za-z0-9-]{1,32}$/.test(o.mark)) c.mark = o.mark;
+  return c;
 }
 
 // Endpoint selection, imitating OpenRouter's provider object. Returns endpoint or null (=> 404).
@@ -825,6 +849,8 @@ function handleChat(ctx, rawBody) {
   if (f) { entry.fault = f.kind; bump(stats.faults, f.kind); }
 
   const promptTokens = Math.max(1, Math.ceil(countPromptChars(body.messages) / 4));
+  ctx.shape = shapeOf(body.messages);
+  entry.mark = ctx.shape.mark || null;
   const job = { ep, stream, promptTokens, f };
   if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
     ctx.cachedHit = promptCacheHit(model, ep, promptText(body.messages), promptTokens);
@@ -861,7 +887,8 @@ function respondChat(ctx, job) {
 }
 
 function respondJson(ctx, ep, id, unix, promptTokens, f) {
-  const pc = contentPieces(ep, cfg.chunks);
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
   const kind = f ? f.kind : null;
   let body;
   if (kind === 'error_in_200') {
@@ -886,7 +913,7 @@ function respondJson(ctx, ep, id, unix, promptTokens, f) {
       `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${buildUsage(ep, promptTokens, pc.json.length, ctx.cachedHit)}}`;
   }
   const res = ctx.res;
-  const delay = cfg.first_token_delay_ms;
+  const delay = sh.first_token_delay_ms;
   const pad = paddingStr;
   const cutting = kind === 'cut_after' || kind === 'stall';
 
@@ -915,13 +942,14 @@ function respondJson(ctx, ep, id, unix, promptTokens, f) {
     res.write(pad);
     ctx.padSent = true;
     if (cutting) return finish(); // Content-Length covers exactly one padding block
-    return waitWithKeepalive(ctx, delay, cfg.keepalive_interval_ms, pad, finish);
+    return waitWithKeepalive(ctx, delay, sh.keepalive_interval_ms, pad, finish);
   }
   return waitWithKeepalive(ctx, delay, 0, '', finish);
 }
 
 function respondStream(ctx, ep, id, unix, promptTokens, f) {
-  const pc = contentPieces(ep, cfg.chunks);
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
   const n = pc.json.length;
   const kind = f ? f.kind : null;
   const pre = `data: {"id":"${id}","object":"chat.completion.chunk","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},`;
@@ -961,26 +989,28 @@ function respondStream(ctx, ep, id, unix, promptTokens, f) {
   }
 
   head(ctx, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Generation-Id': id });
-  const spacing = cfg.spacing_ms;
-  const delay = cfg.first_token_delay_ms;
+  const spacing = sh.spacing_ms;
+  const jitter = sh.spacing_jitter_ms;
+  const delay = sh.first_token_delay_ms;
   const res = ctx.res;
-  if (spacing === 0 && delay === 0) {
+  if (spacing === 0 && jitter === 0 && delay === 0) {
     return finishTail(ctx, commentsStr + events.join(''), tail, f);
   }
   if (commentsStr) res.write(commentsStr); else res.flushHeaders();
   const go = () => {
-    if (spacing === 0) return finishTail(ctx, events.join(''), tail, f);
-    emitSpaced(ctx, events, 0, spacing, tail, f);
+    if (spacing === 0 && jitter === 0) return finishTail(ctx, events.join(''), tail, f);
+    emitSpaced(ctx, events, 0, spacing, tail, f, jitter);
   };
-  waitWithKeepalive(ctx, delay, cfg.keepalive_interval_ms, COMMENT, go);
+  waitWithKeepalive(ctx, delay, sh.keepalive_interval_ms, COMMENT, go);
 }
 
-function emitSpaced(ctx, events, i, spacing, tail, f) {
+function emitSpaced(ctx, events, i, spacing, tail, f, jitter = 0) {
   ctx.timer = null;
   if (ctx.closed) return;
   if (i === events.length - 1) return finishTail(ctx, events[i], tail, f);
   ctx.res.write(events[i]);
-  ctx.timer = setTimeout(emitSpaced, spacing, ctx, events, i + 1, spacing, tail, f);
+  const gap = jitter > 0 ? spacing + Math.floor(Math.random() * (jitter + 1)) : spacing;
+  ctx.timer = setTimeout(emitSpaced, gap, ctx, events, i + 1, spacing, tail, f, jitter);
 }
 
 function finishTail(ctx, data, tail, f) {
@@ -1144,7 +1174,18 @@ function control(req, res, path, query, raw) {
     return ctlSend(res, 200, { requests: out });
   }
   if (path === '/__double/stats') {
-    return ctlSend(res, 200, { ...stats, inflight, log_entries: Math.min(log.length, LOG_MAX), faults_pending: faults.length });
+    return ctlSend(res, 200, { ...stats, inflight, log_entries: Math.min(log.length, LOG_MAX), faults_pending: faults.length, loop_lag_ms: loopLag() });
+  }
+  if (path === '/__double/active') {
+    // Chat requests being answered now: the client's port (to tell which worker holds
+    // each, from /proc/net/tcp) and the mark of a shaped request.
+    const out = [];
+    for (const c of active) out.push({ port: c.req.socket.remotePort ?? null, mark: c.entry.mark || null, model: c.entry.model || null });
+    return ctlSend(res, 200, { active: out });
+  }
+  if (path === '/__double/loop_lag_reset') {
+    lagHist.reset();
+    return ctlSend(res, 200, { ok: true });
   }
   if (path.startsWith('/__double/endpoints/')) {
     const rest = path.slice('/__double/endpoints/'.length).split('/').map((s) => decodeURIComponent(s));
@@ -1203,6 +1244,18 @@ const PFX_API = '/api/v1/';
 const PFX_V1 = '/v1/';
 const ENC_SLASH = /%2f/i;
 
+// Every request being answered (GET /__double/active), and how late this process's
+// event loop runs (loop_lag_ms in /__double/stats; reset by /__double/loop_lag_reset):
+// a double that cannot keep up would make every path look slow.
+const active = new Set();
+const LAG_RES_MS = 10;
+const lagHist = monitorEventLoopDelay({ resolution: LAG_RES_MS });
+lagHist.enable();
+function loopLag() { // the histogram counts the sampling interval in: lateness is the rest
+  const ms = (ns) => Math.round(Math.max(0, ns / 1e6 - LAG_RES_MS) * 100) / 100;
+  return { p50: ms(lagHist.percentile(50)), p99: ms(lagHist.percentile(99)), max: ms(lagHist.max), mean: ms(lagHist.mean) };
+}
+
 function onRequest(req, res) {
   const url = req.url;
   const qi = url.indexOf('?');
@@ -1225,9 +1278,11 @@ function onRequest(req, res) {
   bump(stats.paths, path);
   inflight++;
   const ctx = { req, res, entry, closed: false, self: false, timer: null, padSent: false };
+  active.add(ctx);
   res.on('finish', () => { entry.finished_at_ms = nowMs(); });
   res.on('close', () => {
     inflight--;
+    active.delete(ctx);
     if (!res.writableFinished && !ctx.self) {
       entry.closed_by_client = true;
       entry.closed_at_ms = nowMs();

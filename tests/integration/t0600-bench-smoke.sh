@@ -1,6 +1,7 @@
 # t0600-bench-smoke.sh - the benchmark (bench/run.sh, `make bench`) still
 # works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
-# of every step, on every path, into a temporary directory.  No timing is
+# of every step, on every path, into a temporary directory; phase 7 with 6
+# concurrent long streams of 3 s (and 6 with 200 KB bodies).  No timing is
 # asserted: on a shared 2-core machine these figures mean nothing; what is
 # checked is that each step produced its figures and that nothing failed.
 #
@@ -62,6 +63,23 @@ t_check "lock trace: two transactions per request, fewer than three" \
 	test "$reqs" -gt 0 -a "$txns" -ge $((2 * reqs)) -a "$txns" -lt $((3 * reqs))
 t_check "the release build carries no lock-trace code" \
 	sh -c "! grep -q 'wait_us=' '$ORGW_ROOT/build/release/orgw.fcgi'"
+# Phase 7 (concurrent long streams): every run present, every stream
+# complete and its own (its marked words, in order, and [DONE]).
+t_check "RESULTS.md has the concurrent long streams section" grep -q '^## Concurrent long streams' "$OUT/RESULTS.md"
+for tag in long-6 longbody-6; do
+	for n in proxy orgw portkey; do
+		[ "$n" = portkey ] && { [ $have_portkey = 1 ] && [ $tag = long-6 ] || continue; }
+		line=$(grep "\"tag\":\"$tag\",\"target\":\"$n\"" "$OUT/long.jsonl")
+		t_check "long streams: $tag through $n ran, every stream complete and its own" \
+			json_ok "$line" 'j.result && j.result.n === 6 && j.result.completed === 6 && j.result.wrong === 0 && j.result.errors === 0 && j.result.gap_ms.n > 0 && j.result.first_token_ms.median > 0'
+	done
+done
+t_check "long streams: the big-body run sent bodies of 190 KiB or more" \
+	json_ok "$(grep '"tag":"longbody-6","target":"orgw"' "$OUT/long.jsonl")" 'j.result.body_bytes >= 190 * 1024'
+t_check "long streams: the client measured its own lateness" \
+	json_ok "$(grep '"tag":"long-6","target":"orgw"' "$OUT/long.jsonl")" 'typeof j.result.client_lag_ms.p99 === "number" && typeof j.double_lag_ms.p99 === "number"'
+t_check "long streams: orgw workers sampled idle and with the streams open" \
+	sh -c "grep -q '\"phase\":\"long-idle-6\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl' && grep -q '\"phase\":\"long-6\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl'"
 t_check "summary.json has every goal figure" json_ok "$OUT/summary.json" \
 	'["added_ms","tput_vs_proxy","first_token_vs_proxy_ms","idle_worker_rss_kb","hold_pss_kb"].every((k) => typeof j[k] === "number")'
 
