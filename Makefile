@@ -55,7 +55,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/redisconf.c \
 	   src/dump.c
 
-.PHONY: all test check unit run bench soak clean deps check-layers lint install fuzz \
+.PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
 	dist
 .SECONDARY:
 
@@ -124,13 +124,17 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 deps:
 	@$(DEPS)
 
-test: deps
+# make run needs the build and lighttpd; the tests also the other servers.
+deps-test:
+	@ORGW_DEPS_TEST=1 $(DEPS)
+
+test: deps-test
 	@$(MAKE) --no-print-directory lint
 	$(MAKE) all unit
 	$(MAKE) FLAVOUR=asan unit
 	@sh tests/run.sh
 
-check: deps
+check: deps-test
 	$(MAKE) FLAVOUR=asan unit
 	@ORGW_UNIT_ONLY=1 ORGW_BUILD=build/asan sh tests/run.sh
 

@@ -6,6 +6,10 @@
 # few milliseconds: one dpkg-query call and a few file tests).  `make deps`,
 # `make test`, `make check` and `make run` call it first.
 #
+#   ORGW_DEPS_TEST=1   also install the servers and tools only the tests use
+#                      (make test, make check): redis-server, caddy,
+#                      nginx-light, apache2 and mod_fcgid, systemd, chromium,
+#                      prometheus (below).  make run needs none of them.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
 #                      clang-tidy and cppcheck (make format-check, make lint).
@@ -71,14 +75,17 @@ cd "$(dirname "$0")/.."
 
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
 gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
-redis-server lighttpd spawn-fcgi multiwatch
-caddy nginx-light apache2 libapache2-mod-fcgid systemd
-curl ca-certificates jq chromium prometheus"
+lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
+TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
+chromium prometheus"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox"
 DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 
 want=$BASE
+if [ "${ORGW_DEPS_TEST:-0}" = 1 ]; then
+	want="$want $TEST"
+fi
 if ! command -v node >/dev/null 2>&1; then
 	want="$want nodejs npm"
 fi
