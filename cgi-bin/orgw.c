@@ -4,8 +4,10 @@
  * as a plain CGI program (one request from the environment and stdin).
  *
  * Signals: SIGPIPE is ignored (a gone client shows as a failed write).
- * SIGTERM between requests exits at once; during a request it lets the
- * request finish, then exits (fcgiwrap).
+ * A CGI run exits at once on SIGTERM.  A FastCGI worker (workers.c) runs
+ * WORKER_THREADS threads and takes SIGTERM, SIGINT and SIGUSR1 in one
+ * place: it accepts no more requests, lets those in flight finish, then
+ * exits (fcgiwrap).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -23,22 +25,17 @@
 #include "log.h"
 #include "store.h"
 #include "upstream.h"
+#include "workers.h"
 
 /* Most of an unread request body a CGI run drops before exiting (a 413
  * for a larger one is then cut short under mod_cgid; see fcgi_io.h). */
 #define CGI_DISCARD_MAX_BYTES (64ULL * 1024 * 1024)
 
-static volatile sig_atomic_t in_request;
-static volatile sig_atomic_t stop_after;
-
 static void
 on_term(int sig)
 {
 	(void)sig;
-	if (!in_request)
-		_exit(0);
-	stop_after = 1;
-	FCGX_ShutdownPending();
+	_exit(0);
 }
 
 static int
@@ -67,33 +64,9 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	cgi_io_init(&io, c->client_send_timeout_ms);
 	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
 		return 1;
-	orgw_handle(&io, &env, c, conf_err);
+	orgw_handle(&io, &env, c, conf_err, NULL);
 	cgi_io_discard_body(env.content_length, CGI_DISCARD_MAX_BYTES);
 	http_env_free(&env);
-	return 0;
-}
-
-static int
-serve_fcgi(const struct orgw_conf *c, const char *conf_err)
-{
-	FCGX_Request req;
-	struct orgw_io io;
-	struct orgw_env env;
-
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, 0, 0) != 0) {
-		log_err("FastCGI initialisation failed");
-		return 1;
-	}
-	while (!stop_after && FCGX_Accept_r(&req) >= 0) {
-		in_request = 1;
-		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
-			fcgi_io_init(&io, &req, c->client_send_timeout_ms);
-			orgw_handle(&io, &env, c, conf_err);
-			http_env_free(&env);
-		}
-		FCGX_Finish_r(&req);
-		in_request = 0;
-	}
 	return 0;
 }
 
@@ -138,7 +111,7 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	rc = FCGX_IsCGI() ? serve_cgi(&conf, conf_err) :
-			    serve_fcgi(&conf, conf_err);
+			    workers_serve(&conf, conf_err);
 	upstream_global_cleanup();
 	conf_free(&conf);
 	return rc;

@@ -40,6 +40,9 @@ struct orgw_conf {
 	int max_models;			/* MODEL_SEEN entries kept */
 	int64_t cron_min_interval_seconds; /* POST /__cron at most this often */
 	unsigned state_mode;		/* STATE_MODE: 0600, 0640 or 0660 */
+	int worker_threads;		/* requests one FastCGI process serves at once */
+	int64_t worker_max_requests;	/* a process recycles after this many */
+	int64_t worker_max_age_seconds;	/* ... or after about this long */
 };
 
 /* Fills c with the defaults of SPEC section 8; returns ORGW_ENOMEM on

@@ -29,6 +29,16 @@ struct store;
 void store_set_mode(unsigned mode);
 
 /*
+ * Opens (creating with STATE_MODE) a side file of the state, such as the
+ * worker table STATE_PATH.workers, read-write, with the checks the state
+ * files get: not a symlink, a regular file not writable by others, in a
+ * directory that is not a symlink nor writable by others.  Returns the
+ * fd (O_CLOEXEC; the caller closes it) or -1 (errno set; a refusal has
+ * been logged).
+ */
+int store_open_side(const char *file);
+
+/*
  * Begins a transaction on the GDBM file at path (lock file path.lock).
  * write selects an exclusive lock and a writer (creating the file with
  * STATE_MODE); readers of a missing file see an empty store.  Waits for the

@@ -29,6 +29,7 @@ static const char *const all_names[] = {
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
 	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
+	"WORKER_THREADS", "WORKER_MAX_REQUESTS", "WORKER_MAX_AGE_SECONDS",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -79,6 +80,11 @@ test_defaults(void)
 	T_ASSERT("default REQUEST_TIMEOUT_MS", c.request_timeout_ms == 600000);
 	T_ASSERT("default CLIENT_SEND_TIMEOUT_MS",
 		 c.client_send_timeout_ms == 60000);
+	T_ASSERT("default WORKER_THREADS", c.worker_threads == 80);
+	T_ASSERT("default WORKER_MAX_REQUESTS",
+		 c.worker_max_requests == 10000);
+	T_ASSERT("default WORKER_MAX_AGE_SECONDS",
+		 c.worker_max_age_seconds == 3600);
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
@@ -242,6 +248,12 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->max_models;
 	if (strcmp(name, "CRON_MIN_INTERVAL_SECONDS") == 0)
 		return c->cron_min_interval_seconds;
+	if (strcmp(name, "WORKER_THREADS") == 0)
+		return c->worker_threads;
+	if (strcmp(name, "WORKER_MAX_REQUESTS") == 0)
+		return c->worker_max_requests;
+	if (strcmp(name, "WORKER_MAX_AGE_SECONDS") == 0)
+		return c->worker_max_age_seconds;
 	return -12345;
 }
 
@@ -272,6 +284,11 @@ test_integers(void)
 		{ "MAX_MODELS", "0", "1", "100000", "100001", 1, 100000 },
 		{ "CRON_MIN_INTERVAL_SECONDS", "-1", "0", "86400", "86401", 0,
 		  86400 },
+		{ "WORKER_THREADS", "0", "1", "1024", "1025", 1, 1024 },
+		{ "WORKER_MAX_REQUESTS", "0", "1", "1000000000", "1000000001",
+		  1, 1000000000 },
+		{ "WORKER_MAX_AGE_SECONDS", "9", "10", "2592000", "2592001", 10,
+		  2592000 },
 	};
 	static const char *const garbage[] = {
 		"12abc", "", " 5", "5 ", "0x10", "1.0", "1e3", "-",
@@ -1071,7 +1088,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
-			"7", "30", "5000", "700", "0.3",
+			"7", "30", "5000", "700", "0.3", "9", "77", "600",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1102,7 +1119,10 @@ test_load(void)
 				 c.cron_min_interval_seconds == 30 &&
 				 c.hit_rate_half_life_tokens == 5000 &&
 				 c.hit_rate_evidence_tokens == 700 &&
-				 T_NEAR(c.lock_margin, 0.3));
+				 T_NEAR(c.lock_margin, 0.3) &&
+				 c.worker_threads == 9 &&
+				 c.worker_max_requests == 77 &&
+				 c.worker_max_age_seconds == 600);
 		conf_free(&c);
 	}
 	env_clear();
