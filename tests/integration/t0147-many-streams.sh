@@ -20,17 +20,22 @@ const [url, key, model, n] = process.argv.slice(2);
 const body = JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] });
 async function one() {
   const t0 = performance.now();
-  const res = await fetch(url + '/v1/chat/completions', {
-    method: 'POST', body,
-    headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' },
-  });
-  let first = -1, text = '';
-  const dec = new TextDecoder();
-  for await (const chunk of res.body) {
-    text += dec.decode(chunk, { stream: true });
-    if (first < 0 && /"content":"[^"]/.test(text)) first = performance.now() - t0;
+  let status = 0, first = -1, text = '';
+  try {	// 60 s at most: streams that queue behind others fail here
+    const res = await fetch(url + '/v1/chat/completions', {
+      method: 'POST', body, signal: AbortSignal.timeout(60000),
+      headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' },
+    });
+    status = res.status;
+    const dec = new TextDecoder();
+    for await (const chunk of res.body) {
+      text += dec.decode(chunk, { stream: true });
+      if (first < 0 && /"content":"[^"]/.test(text)) first = performance.now() - t0;
+    }
+  } catch (e) {
+    status = -1;
   }
-  return { status: res.status, first, total: performance.now() - t0,
+  return { status, first: first < 0 ? 1e9 : first, total: performance.now() - t0,
            done: text.includes('data: [DONE]') };
 }
 const all = await Promise.all(Array.from({ length: +n }, one));
