@@ -26,7 +26,7 @@ OPT     ?= -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	   -fno-sanitize-recover=all
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc $(PKG_CFLAGS) -MMD -MP
-LDLIBS   = $(PKG_LIBS) -lgdbm -lm
+LDLIBS   = $(PKG_LIBS) -lgdbm -lm -pthread
 
 FLAVOUR ?= release
 B       := build/$(FLAVOUR)
@@ -53,7 +53,7 @@ SCORER  := scheduler/orgw-score
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/redisconf.c \
-	   src/dump.c
+	   src/dump.c src/load.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
 	dist

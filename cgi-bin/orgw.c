@@ -4,8 +4,10 @@
  * as a plain CGI program (one request from the environment and stdin).
  *
  * Signals: SIGPIPE is ignored (a gone client shows as a failed write).
- * SIGTERM between requests exits at once; during a request it lets the
- * request finish, then exits (fcgiwrap).
+ * A CGI run exits at once on SIGTERM.  A FastCGI worker (workers.c) runs
+ * WORKER_THREADS threads and takes SIGTERM, SIGINT and SIGUSR1 in one
+ * place: it accepts no more requests, lets those in flight finish, then
+ * exits (fcgiwrap).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -24,22 +26,17 @@
 #include "log.h"
 #include "store.h"
 #include "upstream.h"
+#include "workers.h"
 
 /* Most of an unread request body a CGI run drops before exiting (a 413
  * for a larger one is then cut short under mod_cgid; see fcgi_io.h). */
 #define CGI_DISCARD_MAX_BYTES (64ULL * 1024 * 1024)
 
-static volatile sig_atomic_t in_request;
-static volatile sig_atomic_t stop_after;
-
 static void
 on_term(int sig)
 {
 	(void)sig;
-	if (!in_request)
-		_exit(0);
-	stop_after = 1;
-	FCGX_ShutdownPending();
+	_exit(0);
 }
 
 static int
@@ -68,7 +65,7 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	cgi_io_init(&io, c->client_send_timeout_ms);
 	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
 		return 1;
-	orgw_handle(&io, &env, c, conf_err);
+	orgw_handle(&io, &env, c, conf_err, NULL);
 	cgi_io_discard_body(env.content_length, CGI_DISCARD_MAX_BYTES);
 	http_env_free(&env);
 	return 0;
@@ -98,49 +95,34 @@ load_conf(struct orgw_conf *c, const char *path, const char **conf_err,
 }
 
 /*
- * from_request: the worker was started without ORGW_CONFIG, as under
- * mod_fcgid on shared hosting, where .htaccess cannot reach a worker's
- * environment (FcgidInitialEnv is server configuration) and its
- * `SetEnv ORGW_CONFIG` comes with each request instead.  The first
- * request's ORGW_CONFIG is then loaded, once, before it is served;
- * later requests' values are ignored (issue 18).
+ * A FastCGI worker started without ORGW_CONFIG, as under mod_fcgid on
+ * shared hosting, where .htaccess cannot reach a worker's environment
+ * (FcgidInitialEnv is server configuration) and its `SetEnv ORGW_CONFIG`
+ * comes with each request instead: workers.c calls this once, with the
+ * first request's ORGW_CONFIG, before any request is served; later
+ * requests' values are ignored (issue 18).
  */
-static int
-serve_fcgi(struct orgw_conf *c, const char **conf_err, char *err,
-	   size_t errlen, bool from_request)
-{
-	FCGX_Request req;
-	struct orgw_io io;
-	struct orgw_env env;
-	const char *path;
+struct first_conf {
+	struct orgw_conf *c;
+	const char *conf_err;
+	char err[512];
+};
 
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, 0, 0) != 0) {
-		log_err("FastCGI initialisation failed");
-		return 1;
-	}
-	while (!stop_after && FCGX_Accept_r(&req) >= 0) {
-		in_request = 1;
-		if (from_request) {
-			from_request = false;
-			path = FCGX_GetParam("ORGW_CONFIG", req.envp);
-			if (path != NULL && *path != '\0')
-				load_conf(c, path, conf_err, err, errlen);
-		}
-		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
-			fcgi_io_init(&io, &req, c->client_send_timeout_ms);
-			orgw_handle(&io, &env, c, *conf_err);
-			http_env_free(&env);
-		}
-		FCGX_Finish_r(&req);
-		in_request = 0;
-	}
-	return 0;
+static const char *
+first_conf_load(const char *path, void *arg)
+{
+	struct first_conf *f = arg;
+
+	load_conf(f->c, path, &f->conf_err, f->err, sizeof(f->err));
+	return f->conf_err;
 }
 
 int
 main(int argc, char *argv[])
 {
 	struct orgw_conf conf;
+	struct first_conf first = {0};
+	struct workers_first fc;
 	char err[512];
 	const char *conf_err = NULL, *named;
 	int rc;
@@ -179,9 +161,14 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	named = getenv("ORGW_CONFIG");
+	first.c = &conf;
+	fc.load = first_conf_load;
+	fc.arg = &first;
 	rc = FCGX_IsCGI() ? serve_cgi(&conf, conf_err) :
-			    serve_fcgi(&conf, &conf_err, err, sizeof(err),
-				       named == NULL || *named == '\0');
+			    workers_serve(&conf, conf_err,
+					  named == NULL || *named == '\0' ?
+						  &fc :
+						  NULL);
 	upstream_global_cleanup();
 	conf_free(&conf);
 	return rc;

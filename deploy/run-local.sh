@@ -14,7 +14,8 @@
 #   CUSTOM_ACCESS_KEY    the key clients send.  Unset: a random one, kept in
 #                        run/client-key so it stays the same across runs.
 #   ORGW_PORT            listening port (default 8080)
-#   ORGW_WORKERS         FastCGI worker processes (default 4)
+#   ORGW_WORKERS         FastCGI worker processes (default 4), each with
+#                        WORKER_THREADS threads (default 80): 319 streams
 #   any other setting of SPEC section 8 (TARGET_MODEL, HIT_RATE, ...) set in the
 #   environment is written to run/orgw.conf as well.
 if [ -z "${BASH_VERSION:-}" ]; then
@@ -34,12 +35,17 @@ FAIL_LIMIT COOLDOWN_SECONDS
 LOCK_IDLE_SECONDS RETRY_429_DELAYS MAX_ATTEMPTS MAX_BODY_BYTES STATE_MODE
 MAX_MODELS CRON_MIN_INTERVAL_SECONDS
 HIT_RATE_HALF_LIFE_TOKENS HIT_RATE_EVIDENCE_TOKENS LOCK_MARGIN
+WORKER_THREADS WORKER_MAX_REQUESTS WORKER_MAX_AGE_SECONDS UPSTREAM_CA_FILE
+STATE_BACKEND REDIS_URL REDIS_PASSWORD REDIS_PASSWORD_FILE
 OPENROUTER_API_KEY_FILE CUSTOM_ACCESS_KEY_FILE METRICS_KEY METRICS_KEY_FILE"
 
 die() {
 	printf 'run-local: %s\n' "$*" >&2
 	exit 1
 }
+
+# Hundreds of streams: two descriptors each in a worker, two in lighttpd.
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
 mkdir -p "$RUN" || die "cannot create $RUN"
 chmod 700 "$RUN"

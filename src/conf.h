@@ -51,6 +51,9 @@ struct orgw_conf {
 	enum conf_backend state_backend;	/* STATE_BACKEND */
 	char *redis_url;		/* REDIS_URL, parses (redisconf.h) */
 	char *redis_password;		/* NULL when not set (secret) */
+	int worker_threads;		/* requests one FastCGI process serves at once */
+	int64_t worker_max_requests;	/* a process recycles after this many */
+	int64_t worker_max_age_seconds;	/* ... or after about this long */
 };
 
 /* Fills c with the defaults of SPEC section 8; returns ORGW_ENOMEM on

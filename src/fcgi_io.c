@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -84,14 +85,19 @@ f_drain(void *ctx)
 static bool
 unix_socket(int fd)
 {
-	static int known = -1;
+	/* Shared by the threads: at worst two ask at once and store the
+	 * same answer. */
+	static _Atomic int known = -1;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	int k = atomic_load(&known);
 
-	if (known == -1)
-		known = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
-			ss.ss_family == AF_UNIX;
-	return known == 1;
+	if (k == -1) {
+		k = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+		    ss.ss_family == AF_UNIX;
+		atomic_store(&known, k);
+	}
+	return k == 1;
 }
 
 /*
@@ -125,7 +131,7 @@ fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 	tv.tv_usec = (suseconds_t)(send_timeout_ms % 1000) * 1000;
 	if (r->ipcFd >= 0 &&
 	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
-		log_warn("FastCGI socket: SO_SNDTIMEO: %s", strerror(errno));
+		log_warn("FastCGI socket: SO_SNDTIMEO: %s", log_strerror(errno));
 
 	io->ctx = r;
 	io->read = f_read;

@@ -6,6 +6,8 @@
  * (413, before reading a byte), body read in full (400), then the
  * handler.  Every error is OpenAI-shaped JSON (http_error).
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "chat.h"
 #include "clock.h"
 #include "gateway.h"
+#include "load.h"
 #include "log.h"
 #include "mask.h"
 #include "prom.h"
@@ -68,10 +71,58 @@ static const struct {
 	{"/status", "POST", R_STATUS_POST, false},
 };
 
-/* Per-process cache of GET /v1/models (SPEC 2: "may be cached"). */
-static char *models_cache;
-static size_t models_cache_len;
-static int64_t models_cache_at;
+/*
+ * Per-process cache of GET /v1/models (SPEC 2: "may be cached"), shared
+ * by the threads under models_mu.  The entry is reference-counted so a
+ * thread writes it to its client without holding the mutex while another
+ * replaces it.
+ */
+struct models_entry {
+	unsigned refs;		/* under models_mu */
+	size_t len;
+	int64_t at;		/* clock_mono_ms() of the fetch */
+	char body[];
+};
+
+static pthread_mutex_t models_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct models_entry *models_cache;
+
+/* Drops one reference to e (NULL: no-op); frees it with the last. */
+static void
+models_put(struct models_entry *e)
+{
+	bool last;
+
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&models_mu);
+	last = --e->refs == 0;
+	pthread_mutex_unlock(&models_mu);
+	if (last)
+		free(e);
+}
+
+/* The /healthz state check result, kept a second and shared by the
+ * threads under health_mu (state_health may wait 200 ms: one thread
+ * waits, the others take its answer). */
+static pthread_mutex_t health_mu = PTHREAD_MUTEX_INITIALIZER;
+static char health_why[512], health_logged[512];
+static int64_t health_at = -HEALTH_CACHE_MS;
+
+/* Adds the host's load to o: in_flight (other requests being served)
+ * and, for /healthz, capacity and saturated, or for /stats the peak. */
+static bool
+add_load(cJSON *o, const struct orgw_load *l, bool health)
+{
+	if (!cJSON_AddNumberToObject(o, "in_flight", load_in_flight(l)))
+		return false;
+	if (!health)
+		return cJSON_AddNumberToObject(o, "in_flight_peak", l->peak) !=
+		       NULL;
+	return cJSON_AddNumberToObject(o, "capacity", l->capacity) != NULL &&
+	       cJSON_AddBoolToObject(o, "saturated", load_saturated(l)) !=
+		       NULL;
+}
 
 /*
  * GET /healthz needs no key, so anyone may ask it, often.  It answers ok,
@@ -83,10 +134,9 @@ static int64_t models_cache_at;
  */
 static int
 handle_health(const struct orgw_io *io, const struct orgw_env *env,
-	      const struct orgw_conf *c, const char *conf_err)
+	      const struct orgw_conf *c, const char *conf_err,
+	      const struct orgw_load *load)
 {
-	static char st_why[512], logged[512];
-	static int64_t st_at = -HEALTH_CACHE_MS;
 	char why[512], body[1024];
 	const char *shown;
 	int64_t now = clock_mono_ms();
@@ -106,18 +156,22 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	} else if (c->openrouter_api_key == NULL) {
 		snprintf(why, sizeof(why), "OPENROUTER_API_KEY is not set");
 	} else {
-		if (now - st_at >= HEALTH_CACHE_MS) {
-			st_why[0] = '\0';
-			state_health(c, st_why, sizeof(st_why));
-			st_at = now;
+		pthread_mutex_lock(&health_mu);
+		if (now - health_at >= HEALTH_CACHE_MS) {
+			health_why[0] = '\0';
+			state_health(c, health_why, sizeof(health_why));
+			health_at = now;
 		}
-		snprintf(why, sizeof(why), "%s", st_why);
+		snprintf(why, sizeof(why), "%s", health_why);
+		pthread_mutex_unlock(&health_mu);
 		shown = "state store unavailable; see the log";
 	}
-	if (why[0] != '\0' && strcmp(why, logged) != 0) {
+	pthread_mutex_lock(&health_mu);
+	if (why[0] != '\0' && strcmp(why, health_logged) != 0) {
 		log_warn("healthz: %s", why);
-		snprintf(logged, sizeof(logged), "%s", why);
+		snprintf(health_logged, sizeof(health_logged), "%s", why);
 	}
+	pthread_mutex_unlock(&health_mu);
 	/* The detail for the client key only. */
 	if (shown == NULL || (c->custom_access_key != NULL &&
 			      http_auth_ok(env->authorization,
@@ -127,6 +181,7 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	if (o == NULL ||
 	    !cJSON_AddStringToObject(o, "status", why[0] ? "error" : "ok") ||
 	    (why[0] && !cJSON_AddStringToObject(o, "reason", shown)) ||
+	    (load != NULL && !add_load(o, load, true)) ||
 	    (s = cJSON_PrintUnformatted(o)) == NULL) {
 		cJSON_Delete(o);
 		snprintf(body, sizeof(body), "{\"status\":\"error\"}");
@@ -146,11 +201,21 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 	size_t len = 0;
 	long status = 0;
 	int64_t now = clock_mono_ms();
+	struct models_entry *e = NULL;
 	int rc;
 
-	if (models_cache != NULL && now - models_cache_at < MODELS_CACHE_MS)
-		return http_json(io, 200, "X-Orgw-Cache: hit\r\n",
-				 models_cache, models_cache_len);
+	pthread_mutex_lock(&models_mu);
+	if (models_cache != NULL && now - models_cache->at < MODELS_CACHE_MS) {
+		e = models_cache;
+		e->refs++;
+	}
+	pthread_mutex_unlock(&models_mu);
+	if (e != NULL) {
+		rc = http_json(io, 200, "X-Orgw-Cache: hit\r\n", e->body,
+			       e->len);
+		models_put(e);
+		return rc;
+	}
 	snprintf(url, sizeof(url), "%s/models", c->upstream_url);
 	if (upstream_get(url, c->openrouter_api_key, c->upstream_timeout_ms,
 			 MODELS_MAX_BYTES, &body, &len, &status) != ORGW_OK)
@@ -166,13 +231,22 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 				  "upstream_unavailable", NULL,
 				  "upstream answered with a redirect", NULL);
 	}
-	if (status == 200) {
-		free(models_cache);
-		models_cache = body;
-		models_cache_len = len;
-		models_cache_at = now;
-		return http_json(io, 200, "X-Orgw-Cache: miss\r\n", body,
-				 len);
+	if (status == 200 && len <= SIZE_MAX - sizeof(*e) &&
+	    (e = malloc(sizeof(*e) + len)) != NULL) {
+		struct models_entry *old;
+
+		memcpy(e->body, body, len);
+		e->len = len;
+		e->at = now;
+		e->refs = 1;	/* the cache's */
+		pthread_mutex_lock(&models_mu);
+		old = models_cache;
+		models_cache = e;
+		pthread_mutex_unlock(&models_mu);
+		models_put(old);
+		rc = http_json(io, 200, "X-Orgw-Cache: miss\r\n", body, len);
+		free(body);
+		return rc;
 	}
 	rc = http_json(io, (int)status, NULL, body, len);
 	free(body);
@@ -180,14 +254,35 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 }
 
 static int
-handle_stats(const struct orgw_io *io, const struct orgw_conf *c)
+handle_stats(const struct orgw_io *io, const struct orgw_conf *c,
+	     const struct orgw_load *load)
 {
 	char *s = stats_json(c, clock_now_s());
+	cJSON *o;
 	int rc;
 
 	if (s == NULL)
 		return http_error(io, 500, "server_error", NULL, NULL,
 				  "could not build stats", NULL);
+	/* The host's load, added at the top level: stats.c reads the
+	 * state, this is the worker table's (slots.c). */
+	if (load != NULL) {
+		char *t = NULL;
+
+		if ((o = cJSON_Parse(s)) != NULL && add_load(o, load, false))
+			t = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		if (t == NULL) {
+			record_free(s);
+			return http_error(io, 500, "server_error", NULL, NULL,
+					  "could not build stats", NULL);
+		}
+		rc = http_json(io, 200, "Cache-Control: no-cache\r\n", t,
+			       strlen(t));
+		cJSON_free(t);
+		record_free(s);
+		return rc;
+	}
 	rc = http_json(io, 200, "Cache-Control: no-cache\r\n", s, strlen(s));
 	record_free(s);
 	return rc;
@@ -351,7 +446,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
  */
 static int
 handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
-	       const struct orgw_conf *c)
+	       const struct orgw_conf *c, const struct orgw_load *load)
 {
 	struct buf out = {0};
 	char h[128];
@@ -368,7 +463,9 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 					  "missing API key: send "
 					  "Authorization: Bearer <METRICS_KEY>",
 				  "WWW-Authenticate: Bearer\r\n");
-	err = stats_metrics(c, clock_now_s(), &out);
+	err = stats_metrics(c, clock_now_s(),
+			    load != NULL ? (int64_t)load_in_flight(load) : -1,
+			    &out);
 	if (err != ORGW_OK) {
 		buf_free(&out);
 		log_warn("metrics: state unreadable: %s", orgw_strerror(err));
@@ -487,7 +584,7 @@ handle_chat(const struct orgw_io *io, const struct orgw_env *env,
 static int
 dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	 const struct orgw_conf *c, const char *conf_err, const char *path,
-	 bool *logged)
+	 const struct orgw_load *load, bool *logged)
 {
 	const char *method = env->method ? env->method : "GET";
 	char allow[64];
@@ -524,7 +621,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				  "method not allowed for this path", allow);
 	}
 	if (routes[i].id == R_HEALTH)
-		return handle_health(io, env, c, conf_err);
+		return handle_health(io, env, c, conf_err, load);
 	if (routes[i].id == R_STATUS || routes[i].id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
 			return http_error(io, 503, "server_error",
@@ -543,7 +640,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				  "the gateway is not configured; see /healthz",
 				  NULL);
 	if (routes[i].id == R_METRICS)
-		return handle_metrics(io, env, c);
+		return handle_metrics(io, env, c, load);
 	if (!http_auth_ok(env->authorization, c->custom_access_key))
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,
@@ -552,13 +649,30 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 					  "missing API key: send "
 					  "Authorization: Bearer <key>",
 				  "WWW-Authenticate: Bearer\r\n");
+	/* The host's last idle thread never takes a stream, which could
+	 * hold it for minutes: a chat completion then gets 503 at once.
+	 * The OpenAI SDKs retry a 503 after Retry-After, so the clients'
+	 * retries are the queue; a wait here would be silent for a request
+	 * that is not streamed, and a held stream that keeps the last
+	 * thread leaves /healthz and /stats unanswered. */
+	if (routes[i].id == R_CHAT && load != NULL && load_saturated(load)) {
+		char extra[64];
+
+		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
+			 LOAD_RETRY_AFTER_SECONDS);
+		return http_error(io, 503, "server_overloaded",
+				  "server_overloaded", NULL,
+				  "every worker thread of the gateway is busy; "
+				  "retry after Retry-After seconds",
+				  extra);
+	}
 	switch (routes[i].id) {
 	case R_CHAT:
 		return handle_chat(io, env, c, logged);
 	case R_MODELS:
 		return handle_models(io, c);
 	case R_STATS:
-		return handle_stats(io, c);
+		return handle_stats(io, c, load);
 	case R_CRON:
 		return handle_cron(io, c);
 	default:
@@ -570,7 +684,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 
 int
 orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
-	    const struct orgw_conf *c, const char *conf_err)
+	    const struct orgw_conf *c, const char *conf_err,
+	    const struct orgw_load *load)
 {
 	char path[PATH_MAX_BYTES], m[64], pth[PATH_MAX_BYTES * 4];
 	struct orgw_io rio = *io;
@@ -583,7 +698,7 @@ orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
 	 * refusals before it included, get this one. */
 	rio.status = &status;
 	http_route_path(env, path, sizeof(path));
-	rc = dispatch(&rio, env, c, conf_err, path, &logged);
+	rc = dispatch(&rio, env, c, conf_err, path, load, &logged);
 	if (!logged)
 		log_msg("req", "time=%lld method=%s path=%s status=%d "
 			"total_ms=%lld",

@@ -9,9 +9,9 @@
 void
 log_msg(const char *level, const char *fmt, ...)
 {
-	/* Read once: orgw never forks, and getpid(2) is a system call
-	 * per request otherwise. */
-	static pid_t pid;
+	/* Read once per thread: orgw never forks, and getpid(2) is a
+	 * system call per request otherwise. */
+	static _Thread_local pid_t pid;
 	char line[2048];
 	va_list ap;
 	int n, m;
@@ -60,4 +60,15 @@ log_safe(char *dst, size_t n, const char *s)
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+const char *
+log_strerror(int errnum)
+{
+	static _Thread_local char buf[128];
+
+	/* The XSI strerror_r (_POSIX_C_SOURCE): fills buf, returns 0. */
+	if (strerror_r(errnum, buf, sizeof(buf)) != 0)
+		(void)snprintf(buf, sizeof(buf), "error %d", errnum);
+	return buf;
 }

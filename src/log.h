@@ -22,4 +22,11 @@ void log_msg(const char *level, const char *fmt, ...)
  */
 char *log_safe(char *dst, size_t n, const char *s);
 
+/*
+ * strerror() for threads: the text of errnum in a buffer of the calling
+ * thread, valid until its next call (strerror() may share one buffer
+ * between threads; concurrency-mt-unsafe).  Never NULL.
+ */
+const char *log_strerror(int errnum);
+
 #endif

@@ -286,7 +286,8 @@ histogram(struct emit *e, const cJSON *models, const char *field,
 }
 
 enum orgw_err
-prom_render(struct buf *out, const cJSON *models, int64_t in_flight)
+prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
+	    int64_t lost_updates)
 {
 	struct emit e = {out, ORGW_OK};
 
@@ -334,6 +335,13 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight)
 		family(&e, "orgw_requests_in_flight", "gauge",
 		       "Requests being answered now.");
 		sample(&e, "orgw_requests_in_flight", NULL, (double)in_flight);
+	}
+	if (lost_updates >= 0) {
+		family(&e, "orgw_state_lost_updates_total", "counter",
+		       "Request counts the state could not record (its "
+		       "store was away), added once it was back.");
+		sample(&e, "orgw_state_lost_updates_total", NULL,
+		       (double)lost_updates);
 	}
 	return e.err;
 }

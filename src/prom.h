@@ -43,11 +43,13 @@ void prom_number(char *dst, size_t n, double v);
  *   "stats":   the STATS:<model> record (requests, tokens, money),
  *   "metrics": the METRICS:<model> record (record_metrics_apply),
  *   "cooling": the number of providers cooling now.
- * in_flight < 0 leaves out orgw_requests_in_flight.  Every family gets
+ * in_flight < 0 leaves out orgw_requests_in_flight; lost_updates (the
+ * state's LOST_UPDATES, issue 19) < 0 leaves out
+ * orgw_state_lost_updates_total.  Every family gets
  * its HELP and TYPE lines, even with no sample.  ORGW_ENOMEM when the
  * buffer could not grow (out then holds part of the document).
  */
 enum orgw_err prom_render(struct buf *out, const cJSON *models,
-			  int64_t in_flight);
+			  int64_t in_flight, int64_t lost_updates);
 
 #endif

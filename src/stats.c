@@ -316,14 +316,6 @@ stats_json(const struct orgw_conf *c, int64_t now)
 	return out;
 }
 
-int64_t
-stats_in_flight(void)
-{
-	/* TODO(metrics): issue 16 counts the requests in flight; return
-	 * that count here and orgw_requests_in_flight appears. */
-	return -1;
-}
-
 /* Adds the record text under m[field], parsed; undecodable is left out. */
 static void
 metrics_add_rec(cJSON *m, const char *field, const char *val, bool *ok)
@@ -350,7 +342,9 @@ metrics_key_cb(void *arg, const char *key, const char *val)
 	struct rec_cooldown cd;
 	cJSON *m, *n;
 
-	if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
+	if (strcmp(key, STATE_LOST_KEY) == 0) {
+		a->lost = strtoll(val, NULL, 10);
+	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
 		(void)model_obj(a, key + 11);
 	} else if (strncmp(key, "STATS:", 6) == 0) {
 		if ((m = model_obj(a, key + 6)) != NULL)
@@ -379,7 +373,8 @@ do_metrics(struct store *s, void *arg)
 }
 
 enum orgw_err
-stats_metrics(const struct orgw_conf *c, int64_t now, struct buf *out)
+stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
+	      struct buf *out)
 {
 	struct stats_args a;
 	enum orgw_err err;
@@ -394,7 +389,7 @@ stats_metrics(const struct orgw_conf *c, int64_t now, struct buf *out)
 	if (err == ORGW_OK && !a.ok)
 		err = ORGW_ENOMEM;
 	if (err == ORGW_OK)
-		err = prom_render(out, a.models, stats_in_flight());
+		err = prom_render(out, a.models, in_flight, a.lost);
 	cJSON_Delete(a.models);
 	return err;
 }

@@ -28,19 +28,13 @@ char *stats_json(const struct orgw_conf *c, int64_t now);
 
 /*
  * Appends the GET /metrics document (Prometheus text 0.0.4, prom.h) at
- * now (unix seconds) to out, from one reader transaction.  Unlike
- * /stats, a state that cannot be read is an error (the state's
- * orgw_strerror code): a scrape that failed must not look like counters
- * reset to zero.  out belongs to the caller.
+ * now (unix seconds) to out, from one reader transaction, with in_flight
+ * the requests being served on this host (< 0: unknown, as in a CGI run;
+ * the series is left out).  Unlike /stats, a state that cannot be read
+ * is an error (the state's orgw_strerror code): a scrape that failed
+ * must not look like counters reset to zero.  out belongs to the caller.
  */
 enum orgw_err stats_metrics(const struct orgw_conf *c, int64_t now,
-			    struct buf *out);
-
-/*
- * The requests in flight in this gateway, or -1 while nothing counts
- * them (then /metrics leaves out orgw_requests_in_flight).  The one
- * place to wire issue 16's counter into.
- */
-int64_t stats_in_flight(void);
+			    int64_t in_flight, struct buf *out);
 
 #endif

@@ -38,6 +38,16 @@ struct store_run;
 void store_set_mode(unsigned mode);
 
 /*
+ * Opens (creating with STATE_MODE) a side file of the state, such as the
+ * worker table STATE_PATH.workers, read-write, with the checks the state
+ * files get: not a symlink, a regular file not writable by others, in a
+ * directory that is not a symlink nor writable by others.  Returns the
+ * fd (O_CLOEXEC; the caller closes it) or -1 (errno set; a refusal has
+ * been logged).  Whatever the back-end: the worker table is per host.
+ */
+int store_open_side(const char *file);
+
+/*
  * Begins a transaction on c's state store.  write selects a read-modify-
  * write transaction (GDBM: exclusive lock, created with STATE_MODE;
  * Redis: WATCH on every key read).  Readers of a missing store see an

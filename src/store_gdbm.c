@@ -35,6 +35,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,17 @@ dir_ok(const char *path)
 	return 0;
 }
 
+/* The empty memfd db_close() swaps in, made once per process (threads
+ * share it: each dup3()s its own copy, so its offset never matters). */
+static pthread_once_t nosync_once = PTHREAD_ONCE_INIT;
+static int nosync_shared = -1;
+
+static void
+nosync_make(void)
+{
+	nosync_shared = memfd_create("orgw-nosync", MFD_CLOEXEC);
+}
+
 /*
  * Opens file (the state or its lock file) without following a symlink,
  * creating it with STATE_MODE when create; refuses a file that is not a
@@ -191,6 +203,14 @@ bad:
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+int
+store_open_side(const char *file)
+{
+	if (dir_ok(file) == -1)
+		return -1;
+	return open_safe(file, true, true);
 }
 
 /* Takes the flock with backoff; returns the fd or -1 (errno set). */
@@ -294,7 +314,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 		if (e == EWOULDBLOCK)
 			return ORGW_EBUSY;
 		if (e != REFUSED) /* a refusal was logged with its reason */
-			log_err("state lock %s.lock: %s", path, strerror(e));
+			log_err("state lock %s.lock: %s", path, log_strerror(e));
 		return ORGW_EIO;
 	}
 #ifdef ORGW_TRACE_LOCK
@@ -314,7 +334,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 			log_err("state %s: %s%s%s", path,
 				gdbm_strerror(gdbm_errno),
 				gdbm_syserr[gdbm_errno] ? ": " : "",
-				gdbm_syserr[gdbm_errno] ? strerror(e) : "");
+				gdbm_syserr[gdbm_errno] ? log_strerror(e) : "");
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -348,11 +368,12 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 static int
 db_close(GDBM_FILE dbf, bool write)
 {
-	static int nosync_fd = -2;	/* -2: not tried yet, -1: none */
-	int fd, real = -1, rc;
+	int fd, real = -1, rc, nosync_fd = -1;
 
-	if (write && nosync_fd == -2)
-		nosync_fd = memfd_create("orgw-nosync", MFD_CLOEXEC);
+	if (write) {
+		(void)pthread_once(&nosync_once, nosync_make);
+		nosync_fd = nosync_shared;
+	}
 	if (write && nosync_fd >= 0 && (fd = gdbm_fdesc(dbf)) >= 0 &&
 	    (real = fcntl(fd, F_DUPFD_CLOEXEC, 0)) != -1 &&
 	    dup3(nosync_fd, fd, O_CLOEXEC) == -1) {
@@ -501,7 +522,7 @@ store_gdbm_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
 		return ORGW_EIO;
 	if ((fd = open_safe(rp, true, true)) == -1) {
 		if (errno != REFUSED)
-			log_err("scoring lock %s: %s", rp, strerror(errno));
+			log_err("scoring lock %s: %s", rp, log_strerror(errno));
 		return ORGW_EIO;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
@@ -528,7 +549,7 @@ store_gdbm_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
 	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)now_s);
 	if (min_interval_s > 0 &&
 	    (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) == -1))
-		log_warn("scoring lock %s: %s", rp, strerror(errno));
+		log_warn("scoring lock %s: %s", rp, log_strerror(errno));
 	*fd_out = fd;
 	return ORGW_OK;
 }
@@ -563,10 +584,10 @@ check_one(const char *file, const char *dir, char *why, size_t n)
 		/* Shared hosting's usual mistake (issue 18): say it plainly. */
 		snprintf(why, n, "directory %s is not writable by this "
 			 "program (uid %u): %s", dir, (unsigned)getuid(),
-			 strerror(errno));
+			 log_strerror(errno));
 		return -1;
 	}
-	snprintf(why, n, "%s: %s", file, strerror(errno));
+	snprintf(why, n, "%s: %s", file, log_strerror(errno));
 	return -1;
 }
 
@@ -584,7 +605,7 @@ store_gdbm_check(const char *path, char *why, size_t n)
 		return ORGW_EIO;
 	}
 	if (lstat(dir, &st) == -1) {
-		snprintf(why, n, "%s: %s", dir, strerror(errno));
+		snprintf(why, n, "%s: %s", dir, log_strerror(errno));
 		return ORGW_EIO;
 	}
 	if ((r = refused(&st)) != NULL) {
@@ -601,7 +622,7 @@ store_gdbm_check(const char *path, char *why, size_t n)
 			snprintf(why, n, "busy (the lock is held)");
 			return ORGW_EBUSY;
 		}
-		snprintf(why, n, "%s: %s", lp, strerror(errno));
+		snprintf(why, n, "%s: %s", lp, log_strerror(errno));
 		return ORGW_EIO;
 	}
 	flock(fd, LOCK_UN);
@@ -653,7 +674,7 @@ move_aside(const char *path)
 		return ORGW_EIO;
 	if (rename(path, aside) == -1 && errno != ENOENT) {
 		log_err("state %s: cannot move aside: %s", path,
-			strerror(errno));
+			log_strerror(errno));
 		if (unlink(path) == -1 && errno != ENOENT)
 			return ORGW_EIO;
 	}
@@ -699,7 +720,7 @@ repair_locked(const char *path, bool reorganize)
 		    (errno == EACCES || errno == EROFS || errno == ENOENT ||
 		     errno == EPERM || errno == REFUSED)) {
 			if (errno != REFUSED)	/* a refusal was logged */
-				log_err("state %s: %s", path, strerror(errno));
+				log_err("state %s: %s", path, log_strerror(errno));
 			return ORGW_EIO;
 		}
 		if ((err = move_aside(path)) != ORGW_OK)

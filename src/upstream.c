@@ -1,10 +1,12 @@
 /*
  * upstream.c - libcurl transfers to OpenRouter.
  *
- * Ownership: the process-wide easy and multi handles and the request
- * header list live in statics, created on first use and kept (connection
- * reuse; the options and headers are the same for every transfer) until
- * upstream_global_cleanup().
+ * Ownership: each thread's easy and multi handles, request header list
+ * and parsed URL live in thread-local statics, created on first use and
+ * kept (connection reuse; the options and headers are the same for every
+ * transfer) until upstream_thread_cleanup() (upstream_global_cleanup()
+ * for the main thread).  Threads share nothing here: a libcurl easy
+ * handle must never be used by two threads at once.
  * Callbacks run in the caller's stack frame; their arg is borrowed.
  */
 #include <limits.h>
@@ -23,12 +25,12 @@
 
 #define TICK_MS 50
 
-static CURL *up_easy;
-static CURLM *up_multi;
-static struct curl_slist *up_headers;	/* for up_headers_key */
-static char *up_headers_key;
-static CURLU *up_url;			/* up_url_text, parsed */
-static char *up_url_text;
+static _Thread_local CURL *up_easy;
+static _Thread_local CURLM *up_multi;
+static _Thread_local struct curl_slist *up_headers;	/* for up_headers_key */
+static _Thread_local char *up_headers_key;
+static _Thread_local CURLU *up_url;			/* up_url_text, parsed */
+static _Thread_local char *up_url_text;
 
 struct xfer {
 	const struct upstream_call *c;
@@ -58,7 +60,7 @@ forget_headers(void)
 }
 
 void
-upstream_global_cleanup(void)
+upstream_thread_cleanup(void)
 {
 	if (up_multi != NULL)
 		curl_multi_cleanup(up_multi);
@@ -71,6 +73,12 @@ upstream_global_cleanup(void)
 	up_url = NULL;
 	free(up_url_text);
 	up_url_text = NULL;
+}
+
+void
+upstream_global_cleanup(void)
+{
+	upstream_thread_cleanup();
 	curl_global_cleanup();
 }
 

@@ -48,9 +48,16 @@ struct upstream_result {
 	char error[256];	/* curl's message, when fail != UP_OK */
 };
 
-/* curl_global_init; once per process, from main(). */
+/* curl_global_init; once per process, from main(), before any thread
+ * starts.  upstream_global_cleanup() also frees the calling thread's
+ * handles; call it last, after every other thread ended. */
 enum orgw_err upstream_global_init(void);
 void upstream_global_cleanup(void);
+
+/* Frees the calling thread's libcurl handles, header list and URL (each
+ * thread has its own); a worker thread calls it as it ends.  A thread
+ * that never made a call frees nothing. */
+void upstream_thread_cleanup(void);
 
 /* Runs one request to completion (or abort).  ORGW_ENOMEM on set-up
  * failure; otherwise ORGW_OK with the outcome in *res. */

@@ -578,6 +578,25 @@ orgw_curl() {
 		-H "Authorization: Bearer $ORGW_KEY" "$@" "$ORGW_URL$path"
 }
 
+# orgw_stats_settle MODEL N [SECONDS]: waits (10 s at most) until /stats
+# counts N requests of MODEL.  A worker counts a request after its client
+# has the whole answer (chat.c bookkeep), so right after many concurrent
+# requests the last counts may still be on their way; on Redis, under
+# contention, for a while.  Asserts nothing: the checks after it do.
+orgw_stats_settle() {
+	local model=$1 want=$2 until=$(($(date +%s) + ${3:-10})) got
+	while :; do
+		got=$(curl -sS --max-time 5 -H "Authorization: Bearer $ORGW_KEY" \
+			"$ORGW_URL/stats" | node -e '
+let t = ""; process.stdin.on("data", (d) => t += d).on("end", () => {
+  try { const m = JSON.parse(t).models[process.argv[1]]; console.log(m ? m.requests : 0); }
+  catch { console.log(0); } });' "$model")
+		[ "${got:-0}" -ge "$want" ] && return 0
+		[ "$(date +%s)" -ge "$until" ] && return 0
+		sleep 0.2
+	done
+}
+
 orgw_http() {
 	local method=$1 path=$2 body=${3-}
 	local key=${HTTP_KEY-$ORGW_KEY}

@@ -24,7 +24,7 @@
 #
 # Assertions ("ok -"/"not ok -" lines, counted by tests/run.sh when this runs
 # as tests/integration/t0700-soak-short.sh): 0 broken outside the killed
-# workers, 0 hung, at most one broken request per kill, every worker slot
+# workers, 0 hung, at most WORKER_THREADS broken requests per kill, every worker slot
 # restarted, no sanitizer report or crash in the worker log, no unexpected
 # worker exit, the state file readable and every value JSON, /stats
 # requests equal to the requests that completed (up to the requests caught
@@ -170,7 +170,8 @@ if [ "$bu" -gt 0 ]; then
 	echo "# note: $bu request(s) dropped by the web server before reaching orgw"
 fi
 t_eq "no hung request" 0 "$hung"
-t_check "at most one broken request per kill ($bk <= $kills)" test "$bk" -le "$kills"
+# A kill breaks every request of the worker's threads (80 by default).
+t_check "at most WORKER_THREADS broken requests per kill ($bk <= $kills x 80)" test "$bk" -le $((kills * 80))
 t_eq "every request accounted for" "$sent" "$((ok_n + err_n + hung + broken))"
 t_check "every killed worker came back" \
 	json_ok "$REPORT" 'j.kills.every(k => !k.pid || k.restored_ms !== null) && j.workers_at_end === j.workers_expected'
@@ -184,12 +185,14 @@ t_eq "no request left uncounted for want of the state lock" 0 "$not_counted"
 # stats transaction (the answer was complete but lighttpd never saw the
 # request end) and not counted when it died before; and a kill that lands
 # between the last byte of an answer and the stats transaction loses the
-# count of a request the client saw succeed.  So /stats must lie in
-# [completed - (kills - broken_killed), completed + broken_killed]; both
+# count of a request the client saw succeed (one per kill at most in
+# practice: it takes a request in its last millisecond, and a threaded
+# worker rarely has two there at once).  So /stats must lie in
+# [completed - kills, completed + broken_killed]; both
 # ends are reported, and any other difference is a lost or doubled count.
-lo=$((completed - (kills - bk)))
+lo=$((completed - kills))
 hi=$((completed + bk))
 echo "# /stats requests $st_req; allowed [$lo, $hi] (exact when no kill lands in a request's last millisecond)"
 t_check "/stats requests ($st_req) = completed ($completed), give or take the requests a kill caught" \
 	test "$st_req" -ge "$lo" -a "$st_req" -le "$hi"
-t_check "/stats ok ($st_ok) >= client-seen ok ($ok_n) minus kills" test "$st_ok" -ge $((ok_n - (kills - bk)))
+t_check "/stats ok ($st_ok) >= client-seen ok ($ok_n) minus kills" test "$st_ok" -ge $((ok_n - kills))

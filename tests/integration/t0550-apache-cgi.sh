@@ -41,7 +41,11 @@ for s in apache-cgi apache-cgi-prefork; do
 	for req in "GET /healthz" "GET /no/such/path" "GET /v1/chat/completions" \
 		"GET /v1/models"; do
 		# shellcheck disable=SC2086 # METHOD PATH
-		t_eq "$s answers $req like FastCGI" "$(raw lighttpd $req)" "$(raw "$s" $req)"
+		# /healthz under FastCGI adds the host's load, which a CGI run
+		# (one request, one process) has not: compared without it.
+		t_eq "$s answers $req like FastCGI" \
+			"$(raw lighttpd $req | sed -E 's/,"in_flight":[0-9]+,"capacity":[0-9]+,"saturated":(true|false)//')" \
+			"$(raw "$s" $req)"
 	done
 	t_eq "$s answers POST /v1/models like FastCGI" \
 		"$(raw lighttpd POST /v1/models "$ORGW_KEY" '{}')" \

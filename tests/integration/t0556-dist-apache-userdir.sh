@@ -102,7 +102,9 @@ deploy_checks userdir-cgi
 s=userdir-fcgid
 out=$(curl -sS --max-time 10 -H "Authorization: Bearer $ORGW_KEY" "${DEPLOY_URL[$s]}/healthz")
 t_eq "$s: /healthz with the client key: ok (the config came with the request)" \
-	'{"status":"ok"}' "$out"
+	ok "$(json_get "$out" j.status)"
+t_eq "$s: ... from a FastCGI worker (its load fields)" \
+	"number number" "$(json_get "$out" 'typeof j.in_flight + " " + typeof j.capacity')"
 double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":0}' >/dev/null
 out=$(deploy_chat "$s" --model "$M")
 t_eq "$s: a chat completion (openai client)" "true 200 Hello from deepseek" \

@@ -138,8 +138,11 @@ t_eq "orgw_cooldowns_active: deepseek cooling" 1 \
 	"$(pm orgw_cooldowns_active "$mm")"
 t_eq "orgw_lock_changes_total: deepseek -> deepinfra/fp8" 1 \
 	"$(pm orgw_lock_changes_total "$mm")"
-t_eq "no orgw_requests_in_flight until issue 16 counts them" none \
+t_eq "orgw_requests_in_flight: nothing but the scrape itself, not counted" 0 \
 	"$(pm orgw_requests_in_flight true)"
+t_eq "orgw_state_lost_updates_total = /stats lost_updates (0)" \
+	"$(json_get "$(orgw_curl /stats)" j.lost_updates)" \
+	"$(pm orgw_state_lost_updates_total true)"
 
 # --- a real Prometheus scrapes it -------------------------------------------
 PROM_PID=

@@ -80,6 +80,7 @@ chats() { json_get "$(double_ctl GET stats)" "j.paths['/api/v1/chat/completions'
 c0=$(chats)
 seq 256 | xargs -P 64 -I{} bash -c 'one {}' >"$ORGW_T/codes" 2>&1
 t_eq "256 requests from 64 clients answered 200" 256 "$(grep -c ' 200$' "$ORGW_T/codes")"
+ORGW_URL=$A orgw_stats_settle seen/b 256
 ORGW_URL=$A orgw_http GET /stats
 sa=$HTTP_BODY
 ORGW_URL=$B orgw_http GET /stats

@@ -22,8 +22,8 @@
 //             a stream that ends without [DONE] and without an error
 // Broken requests are then matched to the kills: a broken request that was
 // in flight when a worker was SIGKILLed and ended within KILL_WINDOW_MS
-// after it is "broken_killed" (at most one per kill: a FastCGI worker
-// serves one request at a time).  Of the rest, with --double URL, those
+// after it is "broken_killed" (several per kill: a FastCGI worker serves
+// WORKER_THREADS requests at once, and a kill breaks all of them).  Of the rest, with --double URL, those
 // that got no HTTP status and whose message ("soak request <id>") the
 // OpenRouter double never received are "broken_unsent": the web server
 // closed the client's connection before the request reached orgw (with
@@ -310,12 +310,11 @@ async function main() {
   if (watchTimer) clearInterval(watchTimer);
 
   // Attribute broken requests to kills: in flight at the kill, ended
-  // within KILL_WINDOW_MS after it; one request per kill.
-  const used = new Set();
+  // within KILL_WINDOW_MS after it (a threaded worker holds several).
   for (const r of results.filter((x) => x.class === 'broken').sort((a, b) => a.t_end - b.t_end)) {
-    const k = kills.findIndex((kk, i) => kk.pid && !used.has(i) && r.t_start <= kk.t + 5 &&
+    const k = kills.findIndex((kk) => kk.pid && r.t_start <= kk.t + 5 &&
       r.t_end >= kk.t - 5 && r.t_end - kk.t <= KILL_WINDOW_MS);
-    if (k >= 0) { used.add(k); r.killed = kills[k].pid; }
+    if (k >= 0) r.killed = kills[k].pid;
   }
   if (o.double) {
     let seen = null;

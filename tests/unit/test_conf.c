@@ -31,6 +31,8 @@ static const char *const all_names[] = {
 	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
 	"METRICS_KEY",
 	"UPSTREAM_CA_FILE",
+	"WORKER_THREADS", "WORKER_MAX_REQUESTS", "WORKER_MAX_AGE_SECONDS",
+	"STATE_BACKEND", "REDIS_URL", "REDIS_PASSWORD",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -84,6 +86,11 @@ test_defaults(void)
 	T_ASSERT("default REQUEST_TIMEOUT_MS", c.request_timeout_ms == 600000);
 	T_ASSERT("default CLIENT_SEND_TIMEOUT_MS",
 		 c.client_send_timeout_ms == 60000);
+	T_ASSERT("default WORKER_THREADS", c.worker_threads == 80);
+	T_ASSERT("default WORKER_MAX_REQUESTS",
+		 c.worker_max_requests == 10000);
+	T_ASSERT("default WORKER_MAX_AGE_SECONDS",
+		 c.worker_max_age_seconds == 3600);
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
@@ -247,6 +254,12 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->max_models;
 	if (strcmp(name, "CRON_MIN_INTERVAL_SECONDS") == 0)
 		return c->cron_min_interval_seconds;
+	if (strcmp(name, "WORKER_THREADS") == 0)
+		return c->worker_threads;
+	if (strcmp(name, "WORKER_MAX_REQUESTS") == 0)
+		return c->worker_max_requests;
+	if (strcmp(name, "WORKER_MAX_AGE_SECONDS") == 0)
+		return c->worker_max_age_seconds;
 	return -12345;
 }
 
@@ -277,6 +290,11 @@ test_integers(void)
 		{ "MAX_MODELS", "0", "1", "100000", "100001", 1, 100000 },
 		{ "CRON_MIN_INTERVAL_SECONDS", "-1", "0", "86400", "86401", 0,
 		  86400 },
+		{ "WORKER_THREADS", "0", "1", "1024", "1025", 1, 1024 },
+		{ "WORKER_MAX_REQUESTS", "0", "1", "1000000000", "1000000001",
+		  1, 1000000000 },
+		{ "WORKER_MAX_AGE_SECONDS", "9", "10", "2592000", "2592001", 10,
+		  2592000 },
 	};
 	static const char *const garbage[] = {
 		"12abc", "", " 5", "5 ", "0x10", "1.0", "1e3", "-",
@@ -1124,6 +1142,8 @@ test_load(void)
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
 			"7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
+			"9", "77", "600", "redis", "redis://127.0.0.1:6380/2",
+			"rp-env",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1156,7 +1176,14 @@ test_load(void)
 				 c.hit_rate_half_life_tokens == 5000 &&
 				 c.hit_rate_evidence_tokens == 700 &&
 				 T_NEAR(c.lock_margin, 0.3) &&
-				 strcmp(c.metrics_key, "mk-env") == 0);
+				 strcmp(c.metrics_key, "mk-env") == 0 &&
+				 c.worker_threads == 9 &&
+				 c.worker_max_requests == 77 &&
+				 c.worker_max_age_seconds == 600 &&
+				 c.state_backend == CONF_BACKEND_REDIS &&
+				 strcmp(c.redis_url,
+					"redis://127.0.0.1:6380/2") == 0 &&
+				 strcmp(c.redis_password, "rp-env") == 0);
 		conf_free(&c);
 	}
 	env_clear();

@@ -228,13 +228,15 @@ test_render(void)
 		"orgw_lock_changes_total{model=\"idle\"} 0\n",
 		"# TYPE orgw_requests_in_flight gauge\n"
 		"orgw_requests_in_flight 7\n",
+		"# TYPE orgw_state_lost_updates_total counter\n"
+		"orgw_state_lost_updates_total 3\n",
 	};
 	size_t i;
 	int helps = 0;
 	const char *p;
 
 	T_ASSERT("render: ok",
-		 m != NULL && prom_render(&b, m, 7) == ORGW_OK && b.p != NULL);
+		 m != NULL && prom_render(&b, m, 7, 3) == ORGW_OK && b.p != NULL);
 	for (i = 0; b.p != NULL && i < sizeof(want) / sizeof(want[0]); i++) {
 		char what[160];
 
@@ -247,7 +249,7 @@ test_render(void)
 	}
 	for (p = b.p; p != NULL && (p = strstr(p, "# HELP ")) != NULL; p++)
 		helps++;
-	T_ASSERT("render: ten families with HELP", helps == 10);
+	T_ASSERT("render: eleven families with HELP", helps == 11);
 	T_ASSERT("render: a provider without money has no spend",
 		 b.p && strstr(b.p, "provider=\"p0\"") == NULL);
 	T_ASSERT("render: no duration sample without a record",
@@ -256,16 +258,21 @@ test_render(void)
 		 b.p && b.len > 0 && b.p[b.len - 1] == '\n');
 	buf_reset(&b);
 	T_ASSERT("render: in_flight -1 leaves the gauge out",
-		 prom_render(&b, m, -1) == ORGW_OK &&
-			 strstr(b.p, "in_flight") == NULL);
+		 prom_render(&b, m, -1, 0) == ORGW_OK &&
+			 strstr(b.p, "in_flight") == NULL &&
+			 strstr(b.p, "orgw_state_lost_updates_total 0\n"));
+	buf_reset(&b);
+	T_ASSERT("render: lost_updates -1 leaves the counter out",
+		 prom_render(&b, m, 1, -1) == ORGW_OK &&
+			 strstr(b.p, "lost_updates") == NULL);
 	buf_reset(&b);
 	T_ASSERT("render: no models, only HELP and TYPE",
-		 prom_render(&b, NULL, -1) == ORGW_OK &&
+		 prom_render(&b, NULL, -1, -1) == ORGW_OK &&
 			 strstr(b.p, "{") == NULL);
 	buf_free(&b);
 	b.max = 64;
 	T_ASSERT("render: a full buffer is an error",
-		 prom_render(&b, m, 1) != ORGW_OK);
+		 prom_render(&b, m, 1, 0) != ORGW_OK);
 	buf_free(&b);
 	cJSON_Delete(m);
 }

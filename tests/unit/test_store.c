@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,6 +255,48 @@ test_strict(void)
 	umask(old);
 }
 
+/* A second thread of this process asks for the write lock the first
+ * holds: flock locks belong to the open file description, and every
+ * transaction opens its own, so threads exclude each other as processes
+ * do (issue 16). */
+static void *
+second_writer(void *arg)
+{
+	enum orgw_err *got = arg;
+	struct store *s = NULL;
+
+	*got = store_gdbm_open(&s, path, true, 100);
+	if (*got == ORGW_OK)
+		(void)store_close(s);
+	return NULL;
+}
+
+static void
+test_threads(void)
+{
+	struct store *s = NULL;
+	enum orgw_err got = ORGW_OK, first;
+	pthread_t t;
+
+	first = store_gdbm_open(&s, path, true, 1000);
+	T_ASSERT("threads: first writer has the lock", first == ORGW_OK);
+	if (first != ORGW_OK)
+		return;
+	if (pthread_create(&t, NULL, second_writer, &got) != 0) {
+		T_ASSERT("threads: pthread_create", false);
+		(void)store_close(s);
+		return;
+	}
+	(void)pthread_join(t, NULL);
+	T_ASSERT("threads: a second thread cannot take the write lock too",
+		 got == ORGW_EBUSY);
+	(void)store_close(s);
+	got = ORGW_EIO;
+	if (pthread_create(&t, NULL, second_writer, &got) == 0)
+		(void)pthread_join(t, NULL);
+	T_ASSERT("threads: it can once the first closed", got == ORGW_OK);
+}
+
 int
 main(void)
 {
@@ -268,6 +311,7 @@ main(void)
 	snprintf(path, sizeof(path), "%s/state2.gdbm", dir);
 	test_route();
 	test_strict();
+	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

@@ -1,0 +1,268 @@
+/*
+ * slots.c - the host's worker table (STATE_PATH.workers).
+ *
+ * Why: a request must know whether every worker thread of the host is
+ * busy (then a stream is refused with 503, load.h), and /stats shows the
+ * requests in flight now and their peak.  The worker processes share no
+ * memory of their own, so they share this file, mapped MAP_SHARED: a
+ * header and SLOTS_MAX slots, one per live worker process.
+ *
+ * Invariants and locking:
+ * - A slot belongs to the process whose pid and start time (field 22 of
+ *   /proc/PID/stat) it holds.  A reader counts a slot only while that
+ *   process lives (kill(pid, 0), then the start time against pid reuse),
+ *   so a worker killed with SIGKILL leaves no phantom requests in flight:
+ *   its slot stops counting the moment it dies.
+ * - Claiming a slot (slots_open) takes flock(LOCK_EX) on the file; the
+ *   claimer reclaims dead processes' slots and, finding no live one,
+ *   resets the peak ("since the gateway started").  Every other access
+ *   is a lock-free atomic on the mapping: busy and threads are written
+ *   only by the slot's owner (its threads), the peak is an atomic max.
+ * - The pid is written last when claiming and cleared first when
+ *   leaving, so a reader never counts a half-written slot.
+ *
+ * Ownership: the mapping and the slot index are process-wide, set by
+ * slots_open() before any thread starts and read-only after; they live
+ * until slots_close().  When the file cannot be used the table is an
+ * anonymous private mapping: the same code, counting this process only.
+ */
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load.h"
+#include "log.h"
+#include "slots.h"
+#include "store.h"
+
+#define SLOTS_MAX 256
+#define SLOTS_MAGIC 0x6f72677775736c31ULL	/* "orgwusl1" */
+
+struct slot {
+	_Atomic int32_t pid;		/* 0: free */
+	_Atomic uint32_t threads;	/* taking requests; 0 when draining */
+	_Atomic uint32_t busy;		/* threads serving a request */
+	uint32_t pad;
+	_Atomic uint64_t start;		/* start time, clock ticks */
+};
+
+struct table {
+	_Atomic uint64_t magic;
+	_Atomic uint32_t peak;		/* most busy at once */
+	uint32_t pad[13];
+	struct slot slot[SLOTS_MAX];
+};
+
+static struct table *tab;		/* the mapping */
+static struct slot *mine;		/* this process's slot */
+static bool shared;			/* tab is the host's file */
+
+/* The start time of pid from /proc, or 0 when it cannot be read. */
+static unsigned long long
+start_of(pid_t pid)
+{
+	char path[64], text[1024];
+	unsigned long long st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, text, sizeof(text));
+	close(fd);
+	if (n <= 0 || !load_parse_starttime(text, (size_t)n, &st))
+		return 0;
+	return st;
+}
+
+/* True when the slot's process still lives (the same process: a pid
+ * reused by another one has another start time). */
+static bool
+slot_alive(struct slot *s, int32_t pid)
+{
+	unsigned long long st;
+
+	if (pid <= 0)
+		return false;
+	if (s == mine)
+		return true;
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return false;
+	st = start_of(pid);
+	/* Unreadable /proc (hidepid): trust kill(). */
+	return st == 0 || st == atomic_load(&s->start);
+}
+
+/* Claims a slot under the file lock (tab mapped). */
+static void
+claim(unsigned threads, unsigned long long start)
+{
+	struct slot *s, *free_slot = NULL;
+	bool any_live = false;
+	size_t i;
+
+	if (atomic_load(&tab->magic) != SLOTS_MAGIC) {
+		memset(tab, 0, sizeof(*tab));
+		atomic_store(&tab->magic, SLOTS_MAGIC);
+	}
+	for (i = 0; i < SLOTS_MAX; i++) {
+		int32_t pid;
+
+		s = &tab->slot[i];
+		pid = atomic_load(&s->pid);
+		if (pid != 0 && slot_alive(s, pid)) {
+			any_live = true;
+			continue;
+		}
+		if (pid != 0) {	/* a dead process's: reclaim it */
+			atomic_store(&s->pid, 0);
+			atomic_store(&s->busy, 0);
+			atomic_store(&s->threads, 0);
+		}
+		if (free_slot == NULL)
+			free_slot = s;
+	}
+	if (!any_live)
+		atomic_store(&tab->peak, 0);	/* the gateway (re)starts */
+	if (free_slot == NULL)
+		return;
+	atomic_store(&free_slot->start, start);
+	atomic_store(&free_slot->busy, 0);
+	atomic_store(&free_slot->threads, threads);
+	atomic_store(&free_slot->pid, (int32_t)getpid());
+	mine = free_slot;
+}
+
+/* Maps the host's file and claims a slot: true, or false (logged). */
+static bool
+open_shared(const char *state_path, unsigned threads)
+{
+	char file[4200];
+	struct stat st;
+	void *m;
+	int fd, r;
+	bool ok = false;
+
+	r = snprintf(file, sizeof(file), "%s.workers", state_path);
+	if (r < 0 || (size_t)r >= sizeof(file))
+		return false;
+	if ((fd = store_open_side(file)) == -1) {
+		log_warn("worker table %s: %s; counting this process only",
+			 file, log_strerror(errno));
+		return false;
+	}
+	if (flock(fd, LOCK_EX) == -1 || fstat(fd, &st) == -1 ||
+	    (st.st_size < (off_t)sizeof(*tab) &&
+	     ftruncate(fd, (off_t)sizeof(*tab)) == -1)) {
+		log_warn("worker table %s: %s; counting this process only",
+			 file, log_strerror(errno));
+		goto out;
+	}
+	m = mmap(NULL, sizeof(*tab), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 0);
+	if (m == MAP_FAILED) {
+		log_warn("worker table %s: mmap: %s; counting this process "
+			 "only", file, log_strerror(errno));
+		goto out;
+	}
+	tab = m;
+	claim(threads, start_of(getpid()));
+	if (mine == NULL) {
+		log_warn("worker table %s: all %d slots taken; counting this "
+			 "process only", file, SLOTS_MAX);
+		munmap(tab, sizeof(*tab));
+		tab = NULL;
+		goto out;
+	}
+	ok = true;
+out:
+	(void)flock(fd, LOCK_UN);
+	close(fd);	/* the mapping stays */
+	return ok;
+}
+
+enum orgw_err
+slots_open(const char *state_path, unsigned threads)
+{
+	void *m;
+
+	if (state_path != NULL && open_shared(state_path, threads)) {
+		shared = true;
+		return ORGW_OK;
+	}
+	m = mmap(NULL, sizeof(*tab), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return ORGW_ENOMEM;
+	tab = m;
+	claim(threads, 0);
+	return ORGW_OK;
+}
+
+void
+slots_enter(struct orgw_load *load)
+{
+	uint32_t busy = 0, cap = 0, peak;
+	size_t i;
+
+	memset(load, 0, sizeof(*load));
+	if (mine == NULL)
+		return;
+	atomic_fetch_add(&mine->busy, 1);
+	for (i = 0; i < SLOTS_MAX; i++) {
+		struct slot *s = &tab->slot[i];
+		int32_t pid = atomic_load(&s->pid);
+
+		if (pid == 0 || !slot_alive(s, pid))
+			continue;
+		busy += atomic_load(&s->busy);
+		cap += atomic_load(&s->threads);
+	}
+	peak = atomic_load(&tab->peak);
+	while (busy > peak &&
+	       !atomic_compare_exchange_weak(&tab->peak, &peak, busy))
+		;
+	load->busy = busy;
+	load->capacity = cap;
+	load->peak = busy > peak ? busy : peak;
+	load->shared = shared;
+}
+
+void
+slots_leave(void)
+{
+	if (mine != NULL)
+		atomic_fetch_sub(&mine->busy, 1);
+}
+
+void
+slots_drain(void)
+{
+	if (mine != NULL)
+		atomic_store(&mine->threads, 0);
+}
+
+void
+slots_close(void)
+{
+	if (mine != NULL) {
+		atomic_store(&mine->pid, 0);
+		atomic_store(&mine->threads, 0);
+		atomic_store(&mine->busy, 0);
+	}
+	mine = NULL;
+	if (tab != NULL)
+		munmap(tab, sizeof(*tab));
+	tab = NULL;
+}

@@ -1,0 +1,39 @@
+/*
+ * slots.h - the host's worker table: how many threads each worker process
+ * of this host has and how many are serving, in a small file beside the
+ * state (STATE_PATH.workers) that every worker maps.  See slots.c.
+ */
+#ifndef ORGW_SLOTS_H
+#define ORGW_SLOTS_H
+
+#include "orgw.h"
+#include "load.h"
+
+/*
+ * Claims this process's slot in <state_path>.workers (created with
+ * STATE_MODE, checked like the state files) for threads threads,
+ * reclaiming the slots of dead processes.  When the file cannot be used
+ * the counts stay in this process (load->shared false) after a warning:
+ * saturation is then judged per process.  Call once, before the threads
+ * start.  ORGW_OK, or ORGW_ENOMEM.
+ */
+enum orgw_err slots_open(const char *state_path, unsigned threads);
+
+/*
+ * A thread takes a request: counts it busy and fills *load with the
+ * host's load, this request included.  Pair with slots_leave().
+ * Thread-safe.
+ */
+void slots_enter(struct orgw_load *load);
+
+/* The thread's request ended. Thread-safe. */
+void slots_leave(void);
+
+/* This process takes no more requests: its threads no longer count as
+ * capacity (those still serving stay busy until they leave). */
+void slots_drain(void);
+
+/* Frees this process's slot; after the threads ended. */
+void slots_close(void);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * workers.c - a FastCGI worker process as a pool of threads.
+ *
+ * Why threads: a stream holds its worker for its whole length (minutes),
+ * so a host's capacity is the number of requests its workers serve at
+ * once.  A thread costs its stack (WORKER_STACK_BYTES, of which a stream
+ * touches a few dozen KiB) where a process costs its own heap and
+ * libraries' data; threads let one host hold hundreds of streams.
+ *
+ * Model (libfcgi examples/threaded.c): every thread has its own
+ * FCGX_Request and accepts on the shared listening socket in turn, under
+ * accept_mu.  The thread holding accept_mu polls the socket, so it sees
+ * `stop` within ACCEPT_POLL_MS; the socket is made non-blocking so that
+ * when another process took the connection poll announced, accept()
+ * fails with EAGAIN instead of blocking (then the loop polls again).
+ *
+ * Signals are handled in one place: every thread blocks SIGTERM, SIGINT
+ * and SIGUSR1, and the main thread waits for them with sigtimedwait(),
+ * checking between waits whether the process is due for recycling.
+ * Stopping (either way) sets `stop`: no thread accepts again, those in a
+ * request finish it, the main thread joins them all and returns.  The
+ * worker table (slots.c) stops counting this process's threads as
+ * capacity at once.
+ *
+ * Shared state: `stop` and `requests` are atomics; the configuration is
+ * read-only once threads start.  Everything a request owns is on its
+ * thread's stack or in struct orgw_req; see upstream.c, gateway.c and
+ * store.c for their shared parts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "clock.h"
+#include "fcgi_io.h"
+#include "gateway.h"
+#include "load.h"
+#include "log.h"
+#include "slots.h"
+#include "upstream.h"
+#include "workers.h"
+
+/* A thread's stack: the deepest request path (orgw_handle, a 16 KiB read
+ * buffer, the state transactions' 4 KiB paths, libcurl and TLS) uses
+ * well under 64 KiB; only the pages touched cost memory. */
+#define WORKER_STACK_BYTES (256u * 1024)
+#define ACCEPT_POLL_MS 200
+#define SIGNAL_POLL_MS 250
+
+struct pool {
+	const struct orgw_conf *c;
+	const char *conf_err;		/* after first_done: see first_load */
+	const struct workers_first *first;
+	pthread_mutex_t first_mu;
+	atomic_bool first_done;
+	int64_t max_requests, max_age_s;	/* as the process started */
+	pthread_mutex_t accept_mu;
+	atomic_bool stop;
+	atomic_llong requests;		/* accepted by this process */
+	atomic_int live;		/* threads not yet ended */
+};
+
+/*
+ * Waits for the next request under accept_mu: 0 with req holding it, or
+ * -1 when the process stops (stop set, or the socket failed: then stop
+ * is set for every thread).
+ */
+static int
+accept_one(struct pool *p, FCGX_Request *req)
+{
+	struct pollfd pfd;
+	int rc = -1, n;
+
+	pthread_mutex_lock(&p->accept_mu);
+	while (!atomic_load(&p->stop)) {
+		pfd.fd = req->listen_sock;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, ACCEPT_POLL_MS);
+		if (n == 0 || (n == -1 && errno == EINTR))
+			continue;
+		if (n == -1 || (pfd.revents & POLLNVAL) != 0) {
+			log_err("FastCGI listening socket: %s",
+				n == -1 ? log_strerror(errno) : "closed");
+			atomic_store(&p->stop, true);
+			break;
+		}
+		rc = FCGX_Accept_r(req);
+		if (rc >= 0)
+			break;
+		/* Another process took it first, or the client left. */
+		if (rc == -EAGAIN || rc == -EWOULDBLOCK || rc == -EINTR) {
+			rc = -1;
+			continue;
+		}
+		log_err("FastCGI accept failed (%d)", rc);
+		atomic_store(&p->stop, true);
+		rc = -1;
+		break;
+	}
+	pthread_mutex_unlock(&p->accept_mu);
+	return rc;
+}
+
+/* Before req is served: the configuration of the process's first
+ * request, once (workers.h, struct workers_first). */
+static void
+first_load(struct pool *p, FCGX_Request *req)
+{
+	const char *path;
+
+	pthread_mutex_lock(&p->first_mu);
+	if (!atomic_load(&p->first_done)) {
+		path = FCGX_GetParam("ORGW_CONFIG", req->envp);
+		if (path != NULL && *path != '\0')
+			p->conf_err = p->first->load(path, p->first->arg);
+		atomic_store(&p->first_done, true);
+	}
+	pthread_mutex_unlock(&p->first_mu);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct pool *p = arg;
+	FCGX_Request req;
+	struct orgw_io io;
+	struct orgw_env env;
+	struct orgw_load load;
+
+	if (FCGX_InitRequest(&req, 0, 0) != 0) {
+		log_err("FastCGI request initialisation failed");
+		goto out;
+	}
+	while (accept_one(p, &req) == 0) {
+		if (!atomic_load(&p->first_done))
+			first_load(p, &req);
+		slots_enter(&load);
+		atomic_fetch_add(&p->requests, 1);
+		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
+			fcgi_io_init(&io, &req, p->c->client_send_timeout_ms);
+			(void)orgw_handle(&io, &env, p->c, p->conf_err, &load);
+			http_env_free(&env);
+		}
+		FCGX_Finish_r(&req);
+		slots_leave();
+	}
+	FCGX_Free(&req, 0);
+out:
+	upstream_thread_cleanup();
+	atomic_fetch_sub(&p->live, 1);
+	return NULL;
+}
+
+/* Waits for a stop signal or the recycling point; logs why it stops. */
+static void
+wait_for_stop(struct pool *p, const sigset_t *sigs)
+{
+	struct timespec ts = {0, SIGNAL_POLL_MS * 1000000L};
+	int64_t t0 = clock_mono_ms(), age_limit, age;
+	long long n;
+	int sig;
+
+	age_limit = load_age_limit_s(p->max_age_s,
+				     (uint64_t)getpid() ^ (uint64_t)t0);
+	for (;;) {
+		sig = sigtimedwait(sigs, NULL, &ts);
+		if (sig > 0) {
+			log_info("signal %d: accepting no more requests, "
+				 "finishing those in flight", sig);
+			return;
+		}
+		if (atomic_load(&p->live) == 0)
+			return;
+		age = (clock_mono_ms() - t0) / 1000;
+		n = atomic_load(&p->requests);
+		if (load_recycle_due(n, p->max_requests, age,
+				     age_limit)) {
+			log_info("recycling after %lld requests and %lld s: "
+				 "finishing those in flight, then exiting",
+				 n, (long long)age);
+			return;
+		}
+	}
+}
+
+int
+workers_serve(const struct orgw_conf *c, const char *conf_err,
+	      const struct workers_first *first)
+{
+	struct pool p;
+	pthread_attr_t attr;
+	pthread_t *tid = NULL;
+	sigset_t sigs;
+	int i, n = 0, fl, rc = 1, nthreads;
+
+	memset(&p, 0, sizeof(p));
+	p.c = c;
+	p.conf_err = conf_err;
+	p.first = first;
+	atomic_init(&p.first_done, first == NULL);
+	nthreads = c->worker_threads;
+	p.max_requests = c->worker_max_requests;
+	p.max_age_s = c->worker_max_age_seconds;
+	atomic_init(&p.stop, false);
+	atomic_init(&p.requests, 0);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);	/* multiwatch's stop signal */
+	/* Blocked before any thread starts, so every thread inherits it
+	 * and only sigtimedwait() below takes them. */
+	if (pthread_sigmask(SIG_BLOCK, &sigs, NULL) != 0 || FCGX_Init() != 0) {
+		log_err("FastCGI initialisation failed");
+		return 1;
+	}
+	/* See the file's comment.  The flag belongs to the socket, which
+	 * the sibling workers share: they are orgw too. */
+	if ((fl = fcntl(0, F_GETFL)) == -1 ||
+	    fcntl(0, F_SETFL, fl | O_NONBLOCK) == -1) {
+		log_err("FastCGI socket: O_NONBLOCK: %s", log_strerror(errno));
+		return 1;
+	}
+	if (pthread_mutex_init(&p.first_mu, NULL) != 0)
+		return 1;
+	if (pthread_mutex_init(&p.accept_mu, NULL) != 0) {
+		pthread_mutex_destroy(&p.first_mu);
+		return 1;
+	}
+	/* Before any thread: a first request's configuration may replace
+	 * c's strings once they run (struct workers_first). */
+	if (slots_open(c->state_path, (unsigned)nthreads) !=
+		    ORGW_OK ||
+	    (tid = calloc((size_t)nthreads, sizeof(*tid))) == NULL ||
+	    pthread_attr_init(&attr) != 0) {
+		log_err("out of memory starting the workers");
+		goto out;
+	}
+	(void)pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
+	atomic_init(&p.live, nthreads);
+	for (i = 0; i < nthreads; i++) {
+		if (pthread_create(&tid[i], &attr, worker_main, &p) != 0)
+			break;
+		n++;
+	}
+	pthread_attr_destroy(&attr);
+	/* Threads that could not start never run: not live. */
+	atomic_fetch_sub(&p.live, nthreads - n);
+	if (n < nthreads)
+		log_warn("started %d of WORKER_THREADS=%d threads", n,
+			 nthreads);
+	if (n > 0)
+		wait_for_stop(&p, &sigs);
+	atomic_store(&p.stop, true);
+	slots_drain();
+	for (i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	rc = n > 0 ? 0 : 1;
+out:
+	slots_close();
+	free(tid);
+	pthread_mutex_destroy(&p.accept_mu);
+	pthread_mutex_destroy(&p.first_mu);
+	return rc;
+}
