@@ -17,8 +17,11 @@ const jsonl = (f) => (has(f) ? rd(f).split('\n').filter(Boolean).map((l) => JSON
 
 const meta = Object.fromEntries(rd('meta.txt').split('\n').filter(Boolean)
   .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-const ALL = ['direct', 'proxy', 'orgw', 'portkey'];
-const LABEL = { direct: '(a) direct', proxy: '(b) lighttpd mod_proxy', orgw: '(c) lighttpd + orgw', portkey: '(d) Portkey' };
+// orgw-redis (issue 19): the orgw stack with STATE_BACKEND=redis, in the
+// sequential and throughput runs only; the chart keeps the first four.
+const ALL = ['direct', 'proxy', 'orgw', 'portkey', 'orgw-redis'];
+const CHART = ['direct', 'proxy', 'orgw', 'portkey'];
+const LABEL = { direct: '(a) direct', proxy: '(b) lighttpd mod_proxy', orgw: '(c) lighttpd + orgw', portkey: '(d) Portkey', 'orgw-redis': '(e) lighttpd + orgw, state on Redis' };
 
 const f = (x, d = 2) => (x == null || Number.isNaN(x) ? 'n/a' : Number(x).toFixed(d));
 const ratio = (a, b, d = 2) => (a == null || b == null || !b ? 'n/a' : `${(a / b).toFixed(d)}x`);
@@ -131,6 +134,12 @@ const S = {
   hold_pss_kb: holdOrgw ? holdOrgw.pss : null,
   hold_rss_kb: holdOrgw ? holdOrgw.rss : null,
   hold_streams: holds.orgw ? holds.orgw.completed : null,
+  // orgw on Redis (issue 19): the same figures as added_ms and
+  // tput_vs_proxy, measured in the same runs.
+  redis_added_ms: added('orgw-redis'),
+  redis_tput_rps: c64['orgw-redis'] ? c64['orgw-redis'].rps : null,
+  redis_tput_vs_proxy: c64['orgw-redis'] && c64.proxy ? c64['orgw-redis'].rps / c64.proxy.rps : null,
+  gdbm_tput_rps: c64.orgw ? c64.orgw.rps : null,
 };
 const long = longSection(D);
 S.long = long.goals;
@@ -140,7 +149,7 @@ fs.writeFileSync(path.join(D, 'summary.json'), `${JSON.stringify(S, null, 1)}\n`
 p('# orgw benchmark results');
 p();
 p(`Written by \`make bench\` (bench/run.sh) on ${meta.date}${meta.quick === '1' ? ' — **smoke run (BENCH_QUICK=1): tiny counts, not figures to quote**' : ''}.`);
-p('Everything runs on loopback on one machine; the four paths are measured in the same run, alternated (a,b,c,d,a,b,c,d,...).');
+p(`Everything runs on loopback on one machine; the ${names.length} paths are measured in the same run, alternated (${names.map((n) => LABEL[n].slice(1, 2)).join(',')},...).`);
 p();
 p('## Machine and versions');
 p();
@@ -153,10 +162,11 @@ p(`| orgw | ${meta.orgw}, ${meta.workers} FastCGI workers (spawn-fcgi + multiwat
 p(`| web server | ${meta.lighttpd} (deploy/lighttpd.conf for orgw, bench/lighttpd-proxy.conf for the bare proxy) |`);
 p(`| peer | ${meta.portkey ? `@portkey-ai/gateway ${meta.portkey} on Node ${meta.node}, --headless, NODE_ENV=production, provider "openai" with x-portkey-custom-host pointing at the double; its streamed replies fail out of the box on Node 20 ("TypeError: immutable", Portkey-AI/gateway#1389 and #1550), so bench/run.sh applies the one-line workaround of the open upstream PRs (the streamed Response gets its own headers)` : 'not run'} |`);
 p(`| upstream | tests/double/openrouter-double.js on Node ${meta.node} |`);
+if (names.includes('orgw-redis')) p(`| orgw on Redis | a second lighttpd + orgw stack, same build, settings and ${meta.workers} workers as (c), with STATE_BACKEND=redis on a private redis-server ${meta.redis || ''} on loopback (--save '' --appendonly no); sequential latency and throughput only |`);
 p(`| load tools | ${meta.wrk} (bench/post.lua), Node ${meta.node} clients (bench/seq.mjs, bench/stream.mjs), ${meta.gnuplot} |`);
 p();
 p(`The request: \`POST /chat/completions\`, model \`deepseek/deepseek-v3.2\`, two messages, \`max_tokens: 64\`; the double answers a 3-chunk completion (≈790 bytes).`);
-p('orgw pins the provider (it adds `provider.order`) and keeps its state in GDBM as in production; the other three forward the body as is.');
+p(`orgw pins the provider (it adds \`provider.order\`) and keeps its state in GDBM as in production${names.includes('orgw-redis') ? ' ((e): in Redis)' : ''}; the other paths forward the body as is.`);
 p();
 
 p('## Goals');
@@ -174,6 +184,12 @@ p(`| ${meta.hold} concurrent streams < 512 MiB in all | ${mib(S.hold_pss_kb)} Mi
 p();
 p('"In all" is the proportional set size (PSS) summed over every orgw process (workers, lighttpd, multiwatch): shared library pages are counted once, split among the processes that map them. The plain RSS sum counts them once per process.');
 p();
+if (names.includes('orgw-redis')) {
+  const x = (v) => (v == null ? 'n/a' : `${v.toFixed(2)}×`);
+  p(`**orgw on Redis** (issue 19): added latency ${f(S.redis_added_ms, 3)} ms (GDBM ${f(S.added_ms, 3)} ms), c=${S.tput_c} throughput ${f(S.redis_tput_rps, 0)} req/s = ${x(S.redis_tput_vs_proxy)} the bare proxy (GDBM: ${x(S.tput_vs_proxy)}). ` +
+    'Path (e) runs in the sequential and throughput steps only, alternated with the others; the streaming, memory, state-lock and long-stream steps measure orgw on GDBM alone.');
+  p();
+}
 
 p('## The double\'s own ceiling');
 p();
@@ -205,11 +221,13 @@ p('## Throughput');
 p();
 p(`wrk, 2 threads, ${meta.duration} s per run, ${meta.repeat} run(s) per cell, median; the paths alternated within each concurrency.`);
 p();
-p(`| concurrency | ${names.map((n) => `${n} req/s`).join(' | ')} | orgw/direct | orgw/proxy | orgw/Portkey |`);
-p(`| --- | ${names.map(() => '---').join(' | ')} | --- | --- | --- |`);
+const hasRedis = names.includes('orgw-redis');
+p(`| concurrency | ${names.map((n) => `${n} req/s`).join(' | ')} | orgw/direct | orgw/proxy | orgw/Portkey |${hasRedis ? ' orgw-redis/proxy | orgw-redis/orgw |' : ''}`);
+p(`| --- | ${names.map(() => '---').join(' | ')} | --- | --- | --- |${hasRedis ? ' --- | --- |' : ''}`);
 for (const c of conc) {
   const t = tput[c];
-  p(`| ${c} | ${names.map((n) => f(t[n].rps, 0)).join(' | ')} | ${ratio(t.orgw?.rps, t.direct?.rps)} | ${ratio(t.orgw?.rps, t.proxy?.rps)} | ${ratio(t.orgw?.rps, t.portkey?.rps)} |`);
+  const r = t['orgw-redis']?.rps;
+  p(`| ${c} | ${names.map((n) => f(t[n].rps, 0)).join(' | ')} | ${ratio(t.orgw?.rps, t.direct?.rps)} | ${ratio(t.orgw?.rps, t.proxy?.rps)} | ${ratio(t.orgw?.rps, t.portkey?.rps)} |${hasRedis ? ` ${ratio(r, t.proxy?.rps)} | ${ratio(r, t.orgw?.rps)} |` : ''}`);
 }
 p();
 p(`| concurrency | ${names.map((n) => `${n} p50 / p99 ms`).join(' | ')} |`);
@@ -313,8 +331,8 @@ if (meta.quick !== '1' && fs.existsSync(notes)) p(fs.readFileSync(notes, 'utf8')
 fs.writeFileSync(opt.results, `${lines.join('\n')}\n`);
 
 // ---- chart data ----
-const cols = ALL.filter((n) => names.includes(n));
-const dat = (k) => conc.map((c) => [c, ...ALL.map((n) => (tput[c][n] && tput[c][n][k] != null ? tput[c][n][k] : 'NaN'))].join(' ')).join('\n');
-fs.writeFileSync(path.join(D, 'throughput.dat'), `# conc ${ALL.join(' ')}\n${dat('rps')}\n`);
-fs.writeFileSync(path.join(D, 'latency.dat'), `# conc ${ALL.join(' ')}\n${dat('p50')}\n`);
+const cols = CHART.filter((n) => names.includes(n));
+const dat = (k) => conc.map((c) => [c, ...CHART.map((n) => (tput[c][n] && tput[c][n][k] != null ? tput[c][n][k] : 'NaN'))].join(' ')).join('\n');
+fs.writeFileSync(path.join(D, 'throughput.dat'), `# conc ${CHART.join(' ')}\n${dat('rps')}\n`);
+fs.writeFileSync(path.join(D, 'latency.dat'), `# conc ${CHART.join(' ')}\n${dat('p50')}\n`);
 fs.writeFileSync(path.join(D, 'seq.dat'), `${cols.map((n, i) => `${i} ${n} ${seq.targets[n].median_ms}`).join('\n')}\n`);

@@ -7,14 +7,18 @@
 #   (c) orgw     client -> lighttpd mod_fastcgi -> orgw.fcgi -> double
 #                (deploy/lighttpd.conf and the stack of tests/lib.sh)
 #   (d) portkey  client -> Portkey AI gateway (node) -> double
+#   (e) orgw-redis  as (c), a second lighttpd + orgw.fcgi stack with the
+#                same settings and worker count, but STATE_BACKEND=redis on
+#                a private redis-server on loopback (issue 19; phases 2
+#                and 3 only)
 #
-# Every measurement alternates the four (a,b,c,d,a,b,c,d,...) so a busy
+# Every measurement alternates the paths (a,b,c,d,e,a,b,c,d,e,...) so a busy
 # moment of the machine hits them alike, and records how busy the machine
 # was with work that is not ours.  Steps:
 #   1. the double's own ceiling (tests/double/selfbench.js)
 #   2. sequential latency (bench/seq.mjs): 15 warm-up, 7 rounds of 25
 #   3. throughput at each concurrency for BENCH_DURATION s (wrk + post.lua),
-#      BENCH_REPEAT times, median
+#      BENCH_REPEAT times, median; then the Redis stack is stopped
 #   4. streaming: time to first token, event spacing (bench/stream.mjs)
 #   5. memory: orgw workers idle, and every process of each gateway during
 #      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
@@ -36,6 +40,8 @@
 #   BENCH_CHART=FILE     the chart, .png or .svg (default bench/results.png;
 #                        quick: $BENCH_OUT/results.svg)
 #   BENCH_PORTKEY=0      leave out the peer gateway
+#   BENCH_REDIS=0        leave out orgw on Redis (default: on when
+#                        redis-server is installed)
 #   BENCH_DURATION, BENCH_CONC ("16 64 256"), BENCH_REPEAT (3),
 #   BENCH_WORKERS (16: the pool for phases 1-4), BENCH_HOLD (256: streams
 #   held in phase 5, with as many workers), BENCH_SEQ ("15 7 25": warm-up,
@@ -107,6 +113,7 @@ else
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-256}
 fi
 PORTKEY=${BENCH_PORTKEY:-1}
+REDIS=${BENCH_REDIS:-1}
 LONG=${BENCH_LONG:-1}
 LONG_ONLY=${BENCH_LONG_ONLY:-0}
 [ "$LONG_ONLY" = 1 ] && LONG=1
@@ -177,6 +184,10 @@ if [ "$PORTKEY" = 1 ]; then
 	[ "$PORTKEY" = 1 ] && [ -f "$PK_JS" ] && portkey_patch
 	[ -f "$PK_JS" ] || PORTKEY=0
 fi
+if [ "$REDIS" = 1 ] && ! command -v redis-server >/dev/null; then
+	say "redis-server is missing (ORGW_DEPS_TEST=1 sh deploy/install-deps.sh): orgw on Redis left out"
+	REDIS=0
+fi
 
 # The workers run build/release/orgw.fcgi, the file cgi-bin/orgw.fcgi is
 # copied from: `make all` cannot replace cgi-bin/orgw.fcgi while another
@@ -210,6 +221,7 @@ meta gnuplot "$(gnuplot --version)"
 meta cc "$(cc --version | head -n 1)"
 meta orgw "$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src cgi-bin 2>/dev/null || echo '+changes')"
 [ "$PORTKEY" = 1 ] && meta portkey "$(node -p "require('./$PK_DIR/package.json').version")"
+[ "$REDIS" = 1 ] && meta redis "$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"
 meta quick "$QUICK"
 meta duration "$DUR"
 meta conc "$CONC"
@@ -221,7 +233,7 @@ meta spacing_ms "$SPACING_MS"
 meta nofile "$(ulimit -n)"
 
 # ---------------------------------------------------------------------------
-# The four targets
+# The targets
 # ---------------------------------------------------------------------------
 
 PROXY_PID= PK_PID=
@@ -237,7 +249,8 @@ bench_on_exit() {
 }
 
 say "starting the double, lighttpd and $WORKERS orgw workers"
-ORGW_WORKERS=$WORKERS orgw_start
+# (c) keeps its state in GDBM whatever ORGW_STATE_BACKEND says.
+ORGW_STATE_BACKEND=gdbm ORGW_WORKERS=$WORKERS orgw_start
 trap bench_on_exit EXIT
 double_ctl POST reset >/dev/null || die "double reset"
 
@@ -258,6 +271,41 @@ for try in 1 2 3; do
 done
 [ -n "$PROXY_PORT" ] || die "the bare proxy did not start"
 
+# (e) orgw on Redis: tests/lib.sh's second host (orgw_start_host2: its own
+# spawn-fcgi + multiwatch workers and lighttpd, deploy/lighttpd.conf) with
+# the settings of (c) plus STATE_BACKEND=redis, on a private redis-server
+# (orgw_redis_start: loopback, free port, --save '' --appendonly no).  Its
+# own STATE_PATH, so its worker table (STATE_PATH.workers) is its own, as
+# on a second host.  Stopped by PID after phase 3 (bench_redis_stop) or by
+# orgw_stop on exit.
+REDIS_URL=
+if [ "$REDIS" = 1 ]; then
+	say "starting redis-server and $WORKERS orgw workers on it"
+	orgw_redis_start "$ORGW_T/redis" || die "redis-server did not start"
+	orgw__conf_set STATE_BACKEND=redis REDIS_URL="$ORGW_REDIS_URL" \
+		STATE_PATH="$ORGW_T/state-redis.gdbm" || die "settings"
+	orgw__conf_write "$ORGW_T/orgw-redis.conf"
+	# Back to the GDBM settings: orgw_restart_workers (phases 5-7)
+	# rewrites $ORGW_CONFIG_FILE from them.
+	orgw__conf_set -STATE_BACKEND -REDIS_URL STATE_PATH="$ORGW_STATE"
+	gdbm_conf=$ORGW_CONFIG_FILE
+	ORGW_CONFIG_FILE=$ORGW_T/orgw-redis.conf ORGW_WORKERS=$WORKERS orgw_start_host2
+	ORGW_CONFIG_FILE=$gdbm_conf
+	[ -n "${ORGW2_URL:-}" ] || die "orgw on Redis did not start"
+	REDIS_URL=$ORGW2_URL
+fi
+bench_redis_stop() {
+	[ -n "${ORGW2_LIGHTTPD_PID:-}" ] && orgw__kill "$ORGW2_LIGHTTPD_PID"
+	if [ -n "${ORGW2_SUPERVISOR_PID:-}" ]; then
+		local sup1=$ORGW_SUPERVISOR_PID
+		ORGW_SUPERVISOR_PID=$ORGW2_SUPERVISOR_PID
+		orgw__workers_stop
+		ORGW_SUPERVISOR_PID=$sup1
+	fi
+	ORGW2_LIGHTTPD_PID='' ORGW2_SUPERVISOR_PID=''
+	orgw_redis_stop
+}
+
 if [ "$PORTKEY" = 1 ]; then
 	PK_PORT=$(orgw__free_port) || die "no free port"
 	# --headless and NODE_ENV=production: no log UI, no per-request log
@@ -271,7 +319,7 @@ fi
 DOUBLE_CHAT=$DOUBLE_URL/api/v1/chat/completions
 TARGETS=$OUT/targets.json
 node -e '
-const [file, model, dchat, pport, oport, okey, ukey, pkport, durl] = process.argv.slice(1);
+const [file, model, dchat, pport, oport, okey, ukey, pkport, durl, rport] = process.argv.slice(1);
 const t = [
   { name: "direct", url: dchat, headers: { Authorization: `Bearer ${ukey}` } },
   { name: "proxy", url: `http://127.0.0.1:${pport}/api/v1/chat/completions`, headers: { Authorization: `Bearer ${ukey}` } },
@@ -280,16 +328,20 @@ const t = [
 if (pkport) t.push({ name: "portkey", url: `http://127.0.0.1:${pkport}/v1/chat/completions`,
   headers: { Authorization: `Bearer ${ukey}`, "x-portkey-provider": "openai",
     "x-portkey-custom-host": `${durl}/api/v1` } });
+if (rport) t.push({ name: "orgw-redis", url: `${rport}/v1/chat/completions`, headers: { Authorization: `Bearer ${okey}` } });
 const body = { model, messages: [
   { role: "system", content: "You are a helpful assistant. Answer briefly." },
   { role: "user", content: "Say hello in three words, please." } ], max_tokens: 64 };
 require("fs").writeFileSync(file, JSON.stringify({ body, targets: t }, null, 1));
 ' "$TARGETS" "$MODEL" "$DOUBLE_CHAT" "$PROXY_PORT" "$ORGW_URL" "$ORGW_KEY" \
-	"$UPSTREAM_KEY" "$([ "$PORTKEY" = 1 ] && echo "$PK_PORT")" "$DOUBLE_URL"
+	"$UPSTREAM_KEY" "$([ "$PORTKEY" = 1 ] && echo "$PK_PORT")" "$DOUBLE_URL" "$REDIS_URL"
 node -e 'const fs=require("fs");const j=JSON.parse(fs.readFileSync(process.argv[1]));
 fs.writeFileSync(process.argv[2], JSON.stringify({...j.body, stream:false}));' \
 	"$TARGETS" "$OUT/body.json"
 NAMES=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).targets.map(t=>t.name).join(" ")' "$TARGETS")
+# Phases 4 and 5 (streaming, memory) without orgw on Redis.
+NAMES45=$(tr ' ' '\n' <<<"$NAMES" | grep -vx orgw-redis | tr '\n' ' ')
+NAMES45=${NAMES45% }
 
 # One request through each (the first through orgw also scores the model
 # inline): every target must answer 200 with a completion, streamed too.
@@ -312,9 +364,11 @@ say "targets: $NAMES"
 # CPU accounting: how busy the machine was with work that is not ours
 # ---------------------------------------------------------------------------
 
-server_pids() { # every process of the four targets
+server_pids() { # every process of the targets
 	echo "$ORGW_DOUBLE_PID $ORGW_LIGHTTPD_PID $ORGW_SUPERVISOR_PID $PROXY_PID ${PK_PID:-}"
+	echo "${ORGW2_LIGHTTPD_PID:-} ${ORGW2_SUPERVISOR_PID:-} ${ORGW_REDIS_PID:-}"
 	orgw_worker_pids
+	[ -n "${ORGW2_SUPERVISOR_PID:-}" ] && orgw__children "$ORGW2_SUPERVISOR_PID"
 }
 
 ticks_of() { # PID...: summed utime+stime (clock ticks)
@@ -561,6 +615,13 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
 		done
 	done
 done
+# orgw on Redis is in phases 2 and 3 only.
+if [ "$REDIS" = 1 ]; then
+	cp "$ORGW_T/orgw2.log" "$OUT/orgw-redis.log" 2>/dev/null
+	orgw_redis_cli dbsize >"$OUT/redis-dbsize.txt" 2>&1
+	meta redis_port "$ORGW_REDIS_PORT"
+	bench_redis_stop
+fi
 
 # ---------------------------------------------------------------------------
 # 4. Streaming
@@ -570,7 +631,7 @@ read -r STR STP <<<"$STREAM_ROUNDS"
 say "4/7 streaming: 20 chunks ${SPACING_MS} ms apart, $STR rounds of $STP"
 double_ctl POST config "{\"chunks\":20,\"spacing_ms\":$SPACING_MS}" >/dev/null ||
 	die "double config"
-node bench/stream.mjs --mode spacing --targets "$TARGETS" --rounds "$STR" \
+node bench/stream.mjs --mode spacing --targets "$TARGETS" --only "${NAMES45// /,}" --rounds "$STR" \
 	--per_round "$STP" --spacing_ms "$SPACING_MS" >"$OUT/stream.json" ||
 	die "streaming run failed"
 
@@ -590,7 +651,7 @@ if [ "$WORKERS" -lt "$HOLD" ]; then
 	node bench/stream.mjs --mode hold --targets "$TARGETS" --only orgw \
 		--n "$HOLD" --timeout_ms 60000 >/dev/null || die "warm-up"
 fi
-for n in $NAMES; do
+for n in $NAMES45; do
 	[ "$n" = direct ] || mem_gateway idle "$n"
 done
 # The floor: a process that only links and initialises libcurl.
@@ -610,7 +671,7 @@ fi
 # $HOLD have their first token.
 double_ctl POST config '{"chunks":40,"spacing_ms":250}' >/dev/null || die "double config"
 [ "$QUICK" = 1 ] && double_ctl POST config '{"chunks":8,"spacing_ms":150}' >/dev/null
-for n in $NAMES; do
+for n in $NAMES45; do
 	[ "$n" = direct ] && continue
 	rm -f "$OUT/ready"
 	node bench/stream.mjs --mode hold --targets "$TARGETS" --only "$n" \

@@ -1,7 +1,8 @@
 # t0600-bench-smoke.sh - the benchmark (bench/run.sh, `make bench`) still
 # works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
 # of every step, on every path, into a temporary directory; phase 7 with 6
-# concurrent long streams of 3 s (and 6 with 200 KB bodies).  No timing is
+# concurrent long streams of 3 s (and 6 with 200 KB bodies); orgw on Redis
+# (issue 19) in the sequential and throughput steps.  No timing is
 # asserted: on a shared 2-core machine these figures mean nothing; what is
 # checked is that each step produced its figures and that nothing failed.
 #
@@ -28,6 +29,13 @@ grep -q '"name": "portkey"' "$OUT/targets.json" && have_portkey=1
 names="direct proxy orgw"
 [ $have_portkey = 1 ] && names="$names portkey"
 [ $have_portkey = 1 ] || t_skip "Portkey not installed: peer gateway left out"
+have_redis=0
+if command -v redis-server >/dev/null; then
+	have_redis=1
+	t_check "orgw on Redis is a target" grep -q '"name": "orgw-redis"' "$OUT/targets.json"
+else
+	t_skip "redis-server not installed: orgw on Redis left out"
+fi
 
 t_check "RESULTS.md has the goals table" grep -q '^| added latency per sequential request' "$OUT/RESULTS.md"
 t_check "the chart was drawn" test -s "$OUT/results.svg"
@@ -46,6 +54,33 @@ console.log(n);')
 	t_check "streaming: $n streams complete, with a first token" json_ok "$OUT/stream.json" \
 		"j.targets['$n'].n > 0 && j.targets['$n'].incomplete === 0 && j.targets['$n'].errors === 0 && j.targets['$n'].first_token_ms > 0 && j.targets['$n'].gaps > 0"
 done
+
+if [ $have_redis = 1 ]; then
+	n=orgw-redis
+	t_check "sequential latency: $n answered every request" json_ok "$OUT/seq.json" \
+		"j.targets['$n'].n > 0 && j.targets['$n'].non200 === 0 && j.targets['$n'].errors === 0 && j.targets['$n'].median_ms > 0"
+	t_eq "throughput: one wrk run per concurrency for $n" 2 "$(grep -c "\"target\":\"$n\"" "$OUT/wrk.jsonl")"
+	bad=$(grep "\"target\":\"$n\"" "$OUT/wrk.jsonl" |
+		node -e 'let n = 0; for (const l of require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean)) {
+  const w = JSON.parse(l).wrk; if (!(w.requests > 0) || w.non2xx || w.connect_errors || w.read_errors || w.timeouts) n++; }
+console.log(n);')
+	t_eq "throughput: every wrk run for $n had requests and no errors" 0 "$bad"
+	t_check "orgw on Redis kept its state in the redis-server" \
+		test "$(cat "$OUT/redis-dbsize.txt")" -gt 0
+	t_check "streaming and memory leave orgw on Redis out" \
+		json_ok "$OUT/stream.json" "!('$n' in j.targets)"
+	t_check "RESULTS.md: orgw on Redis has a row in the latency table" \
+		grep -q '^| (e) lighttpd + orgw, state on Redis | [0-9.]* | [0-9.-]* |' "$OUT/RESULTS.md"
+	t_check "RESULTS.md: the throughput table has orgw-redis and its ratio to the bare proxy" \
+		grep -q '^| concurrency | .*orgw-redis req/s | .* orgw-redis/proxy |' "$OUT/RESULTS.md"
+	t_check "RESULTS.md: the orgw on Redis summary line" \
+		grep -q '^\*\*orgw on Redis\*\* (issue 19): added latency -\?[0-9.]* ms (GDBM -\?[0-9.]* ms), c=4 throughput [0-9]* req/s = [0-9.]*× the bare proxy (GDBM: [0-9.]*×)' "$OUT/RESULTS.md"
+	t_check "summary.json has the Redis figures" json_ok "$OUT/summary.json" \
+		'["redis_added_ms","redis_tput_rps","redis_tput_vs_proxy"].every((k) => typeof j[k] === "number")'
+	port=$(sed -n 's/^redis_port=//p' "$OUT/meta.txt")
+	t_check "the private redis-server was stopped" \
+		sh -c "test -n '$port' && ! redis-cli -p '$port' ping >/dev/null 2>&1"
+fi
 
 for n in $names; do
 	[ "$n" = direct ] && continue
