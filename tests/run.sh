@@ -85,7 +85,7 @@ group_members() {
 
 # run KIND NAME CMD...: KIND is unit, replay or integration.
 run() {
-	local kind=$1 name=$2 out=$TMP/out rc np nf ns left
+	local kind=$1 name=$2 out=$TMP/out rc np nf ns left t0=$SECONDS
 	shift 2
 	printf '=== %s\n' "$name"
 	: >"$out"
@@ -129,6 +129,7 @@ run() {
 			FAILURES+=("$name (no checks)")
 		fi
 	fi
+	[ "$kind" = integration ] && printf '# %s: %d s\n' "$name" $((SECONDS - t0))
 	if [ -n "$left" ]; then
 		printf 'not ok - %s left processes running (killed now)\n' "$name"
 		printf '%s\n' "$left" | sed -e 's/^/#   /'

@@ -97,6 +97,7 @@ ro_off
 # C. Back to normal.
 ask
 t_eq "writable again: pinned" "200 locked" "$ASK"
+sleep 1.1 # past the per-worker /healthz cache
 orgw_http GET /healthz
 t_eq "healthz 200 again" 200 "$HTTP_STATUS"
 t_eq "state file mode 600" 600 "$(stat -c %a "$S")"

@@ -140,6 +140,7 @@ ask "$M"
 t_eq "a symlink at STATE_PATH.lock: served unpinned" "200 unpinned" "$ASK"
 t_eq "  the link's target is untouched" precious "$(cat "$VICTIM")"
 t_match "  the log says why" "$ORGW_STATE.lock is a symlink; refused" "$(cat "$ORGW_LOG")"
+sleep 1.1 # past the per-worker /healthz cache
 orgw_http GET /healthz
 t_match "  /healthz with the key says why" 'symlink' "$(json_get "$HTTP_BODY" j.reason)"
 rm -f "$ORGW_STATE.lock"
