@@ -158,7 +158,7 @@ p('| --- | --- |');
 p(`| CPU | ${meta.cpu}, ${meta.cores} cores, ${meta.mem} |`);
 p(`| OS | ${meta.os}, Linux ${meta.kernel} |`);
 p(`| load average (1, 5, 15 min) | start ${meta.load_start}; end ${meta.load_end}${parseFloat(meta.load_start) > Number(meta.cores) ? ' — **the machine was busy** with other work (other engineers\' tests); see "other work" under Throughput' : ''} |`);
-p(`| orgw | ${meta.orgw}, ${meta.workers} FastCGI workers (spawn-fcgi + multiwatch) for sequential, throughput and streaming runs, ${Math.max(+meta.workers, +meta.hold)} for the memory run, libcurl ${meta.libcurl}, gdbm ${meta.gdbm}, libfcgi ${meta.libfcgi}, ${meta.cc} |`);
+p(`| orgw | ${meta.orgw}, ${meta.workers} FastCGI workers (spawn-fcgi + multiwatch${meta.long_threads > 1 ? `, ${meta.long_threads} threads each` : ''}) for sequential, throughput and streaming runs, ${Math.max(+meta.workers, +(meta.hold_workers ?? meta.hold))} for the memory run, libcurl ${meta.libcurl}, gdbm ${meta.gdbm}, libfcgi ${meta.libfcgi}, ${meta.cc} |`);
 p(`| web server | ${meta.lighttpd} (deploy/lighttpd.conf for orgw, bench/lighttpd-proxy.conf for the bare proxy) |`);
 p(`| peer | ${meta.portkey ? `@portkey-ai/gateway ${meta.portkey} on Node ${meta.node}, --headless, NODE_ENV=production, provider "openai" with x-portkey-custom-host pointing at the double; its streamed replies fail out of the box on Node 20 ("TypeError: immutable", Portkey-AI/gateway#1389 and #1550), so bench/run.sh applies the one-line workaround of the open upstream PRs (the streamed Response gets its own headers)` : 'not run'} |`);
 p(`| upstream | tests/double/openrouter-double.js on Node ${meta.node} |`);

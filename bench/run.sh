@@ -43,8 +43,9 @@
 #   BENCH_REDIS=0        leave out orgw on Redis (default: on when
 #                        redis-server is installed)
 #   BENCH_DURATION, BENCH_CONC ("16 64 256"), BENCH_REPEAT (3),
-#   BENCH_WORKERS (16: the pool for phases 1-4), BENCH_HOLD (256: streams
-#   held in phase 5, with as many workers), BENCH_SEQ ("15 7 25": warm-up,
+#   BENCH_WORKERS (4, the default set-up, each with WORKER_THREADS 80: the
+#   pool for phases 1-4), BENCH_HOLD (256: streams held in phase 5, with
+#   as many threads as it takes), BENCH_SEQ ("15 7 25": warm-up,
 #   rounds, per round)
 #   Phase 7: BENCH_LONG=0 leaves it out, BENCH_LONG_ONLY=1 runs only it
 #   (after the set-up); BENCH_LONG_N ("256 1000": stream counts),
@@ -101,7 +102,7 @@ else
 	# process (bench/rtt.sh: 0.59 ms added with 4 workers, 0.77 with 16,
 	# 1.16 with 256).  The memory phase needs one worker per stream and
 	# restarts the pool with $HOLD workers.
-	WORKERS=${BENCH_WORKERS:-16}
+	WORKERS=${BENCH_WORKERS:-4}
 	HOLD=${BENCH_HOLD:-256}
 	SEQ=${BENCH_SEQ:-"15 7 25"}
 	STREAM_ROUNDS="5 4"
@@ -640,12 +641,19 @@ node bench/stream.mjs --mode spacing --targets "$TARGETS" --only "${NAMES45// /,
 # ---------------------------------------------------------------------------
 
 say "5/7 memory: idle, then $HOLD concurrent slow streams per gateway"
-if [ "$WORKERS" -lt "$HOLD" ]; then
-	# One worker per stream.  Before the idle figures every fresh worker
-	# serves a request: $HOLD short streams at once hold every worker,
-	# whichever order the kernel hands connections out in.
-	say "restarting orgw with $HOLD workers for the streams"
-	ORGW_WORKERS=$HOLD orgw_restart_workers || die "restart with $HOLD workers"
+# A threaded build (issue 16) holds the streams with its WORKER_THREADS
+# (80) threads a worker, one of the host's kept free: enough workers for
+# HOLD + 1 threads; a build of one request per process needs HOLD.
+HOLD_WORKERS=$HOLD
+long_threaded && HOLD_WORKERS=$(((HOLD + 80) / 80))
+meta hold_workers "$HOLD_WORKERS"
+if [ "$WORKERS" -lt "$HOLD_WORKERS" ]; then
+	# Before the idle figures every fresh worker (thread) serves a
+	# request: $HOLD short streams at once hold them all, whichever
+	# order the kernel hands connections out in.
+	say "restarting orgw with $HOLD_WORKERS workers for the streams"
+	ORGW_WORKERS=$HOLD_WORKERS orgw_restart_workers ||
+		die "restart with $HOLD_WORKERS workers"
 	double_ctl POST config '{"chunks":4,"spacing_ms":500}' >/dev/null ||
 		die "double config"
 	node bench/stream.mjs --mode hold --targets "$TARGETS" --only orgw \

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "load.h"
 #include "log.h"
 #include "slots.h"
@@ -86,12 +87,29 @@ start_of(pid_t pid)
 	return st;
 }
 
-/* True when the slot's process still lives (the same process: a pid
+/*
+ * The pid of each slot whose start time this process last found right,
+ * and when (clock_mono_ms).  kill(pid, 0) runs for every request (a
+ * process killed a moment ago stops counting at once), but the start
+ * time, an open and a read of /proc/PID/stat, at most once a second per
+ * slot: for every slot and every request it cost more than the rest of
+ * orgw's work on a request (bench/notes.md).  A pid reused within that
+ * second by another process would count for it until then.  The two
+ * arrays are read and written without a lock: a torn pair only makes a
+ * thread read /proc once more.
+ */
+#define START_CHECK_MS 1000
+static _Atomic int32_t checked_pid[SLOTS_MAX];
+static _Atomic int64_t checked_at[SLOTS_MAX];
+
+/* True when slot i's process still lives (the same process: a pid
  * reused by another one has another start time). */
 static bool
-slot_alive(struct slot *s, int32_t pid)
+slot_alive(size_t i, int32_t pid)
 {
+	struct slot *s = &tab->slot[i];
 	unsigned long long st;
+	int64_t now;
 
 	if (pid <= 0)
 		return false;
@@ -99,9 +117,17 @@ slot_alive(struct slot *s, int32_t pid)
 		return true;
 	if (kill(pid, 0) == -1 && errno == ESRCH)
 		return false;
+	now = clock_mono_ms();
+	if (atomic_load(&checked_pid[i]) == pid &&
+	    now - atomic_load(&checked_at[i]) < START_CHECK_MS)
+		return true;
 	st = start_of(pid);
 	/* Unreadable /proc (hidepid): trust kill(). */
-	return st == 0 || st == atomic_load(&s->start);
+	if (st != 0 && st != atomic_load(&s->start))
+		return false;
+	atomic_store(&checked_pid[i], pid);
+	atomic_store(&checked_at[i], now);
+	return true;
 }
 
 /* Claims a slot under the file lock (tab mapped). */
@@ -121,7 +147,7 @@ claim(unsigned threads, unsigned long long start)
 
 		s = &tab->slot[i];
 		pid = atomic_load(&s->pid);
-		if (pid != 0 && slot_alive(s, pid)) {
+		if (pid != 0 && slot_alive(i, pid)) {
 			any_live = true;
 			continue;
 		}
@@ -224,7 +250,7 @@ slots_enter(struct orgw_load *load)
 		struct slot *s = &tab->slot[i];
 		int32_t pid = atomic_load(&s->pid);
 
-		if (pid == 0 || !slot_alive(s, pid))
+		if (pid == 0 || !slot_alive(i, pid))
 			continue;
 		busy += atomic_load(&s->busy);
 		cap += atomic_load(&s->threads);

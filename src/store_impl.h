@@ -10,6 +10,8 @@
 #ifndef ORGW_STORE_IMPL_H
 #define ORGW_STORE_IMPL_H
 
+#include <stdbool.h>
+
 #include "store.h"
 
 struct store_ops {
@@ -27,6 +29,7 @@ struct store_ops {
 
 struct store {
 	const struct store_ops *ops;
+	bool holds_turn;	/* store.c's write turn (set by store.c) */
 };
 
 #endif

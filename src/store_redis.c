@@ -33,7 +33,6 @@
 #include <sys/time.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +81,6 @@ struct store_redis {
 	bool write, watched;
 	struct rbuf *buf;
 	size_t n, cap;
-	bool holds_mu;		/* write_mu, taken by store_redis_open */
 };
 
 /* Drops the connection after an error; why names it for /healthz. */
@@ -671,39 +669,11 @@ out:
 	return err;
 }
 
-/*
- * Write transactions of this process's threads take turns (a worker runs
- * WORKER_THREADS of them): every request's counts rewrite its model's
- * STATS, and 64 threads WATCHing one key would mostly lose their EXEC
- * and run again, over and over.  The turn is only a courtesy, never the
- * atomicity (WATCH/MULTI/EXEC keeps that across processes and hosts), so
- * a thread that cannot have it within WRITE_TURN_WAIT_MS goes ahead
- * without it: a frozen Redis holding one thread's command must not make
- * the others queue behind it.
- */
-#define WRITE_TURN_WAIT_MS 250
-static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static bool
-write_turn(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-		return false;
-	ts.tv_nsec += (long)WRITE_TURN_WAIT_MS * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return pthread_mutex_timedlock(&write_mu, &ts) == 0;
-}
-
 static void
 txn_free(struct store_redis *s)
 {
 	size_t i;
 
-	if (s->holds_mu)
-		pthread_mutex_unlock(&write_mu);
 
 	for (i = 0; i < s->n; i++) {
 		free(s->buf[i].key);
@@ -871,7 +841,6 @@ store_redis_open(struct store **out, const struct orgw_conf *c, bool write)
 	s->base.ops = &rd_ops;
 	s->rc = rc;
 	s->write = write;
-	s->holds_mu = write && write_turn();
 	*out = &s->base;
 	return ORGW_OK;
 }

@@ -8,11 +8,18 @@
  * libraries' data; threads let one host hold hundreds of streams.
  *
  * Model (libfcgi examples/threaded.c): every thread has its own
- * FCGX_Request and accepts on the shared listening socket in turn, under
- * accept_mu.  The thread holding accept_mu polls the socket, so it sees
- * `stop` within ACCEPT_POLL_MS; the socket is made non-blocking so that
- * when another process took the connection poll announced, accept()
- * fails with EAGAIN instead of blocking (then the loop polls again).
+ * FCGX_Request and accepts on the shared listening socket in turn.  One
+ * thread at a time leads: it polls the socket, so it sees `stop` within
+ * ACCEPT_POLL_MS; the socket is made non-blocking so that when another
+ * process took the connection poll announced, accept() fails with EAGAIN
+ * instead of blocking (then the loop polls again).  Having accepted, the
+ * leader hands the lead to the thread that went idle last (a stack under
+ * accept_mu), not to any waiter: under light load the same few threads
+ * serve every request, so their libcurl connections to OpenRouter stay
+ * warm (a connection belongs to one thread's handle; libcurl cannot share
+ * one between threads) and the other threads' stacks are never touched.
+ * Handed round in turn, each of WORKER_THREADS threads would meet
+ * OpenRouter on a cold connection, a TLS handshake before the request.
  *
  * Signals are handled in one place: every thread blocks SIGTERM, SIGINT
  * and SIGUSR1, and the main thread waits for them with sigtimedwait(),
@@ -57,6 +64,12 @@
 #define ACCEPT_POLL_MS 200
 #define SIGNAL_POLL_MS 250
 
+/* A thread waiting for the lead. */
+struct waiter {
+	pthread_cond_t cv;
+	bool lead;		/* under accept_mu */
+};
+
 struct pool {
 	const struct orgw_conf *c;
 	const char *conf_err;		/* after first_done: see first_load */
@@ -64,24 +77,62 @@ struct pool {
 	pthread_mutex_t first_mu;
 	atomic_bool first_done;
 	int64_t max_requests, max_age_s;	/* as the process started */
-	pthread_mutex_t accept_mu;
+	pthread_mutex_t accept_mu;	/* guards leader and idle */
+	bool leader;			/* a thread leads (accepts) */
+	struct waiter **idle;		/* waiting for the lead, last on top */
+	int n_idle;
 	atomic_bool stop;
 	atomic_llong requests;		/* accepted by this process */
 	atomic_int live;		/* threads not yet ended */
 };
 
+/* Takes the lead, waiting for it behind the threads that went idle
+ * after this one. */
+static void
+lead_take(struct pool *p, struct waiter *w)
+{
+	pthread_mutex_lock(&p->accept_mu);
+	if (p->leader) {
+		w->lead = false;
+		p->idle[p->n_idle++] = w;
+		while (!w->lead)
+			pthread_cond_wait(&w->cv, &p->accept_mu);
+	} else {
+		p->leader = true;
+	}
+	pthread_mutex_unlock(&p->accept_mu);
+}
+
+/* Hands the lead to the thread that went idle last, if any. */
+static void
+lead_pass(struct pool *p)
+{
+	struct waiter *next;
+
+	pthread_mutex_lock(&p->accept_mu);
+	if (p->n_idle > 0) {
+		next = p->idle[--p->n_idle];
+		next->lead = true;
+		pthread_cond_signal(&next->cv);
+	} else {
+		p->leader = false;
+	}
+	pthread_mutex_unlock(&p->accept_mu);
+}
+
 /*
- * Waits for the next request under accept_mu: 0 with req holding it, or
+ * Waits for the next request as the leader: 0 with req holding it, or
  * -1 when the process stops (stop set, or the socket failed: then stop
- * is set for every thread).
+ * is set for every thread).  Either way the lead passes on, so on a stop
+ * every waiting thread leads once, sees it and ends.
  */
 static int
-accept_one(struct pool *p, FCGX_Request *req)
+accept_one(struct pool *p, FCGX_Request *req, struct waiter *w)
 {
 	struct pollfd pfd;
 	int rc = -1, n;
 
-	pthread_mutex_lock(&p->accept_mu);
+	lead_take(p, w);
 	while (!atomic_load(&p->stop)) {
 		pfd.fd = req->listen_sock;
 		pfd.events = POLLIN;
@@ -108,7 +159,7 @@ accept_one(struct pool *p, FCGX_Request *req)
 		rc = -1;
 		break;
 	}
-	pthread_mutex_unlock(&p->accept_mu);
+	lead_pass(p);
 	return rc;
 }
 
@@ -137,12 +188,18 @@ worker_main(void *arg)
 	struct orgw_io io;
 	struct orgw_env env;
 	struct orgw_load load;
+	struct waiter w;
 
-	if (FCGX_InitRequest(&req, 0, 0) != 0) {
-		log_err("FastCGI request initialisation failed");
+	if (pthread_cond_init(&w.cv, NULL) != 0) {
+		log_err("out of memory starting a worker thread");
 		goto out;
 	}
-	while (accept_one(p, &req) == 0) {
+	if (FCGX_InitRequest(&req, 0, 0) != 0) {
+		log_err("FastCGI request initialisation failed");
+		pthread_cond_destroy(&w.cv);
+		goto out;
+	}
+	while (accept_one(p, &req, &w) == 0) {
 		if (!atomic_load(&p->first_done))
 			first_load(p, &req);
 		slots_enter(&load);
@@ -156,6 +213,7 @@ worker_main(void *arg)
 		slots_leave();
 	}
 	FCGX_Free(&req, 0);
+	pthread_cond_destroy(&w.cv);
 out:
 	upstream_thread_cleanup();
 	atomic_fetch_sub(&p->live, 1);
@@ -242,6 +300,7 @@ workers_serve(const struct orgw_conf *c, const char *conf_err,
 	if (slots_open(c->state_path, (unsigned)nthreads) !=
 		    ORGW_OK ||
 	    (tid = calloc((size_t)nthreads, sizeof(*tid))) == NULL ||
+	    (p.idle = calloc((size_t)nthreads, sizeof(*p.idle))) == NULL ||
 	    pthread_attr_init(&attr) != 0) {
 		log_err("out of memory starting the workers");
 		goto out;
@@ -269,6 +328,7 @@ workers_serve(const struct orgw_conf *c, const char *conf_err,
 out:
 	slots_close();
 	free(tid);
+	free(p.idle);
 	pthread_mutex_destroy(&p.accept_mu);
 	pthread_mutex_destroy(&p.first_mu);
 	return rc;

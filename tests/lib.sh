@@ -1037,6 +1037,28 @@ if (mode === "big") {
 # Prints the measurements as "#" lines, one of them
 #   # deploy-metrics SERVER gap_median_ms=.. gap_min_ms=.. gap_max_ms=.. rtt_median_ms=..
 # and sets DEPLOY_GAPS (ms, space separated) and DEPLOY_RTT (ms).
+# many_streams NAME URL N: N streams at once through the gateway at URL
+# (the client base URL without /v1), each about 7 s long (10 tokens 800 ms
+# apart); checks that every one is answered whole and that none waited
+# for another's end: the last first token comes before the shortest
+# stream ended (issue 16: capacity is concurrent streams).  Leaves the
+# double's chunks and spacing at 3 and 0.
+many_streams() {
+	local s=$1 url=$2 n=$3 r st fmin fmed fp99 fmax tmin
+	double_ctl POST config '{"chunks":10,"spacing_ms":800,"first_token_delay_ms":0}' >/dev/null
+	r=$(node "$ORGW_ROOT/tests/js/many-streams.mjs" "$url" "$ORGW_KEY" "$DEPLOY_MODEL" "$n")
+	double_ctl POST config '{"chunks":3,"spacing_ms":0}' >/dev/null
+	t_eq "$s: $n streams at once: all 200" "$n" "$(json_get "$r" 'j.filter(x => x.status === 200).length')"
+	t_eq "$s: ... all ended with [DONE]" "$n" "$(json_get "$r" 'j.filter(x => x.done).length')"
+	st=$(json_get "$r" '(() => { const f = j.map(x => x.first).sort((a, b) => a - b);
+	const t = j.map(x => x.total).sort((a, b) => a - b);
+	return [f[0], f[f.length >> 1], f[Math.floor(f.length * 0.99)], f[f.length - 1], t[0]].map(Math.round).join(" "); })()')
+	read -r fmin fmed fp99 fmax tmin <<<"$st"
+	echo "# $s: $n streams, first token ms: min $fmin median $fmed p99 $fp99 max $fmax; shortest stream $tmin ms"
+	t_check "$s: ... none waited for another (last first token $fmax ms < shortest stream $tmin ms)" \
+		test "$fmax" -lt "$tmin"
+}
+
 deploy_checks() {
 	local s=$1 url=${DEPLOY_URL[$1]} out code n bad min max med try
 	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url/healthz")

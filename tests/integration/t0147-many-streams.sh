@@ -15,32 +15,7 @@ t_eq "warm-up request 200" 200 "$HTTP_STATUS"
 # 10 tokens 800 ms apart: each stream lasts about 7 s.
 double_ctl POST config '{"chunks":10,"spacing_ms":800}' >/dev/null
 
-node - "$ORGW_URL" "$ORGW_KEY" "$M" "$N" >"$ORGW_T/many.json" <<'JS'
-const [url, key, model, n] = process.argv.slice(2);
-const body = JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] });
-async function one() {
-  const t0 = performance.now();
-  let status = 0, first = -1, text = '';
-  try {	// 60 s at most: streams that queue behind others fail here
-    const res = await fetch(url + '/v1/chat/completions', {
-      method: 'POST', body, signal: AbortSignal.timeout(60000),
-      headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' },
-    });
-    status = res.status;
-    const dec = new TextDecoder();
-    for await (const chunk of res.body) {
-      text += dec.decode(chunk, { stream: true });
-      if (first < 0 && /"content":"[^"]/.test(text)) first = performance.now() - t0;
-    }
-  } catch (e) {
-    status = -1;
-  }
-  return { status, first: first < 0 ? 1e9 : first, total: performance.now() - t0,
-           done: text.includes('data: [DONE]') };
-}
-const all = await Promise.all(Array.from({ length: +n }, one));
-console.log(JSON.stringify(all));
-JS
+node "$ORGW_ROOT/tests/js/many-streams.mjs" "$ORGW_URL" "$ORGW_KEY" "$M" "$N" >"$ORGW_T/many.json"
 r=$(<"$ORGW_T/many.json")
 t_eq "all $N streams 200" "$N" "$(json_get "$r" 'j.filter(x => x.status === 200).length')"
 t_eq "all $N streams ended with [DONE]" "$N" "$(json_get "$r" 'j.filter(x => x.done).length')"

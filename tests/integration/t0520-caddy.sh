@@ -14,3 +14,4 @@ t_check "caddy validate accepts the filled-in Caddyfile" \
 out=$(caddy fmt "$ORGW_ROOT/deploy/Caddyfile" 2>&1 | diff - "$ORGW_ROOT/deploy/Caddyfile" 2>&1)
 t_eq "deploy/Caddyfile is formatted as caddy fmt wants it" "" "$out"
 deploy_checks caddy
+many_streams caddy "${DEPLOY_URL[caddy]}" 100

@@ -11,3 +11,4 @@ deploy_start nginx
 t_check "nginx -t accepts the filled-in configuration" \
 	nginx -t -q -p "$ORGW_T/nginx" -c "$ORGW_T/nginx/nginx.conf"
 deploy_checks nginx
+many_streams nginx "${DEPLOY_URL[nginx]}" 100
