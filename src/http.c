@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "http.h"
+#include "statusauth.h"
 
 static char *
 dup_or_null(const char *s)
@@ -281,8 +282,6 @@ bool
 http_auth_ok(const char *header, const char *key)
 {
 	const char *tok;
-	size_t i, tlen, klen;
-	unsigned char diff = 0;
 
 	if (header == NULL || key == NULL || key[0] == '\0')
 		return false;
@@ -292,12 +291,6 @@ http_auth_ok(const char *header, const char *key)
 	tok = header + 7;
 	while (*tok == ' ')
 		tok++;
-	tlen = strlen(tok);
-	klen = strlen(key);
-	/* Compare every byte of the key whatever the token's length, so
-	 * the time taken does not depend on where they first differ. */
-	for (i = 0; i < klen; i++)
-		diff |= (unsigned char)key[i] ^
-			(unsigned char)(i < tlen ? tok[i] : 0);
-	return diff == 0 && tlen == klen;
+	/* The same constant-time compare as the status page's login. */
+	return statusauth_key_eq(tok, key);
 }

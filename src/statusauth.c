@@ -25,7 +25,8 @@ statusauth_key_eq(const char *given, const char *key)
 		return false;
 	glen = strlen(given);
 	klen = strlen(key);
-	/* As http_auth_ok: every byte of the key, whatever given's length. */
+	/* Every byte of the key whatever given's length, so the time taken
+	 * does not depend on where they first differ (http_auth_ok too). */
 	for (i = 0; i < klen; i++)
 		diff |= (unsigned char)key[i] ^
 			(unsigned char)(i < glen ? given[i] : 0);
