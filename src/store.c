@@ -23,17 +23,17 @@ struct store_run {
 static _Atomic int64_t store_lost;
 
 /*
- * Write transactions of one process take turns.  A worker runs
+ * Redis write transactions of one process take turns.  A worker runs
  * WORKER_THREADS threads and nearly every request writes its model's
- * keys: on GDBM, dozens of threads polling one flock with a backoff leave
- * the lock idle while they sleep (bench/notes.md: c=64 fell to a third);
- * on Redis, dozens WATCHing one STATS key mostly lose their EXEC and run
- * again.  A thread waiting on this mutex is woken the moment it is free,
- * and only the processes still compete, as before threads.  On Redis the
- * turn is a courtesy, never the atomicity (WATCH/MULTI/EXEC keeps that
- * across processes and hosts): a thread that cannot have it within
- * REDIS_TURN_WAIT_MS goes ahead without it, so a frozen Redis holding
- * one thread's command does not make the others queue behind it.
+ * keys: dozens of threads WATCHing one STATS key would mostly lose their
+ * EXEC to each other and run again.  The turn is a courtesy, never the
+ * atomicity (WATCH/MULTI/EXEC keeps that across processes and hosts): a
+ * thread that cannot have it within REDIS_TURN_WAIT_MS goes ahead
+ * without it, so a frozen Redis holding one thread's command does not
+ * make the others queue behind it.  GDBM needs none: its flock serialises
+ * threads as it does processes, and a turn measured no faster there
+ * (bench/notes.md, round 6) while a queue of 80 threads on one mutex let
+ * a writer wait past STORE_LOCK_TIMEOUT_MS in the fault soak.
  */
 #define REDIS_TURN_WAIT_MS 250
 static pthread_mutex_t write_turn = PTHREAD_MUTEX_INITIALIZER;
@@ -62,11 +62,8 @@ store_open(struct store **out, const struct orgw_conf *c, bool write,
 	enum orgw_err err;
 
 	*out = NULL;
-	if (write) {
-		turn = turn_take(redis ? REDIS_TURN_WAIT_MS : timeout_ms);
-		if (!turn && !redis)
-			return ORGW_EBUSY;	/* the flock would be no sooner */
-	}
+	if (write && redis)
+		turn = turn_take(REDIS_TURN_WAIT_MS);
 	err = redis ? store_redis_open(out, c, write) :
 		      store_gdbm_open(out, c->state_path, write, timeout_ms);
 	if (err != ORGW_OK) {
