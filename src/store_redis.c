@@ -83,6 +83,24 @@ struct store_redis {
 	size_t n, cap;
 };
 
+/*
+ * No new connection before rc->next_try_ms: not within this very request,
+ * which already paid for the failure, and longer each time in a row (a
+ * frozen Redis accepts connections, the kernel does, but answers
+ * nothing, so only a command that succeeds resets the backoff:
+ * pipeline()).
+ */
+static void
+back_off(struct rconn *rc, int64_t now)
+{
+	if (rc->backoff_ms == 0)
+		rc->backoff_ms = BACKOFF_MIN_MS;
+	rc->next_try_ms = now + rc->backoff_ms;
+	rc->backoff_ms *= 2;
+	if (rc->backoff_ms > BACKOFF_MAX_MS)
+		rc->backoff_ms = BACKOFF_MAX_MS;
+}
+
 /* Drops the connection after an error; why names it for /healthz. */
 static void
 conn_drop(struct rconn *rc, const char *what)
@@ -99,16 +117,7 @@ conn_drop(struct rconn *rc, const char *what)
 	}
 	if (rc->down_since_ms == 0)
 		rc->down_since_ms = now;
-	/* Not within this very request, which already paid for the failed
-	 * command; and longer each time in a row: a frozen Redis accepts
-	 * connections (the kernel does) but answers nothing, so only a
-	 * command that succeeds resets the backoff (pipeline()). */
-	if (rc->backoff_ms == 0)
-		rc->backoff_ms = BACKOFF_MIN_MS;
-	rc->next_try_ms = now + rc->backoff_ms;
-	rc->backoff_ms *= 2;
-	if (rc->backoff_ms > BACKOFF_MAX_MS)
-		rc->backoff_ms = BACKOFF_MAX_MS;
+	back_off(rc, now);
 }
 
 static bool
@@ -240,12 +249,7 @@ fail:
 		log_warn("state: %s; requests go unpinned until it is back",
 			 rc->why);
 	}
-	if (rc->backoff_ms == 0)
-		rc->backoff_ms = BACKOFF_MIN_MS;
-	rc->next_try_ms = now + rc->backoff_ms;
-	rc->backoff_ms *= 2;
-	if (rc->backoff_ms > BACKOFF_MAX_MS)
-		rc->backoff_ms = BACKOFF_MAX_MS;
+	back_off(rc, now);
 	return NULL;
 }
 
