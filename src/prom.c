@@ -167,7 +167,7 @@ get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* A stored count: a finite number >= 0, else false (left out). */
+/* A stored count: a finite number, else false (left out). */
 static bool
 count_of(const cJSON *it, double *v)
 {
