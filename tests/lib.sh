@@ -586,11 +586,8 @@ orgw_curl() {
 orgw_stats_settle() {
 	local model=$1 want=$2 until=$(($(date +%s) + ${3:-10})) got
 	while :; do
-		got=$(curl -sS --max-time 5 -H "Authorization: Bearer $ORGW_KEY" \
-			"$ORGW_URL/stats" | node -e '
-let t = ""; process.stdin.on("data", (d) => t += d).on("end", () => {
-  try { const m = JSON.parse(t).models[process.argv[1]]; console.log(m ? m.requests : 0); }
-  catch { console.log(0); } });' "$model")
+		got=$(json_get "$(ORGW_CURL_MAX_TIME=5 orgw_curl /stats)" \
+			"(j.models['$model'] || {}).requests || 0" 2>/dev/null)
 		[ "${got:-0}" -ge "$want" ] && return 0
 		[ "$(date +%s)" -ge "$until" ] && return 0
 		sleep 0.2

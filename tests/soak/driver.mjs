@@ -44,6 +44,7 @@ import OpenAI from '../js/node_modules/openai/index.mjs';
 import { watchingFetch } from '../js/watch-fetch.mjs';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { makeRng } from './rng.mjs';
 
 const KILL_WINDOW_MS = 3000;
 
@@ -87,18 +88,6 @@ function parseArgs(argv) {
   return o;
 }
 
-// A small seeded PRNG (mulberry32) so a run's request mix can be repeated.
-function makeRng(seed) {
-  if (!seed) return Math.random;
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const T0 = performance.now();
 const now = () => Math.round((performance.now() - T0) * 10) / 10;

@@ -36,6 +36,7 @@
 // be one of those.
 import fs from 'node:fs';
 import http from 'node:http';
+import { makeRng } from './rng.mjs';
 
 const o = {
   seconds: 300, clients: 48, streamRatio: 0.7, leaveRatio: 0.1, minLenS: 2, maxLenS: 120,
@@ -52,17 +53,6 @@ for (let i = 2; i < process.argv.length; i++) {
 if (!o.base || !o.key || !o.out || !o.double || !o.supervisor) throw new Error('--base, --key, --out, --double and --supervisor are required');
 if (!/^http:\/\/127\.0\.0\.1:/.test(o.base) || !/^http:\/\/127\.0\.0\.1:/.test(o.double)) throw new Error('loopback only');
 
-function makeRng(seed) {
-  if (!seed) return Math.random;
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rnd = makeRng(o.seed);
 const T0 = Date.now();
 const now = () => Date.now() - T0;

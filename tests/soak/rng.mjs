@@ -1,0 +1,15 @@
+// rng.mjs - a small seeded PRNG (mulberry32) so a soak run's request mix
+// can be repeated: makeRng(seed) gives a function of [0, 1); seed 0 gives
+// Math.random.  Shared by the soak drivers (driver.mjs, long.mjs); the
+// OpenRouter double, a standalone program, keeps its own copy.
+export function makeRng(seed) {
+  if (!seed) return Math.random;
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
