@@ -686,21 +686,21 @@ do_finish(struct store *s, void *arg)
 	if (a->lost > 0 && (err = lost_add(s, a->lost)) != ORGW_OK)
 		return err;
 	/* The candidates' prices and names attribute and price the
-	 * request's money (issue 17); without them it is "unknown". */
+	 * request's money (issue 17); without them it is "unknown".
+	 * a->d.money_tag may point into cands: they live until both STATS
+	 * and METRICS are written. */
 	if ((err = read_cands(s, a->model, &cands, &have_cands)) != ORGW_OK)
 		return err;
 	record_money_price(&a->d, have_cands ? &cands : NULL);
 	key2(k, "STATS", a->model);
-	if ((err = store_get(s, k, &v)) != ORGW_OK) {
-		record_cands_clear(&cands);
-		return err;
-	}
-	err = put_text(s, k, record_stats_apply(v, &a->d));
-	record_cands_clear(&cands);
+	if ((err = store_get(s, k, &v)) == ORGW_OK)
+		err = put_text(s, k, record_stats_apply(v, &a->d));
 	free(v);
 	v = NULL;
 	if (err == ORGW_OK)
 		err = metrics_count(s, a->model, &a->d, NULL);
+	a->d.money_tag = NULL;
+	record_cands_clear(&cands);
 	if (err != ORGW_OK || a->ok_tag == NULL)
 		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->ok_tag);

@@ -297,6 +297,56 @@ test_threads(void)
 	T_ASSERT("threads: it can once the first closed", got == ORGW_OK);
 }
 
+/* An unpinned answer whose "provider" names a candidate is counted in
+ * METRICS under that candidate's tag (the tag lives in the candidates
+ * read inside the transaction: this ran on freed memory once, which
+ * ASan reports). */
+static void
+test_finish_unpinned(void)
+{
+	struct orgw_conf c;
+	struct rec_cands cands;
+	struct rec_cand v[2];
+	struct stats_delta d;
+	char *text, *m;
+
+	memset(&cands, 0, sizeof(cands));
+	memset(v, 0, sizeof(v));
+	snprintf(v[0].tag, sizeof(v[0].tag), "alpha");
+	snprintf(v[0].provider_name, sizeof(v[0].provider_name), "Alpha");
+	snprintf(v[1].tag, sizeof(v[1].tag), "beta");
+	snprintf(v[1].provider_name, sizeof(v[1].provider_name), "Beta");
+	cands.n = 2;
+	cands.v = v;
+	cands.scored_at = cands.attempted_at = (int64_t)time(NULL);
+	text = record_cands_encode(&cands);
+	T_ASSERT("finish: candidates written",
+		 text != NULL &&
+			 txn("PROVIDER_CANDIDATE:" M, text, 0) == ORGW_OK);
+	record_free(text);
+	T_ASSERT("finish: conf_init", conf_init(&c) == ORGW_OK);
+	free(c.state_path);
+	c.state_path = strdup(path);
+	memset(&d, 0, sizeof(d));
+	d.requests = d.ok = 1;
+	d.usage = true;
+	d.served = "Beta";
+	d.prompt_tokens = 100;
+	d.completion_tokens = 10;
+	d.cost_usd = 0.001;
+	d.now = (int64_t)time(NULL);
+	d.ttfb_ms = d.total_ms = 5;
+	T_ASSERT("finish: counted", state_finish(&c, M, &d, NULL) == ORGW_OK);
+	m = get("METRICS:" M);
+	T_ASSERT("finish: METRICS counts it under beta",
+		 m != NULL && strstr(m, "\"beta\":{") != NULL);
+	T_ASSERT("finish: ...and under no other provider",
+		 m != NULL && strstr(m, "\"alpha\"") == NULL &&
+			 strstr(m, "unknown") == NULL);
+	free(m);
+	conf_free(&c);
+}
+
 int
 main(void)
 {
@@ -312,6 +362,8 @@ main(void)
 	test_route();
 	test_strict();
 	test_threads();
+	snprintf(path, sizeof(path), "%s/state4.gdbm", dir);
+	test_finish_unpinned();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
