@@ -22,6 +22,26 @@
  * No fsync: gdbm_close() syncs a database opened for writing and has no
  * flag against it; db_close() below sidesteps that (why: see there).
  *
+ * A writer killed in mid-transaction (SIGKILL, the OOM killer) must not
+ * damage the state, and GDBM alone cannot promise that: gdbm_store()
+ * writes the value, then the bucket, then the header, so a kill between
+ * the last two leaves a header whose free list or end of file still
+ * offers the new value's space, and the next store overwrites it (a key
+ * vanishes, or holds another key's bytes: found by the fault soak).  So
+ * the state is kept twice, STATE_PATH and STATE_PATH.twin, equal at rest,
+ * with a one-byte mark in the lock file saying which one is being
+ * written:
+ *   - a write transaction marks "primary" before its first store, writes
+ *     the primary, and at commit marks "twin", replays the same stores and
+ *     deletes into the twin, and marks "clean";
+ *   - the next writer finding "primary" copies the twin over the primary
+ *     (the dead writer's transaction is lost whole); finding "twin", the
+ *     primary over the twin; a reader finding "primary" reads the twin.
+ * The cost is a second gdbm_open and the replayed stores per write
+ * transaction (bench/RESULTS.md); no copy unless a writer died.  A twin
+ * that is missing or older than the primary (an upgrade; an operator's
+ * gdbmtool) is remade from the primary by the next writer.
+ *
  * Built with -DORGW_TRACE_LOCK (bench/run.sh does, in its own object
  * directory), store_close() logs one line per transaction: how long it
  * waited for the flock and how long it held it.  Release builds carry no
@@ -32,6 +52,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>	/* major, minor: /proc/locks */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,11 +83,27 @@
 /* STATE_MODE, set once at start by store_set_mode(). */
 static mode_t store_mode = 0600;
 
+/* The mark in the lock file's first byte (an empty file is clean). */
+#define MARK_CLEAN 'c'		/* the two files are equal */
+#define MARK_PRIMARY 'p'	/* the primary is being written */
+#define MARK_TWIN 't'		/* the twin is being written */
+
+/* A store or delete of the transaction, replayed into the twin. */
+struct op {
+	struct op *next;
+	char *val;		/* NULL: a delete */
+	char key[];
+};
+
 struct store_gdbm {
 	struct store base;	/* first: the back-end boundary */
 	int lockfd;
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
 	bool write;
+	bool marked;		/* MARK_PRIMARY is set */
+	bool ops_lost;		/* an op could not be kept: no replay */
+	bool failed;		/* a write or the close failed */
+	struct op *ops, **ops_tail;	/* the writes, in order; owned */
 #ifdef ORGW_TRACE_LOCK
 	int64_t t_ask_us, t_got_us;	/* flock asked for, and taken */
 #endif
@@ -213,6 +250,44 @@ store_open_side(const char *file)
 	return open_safe(file, true, true);
 }
 
+/*
+ * Who holds the lock on fd's file, for the log line of a lock not had in
+ * time: "pid N (comm)" from /proc/locks into who (n bytes), or "" when
+ * it cannot be told (not Linux, or released meanwhile).
+ */
+static void
+lock_holder(int fd, char *who, size_t n)
+{
+	char line[256], comm[64] = "?", path[64];
+	unsigned maj, mnr;
+	unsigned long ino;
+	long pid = 0, p;
+	struct stat st;
+	FILE *f;
+
+	who[0] = '\0';
+	if (fstat(fd, &st) == -1 || (f = fopen("/proc/locks", "re")) == NULL)
+		return;
+	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's
+	 * line has "->" after the number and does not match. */
+	while (pid == 0 && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%lu", &p, &maj,
+			   &mnr, &ino) == 4 && maj == major(st.st_dev) &&
+		    mnr == minor(st.st_dev) && ino == (unsigned long)st.st_ino)
+			pid = p;
+	}
+	fclose(f);
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(comm, sizeof(comm), f) != NULL)
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(who, n, "pid %ld (%s)", pid, comm);
+}
+
 /* Takes the flock with backoff; returns the fd or -1 (errno set). */
 static int
 take_lock(const char *path, bool write, int64_t timeout_ms)
@@ -242,6 +317,12 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			break;
 		if (clock_mono_ms() >= deadline) {
+			char who[128];
+
+			lock_holder(fd, who, sizeof(who));
+			log_warn("state lock %s: not had in %lld ms%s%s", lp,
+				 (long long)timeout_ms, who[0] ? "; held by " : "",
+				 who);
 			errno = EWOULDBLOCK;
 			break;
 		}
@@ -275,6 +356,248 @@ open_db(const char *path, bool write)
 	return gdbm_fd_open(fd, path, 0, flags, NULL);
 }
 
+/*
+ * The twin (see the top of this file).  Every function here runs under the
+ * exclusive lock, except mark_read() and twin_for_reader().
+ */
+static int db_close(GDBM_FILE dbf, bool write);
+static datum key_datum(const char *key);
+
+static int
+twin_path(char *dst, size_t n, const char *path)
+{
+	int r = snprintf(dst, n, "%s.twin", path);
+
+	return (r < 0 || (size_t)r >= n) ? -1 : 0;
+}
+
+/* The mark in the lock file; an empty or unreadable one is clean. */
+static char
+mark_read(int lockfd)
+{
+	char m;
+
+	if (pread(lockfd, &m, 1, 0) != 1)
+		return MARK_CLEAN;
+	return m;
+}
+
+/* Sets the mark: 0, or -1 after a log line. */
+static int
+mark_set(int lockfd, const char *path, char m)
+{
+	if (pwrite(lockfd, &m, 1, 0) == 1)
+		return 0;
+	log_err("state %s.lock: cannot write the mark: %s", path,
+		log_strerror(errno));
+	return -1;
+}
+
+/* Copies the file from over the file to, atomically (to.tmp, then
+ * rename): 0, or -1 after a log line. */
+static int
+copy_file(const char *from, const char *to)
+{
+	char tmp[4200];
+	char *buf = NULL;
+	int in = -1, out = -1, rc = -1, r;
+	ssize_t got, put, done;
+
+	r = snprintf(tmp, sizeof(tmp), "%s.tmp", to);
+	if (r < 0 || (size_t)r >= sizeof(tmp))
+		return -1;
+	if ((buf = malloc(65536)) == NULL ||
+	    (in = open_safe(from, false, false)) == -1 ||
+	    (out = open_safe(tmp, true, true)) == -1 ||
+	    ftruncate(out, 0) == -1)
+		goto out;
+	while ((got = read(in, buf, 65536)) != 0) {
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got == -1)
+			goto out;
+		for (done = 0; done < got; done += put) {
+			put = write(out, buf + done, (size_t)(got - done));
+			if (put == 0)
+				errno = ENOSPC;
+			if (put == -1 && errno == EINTR)
+				put = 0;
+			else if (put <= 0)
+				goto out;
+		}
+	}
+	r = close(out);
+	out = -1;
+	if (r == -1 || rename(tmp, to) == -1)
+		goto out;
+	rc = 0;
+out:
+	if (rc == -1 && errno != REFUSED)	/* a refusal was logged */
+		log_err("state: cannot copy %s to %s: %s", from, to,
+			log_strerror(errno));
+	if (out != -1)
+		close(out);
+	if (rc == -1)
+		(void)unlink(tmp);
+	if (in != -1)
+		close(in);
+	free(buf);
+	return rc;
+}
+
+/* st_mtim of a is later than b's. */
+static bool
+newer(const struct stat *a, const struct stat *b)
+{
+	return a->st_mtim.tv_sec != b->st_mtim.tv_sec ?
+		       a->st_mtim.tv_sec > b->st_mtim.tv_sec :
+		       a->st_mtim.tv_nsec > b->st_mtim.tv_nsec;
+}
+
+/*
+ * A writer, before it opens the primary: makes the two files equal again
+ * after a writer died, or when the twin is missing or stale.  0, or -1
+ * when the primary may still be damaged (store_gdbm_repair() follows the
+ * EIO it gives).
+ */
+static int
+twin_settle(const char *path, int lockfd)
+{
+	char twin[4200];
+	struct stat ps, ts;
+	bool have_p, have_t;
+	char m = mark_read(lockfd);
+	int rc = 0;
+
+	if (twin_path(twin, sizeof(twin), path) == -1)
+		return -1;
+	have_p = lstat(path, &ps) == 0;
+	have_t = lstat(twin, &ts) == 0;
+	if (m == MARK_PRIMARY && have_t) {
+		log_warn("state %s: a writer died in mid-transaction; "
+			 "restoring the last whole state from %s", path, twin);
+		rc = copy_file(twin, path);
+	} else if (!have_p) {
+		if (have_t)
+			(void)unlink(twin);	/* the state was removed */
+	} else if (m == MARK_TWIN || !have_t || newer(&ps, &ts)) {
+		rc = copy_file(path, twin);
+	} else if (m == MARK_CLEAN) {
+		return 0;
+	}
+	if (rc == 0)
+		rc = mark_set(lockfd, path, MARK_CLEAN);
+	return rc;
+}
+
+/* Under a shared lock: the file a reader must open, path or its twin
+ * (into twin, n bytes) when a writer died writing the primary. */
+static const char *
+twin_for_reader(const char *path, int lockfd, char *twin, size_t n)
+{
+	struct stat ts;
+
+	if (mark_read(lockfd) != MARK_PRIMARY ||
+	    twin_path(twin, n, path) == -1 || lstat(twin, &ts) == -1)
+		return path;
+	return twin;
+}
+
+/* Before the transaction's first write to the primary. */
+static void
+twin_mark(struct store_gdbm *s)
+{
+	if (s->marked)
+		return;
+	s->marked = true;
+	if (mark_set(s->lockfd, s->path, MARK_PRIMARY) == -1)
+		s->ops_lost = true;
+}
+
+/* Keeps a write for the replay; on no memory the twin is remade from
+ * the primary by the next writer instead. */
+static void
+twin_keep(struct store_gdbm *s, const char *key, const char *val)
+{
+	size_t kn = strlen(key) + 1;
+	struct op *o;
+
+	if (s->ops_lost)
+		return;
+	if ((o = malloc(sizeof(*o) + kn)) == NULL ||
+	    (val != NULL && (o->val = strdup(val)) == NULL)) {
+		free(o);
+		s->ops_lost = true;
+		return;
+	}
+	if (val == NULL)
+		o->val = NULL;
+	memcpy(o->key, key, kn);
+	o->next = NULL;
+	*s->ops_tail = o;
+	s->ops_tail = &o->next;
+}
+
+static void
+ops_free(struct store_gdbm *s)
+{
+	struct op *o, *next;
+
+	for (o = s->ops; o != NULL; o = next) {
+		next = o->next;
+		free(o->val);
+		free(o);
+	}
+	s->ops = NULL;
+	s->ops_tail = &s->ops;
+}
+
+/*
+ * At commit, the primary closed: replays the writes into the twin.  After
+ * a failed write or close the mark stays on "primary", so the next writer
+ * (or store_gdbm_repair()) restores the state from before this one.
+ */
+static void
+twin_replay(struct store_gdbm *s)
+{
+	char twin[4200];
+	GDBM_FILE t;
+	struct op *o;
+	datum v;
+	int rc = 0;
+
+	if (!s->marked || s->failed)
+		return;
+	if (s->ops_lost || twin_path(twin, sizeof(twin), s->path) == -1) {
+		/* The twin cannot follow: remade by the next writer. */
+		(void)mark_set(s->lockfd, s->path, MARK_TWIN);
+		return;
+	}
+	if (mark_set(s->lockfd, s->path, MARK_TWIN) == -1)
+		return;
+	if ((t = open_db(twin, true)) == NULL) {
+		log_err("state %s: %s", twin, gdbm_strerror(gdbm_errno));
+		return;		/* MARK_TWIN: remade by the next writer */
+	}
+	for (o = s->ops; o != NULL && rc == 0; o = o->next) {
+		if (o->val == NULL) {
+			rc = gdbm_delete(t, key_datum(o->key));
+			if (rc != 0 && gdbm_errno == GDBM_ITEM_NOT_FOUND)
+				rc = 0;
+			continue;
+		}
+		v.dptr = o->val;
+		v.dsize = (int)strlen(o->val);
+		rc = gdbm_store(t, key_datum(o->key), v, GDBM_REPLACE);
+	}
+	if (rc != 0)
+		log_err("state %s: replay: %s", twin,
+			gdbm_strerror(gdbm_errno));
+	if (db_close(t, true) != 0 || rc != 0)
+		return;		/* MARK_TWIN: remade by the next writer */
+	(void)mark_set(s->lockfd, s->path, MARK_CLEAN);
+}
+
 static enum orgw_err gd_get(struct store *base, const char *key, char **val);
 static enum orgw_err gd_put(struct store *base, const char *key,
 			    const char *val);
@@ -296,6 +619,8 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 {
 	struct store_gdbm *s;
 	size_t n = strlen(path) + 1;
+	char twin[4200];
+	const char *file = path;
 	int e;
 
 	*out = NULL;
@@ -320,7 +645,12 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 #ifdef ORGW_TRACE_LOCK
 	s->t_got_us = clock_mono_us();
 #endif
-	s->dbf = open_db(path, write);
+	s->ops_tail = &s->ops;
+	if (write)
+		(void)twin_settle(path, s->lockfd);	/* logged */
+	else
+		file = twin_for_reader(path, s->lockfd, twin, sizeof(twin));
+	s->dbf = open_db(file, write);
 	if (s->dbf == NULL) {
 		e = errno;
 		/* A reader of a file not created yet sees an empty store. */
@@ -331,7 +661,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 			return ORGW_OK;
 		}
 		if (e != REFUSED || gdbm_errno != GDBM_FILE_OPEN_ERROR)
-			log_err("state %s: %s%s%s", path,
+			log_err("state %s: %s%s%s", file,
 				gdbm_strerror(gdbm_errno),
 				gdbm_syserr[gdbm_errno] ? ": " : "",
 				gdbm_syserr[gdbm_errno] ? log_strerror(e) : "");
@@ -437,11 +767,14 @@ gd_put(struct store *base, const char *key, const char *val)
 		return ORGW_EINVAL;
 	v.dptr = (char *)(uintptr_t)val;
 	v.dsize = (int)strlen(val);
+	twin_mark(s);
 	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
 		log_err("state %s: store %s: %s", s->path, key,
 			gdbm_strerror(gdbm_errno));
+		s->failed = true;
 		return ORGW_EIO;
 	}
+	twin_keep(s, key, val);
 	return ORGW_OK;
 }
 
@@ -451,12 +784,15 @@ gd_del(struct store *base, const char *key)
 	struct store_gdbm *s = (struct store_gdbm *)base;
 	if (s->dbf == NULL || !s->write)
 		return ORGW_EINVAL;
+	twin_mark(s);
 	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
 	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
 		log_err("state %s: delete %s: %s", s->path, key,
 			gdbm_strerror(gdbm_errno));
+		s->failed = true;
 		return ORGW_EIO;
 	}
+	twin_keep(s, key, NULL);
 	return ORGW_OK;
 }
 
@@ -641,8 +977,11 @@ gd_commit(struct store *base)
 	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
 		log_err("state %s: close: %s", s->path,
 			gdbm_strerror(gdbm_errno));
+		s->failed = true;
 		err = ORGW_EIO;
 	}
+	twin_replay(s);
+	ops_free(s);
 	if (flock(s->lockfd, LOCK_UN) == -1)
 		err = ORGW_EIO;
 #ifdef ORGW_TRACE_LOCK
@@ -756,12 +1095,21 @@ repair_locked(const char *path, bool reorganize)
 static enum orgw_err
 with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 {
+	char twin[4200];
 	enum orgw_err err;
 	int fd;
 
 	if ((fd = take_lock(path, true, timeout_ms)) == -1)
 		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
+	(void)twin_settle(path, fd);	/* a dead writer's state first */
 	err = repair_locked(path, reorganize);
+	/* The twin follows what the repair made (a failed one leaves the
+	 * mark as it was: the twin may be the better copy). */
+	if (err == ORGW_OK)
+		(void)mark_set(fd, path,
+			       twin_path(twin, sizeof(twin), path) == 0 &&
+			       copy_file(path, twin) == 0 ? MARK_CLEAN :
+							    MARK_TWIN);
 	flock(fd, LOCK_UN);
 	close(fd);
 	return err;

@@ -35,6 +35,7 @@ t_eq "a request while the lock is held still gets 200, unpinned" "200 unpinned" 
 echo "# answered after $ms ms (STORE_LOCK_TIMEOUT_MS 3000 per transaction)"
 t_check "it waited for the lock timeout first ($ms ms >= 3000)" test "$ms" -ge 3000
 t_match "the log says why it went unpinned" 'state unavailable \(.*\): routing' "$(cat "$ORGW_LOG")"
+t_match "and who holds the lock" "state lock .*\\.lock: not had in 3000 ms; held by pid $KWPID \\(killwriter\\)" "$(cat "$ORGW_LOG")"
 orgw_http GET /healthz
 t_eq "healthz 503 while the store cannot be locked" 503 "$HTTP_STATUS"
 t_match "healthz says why" 'state store' "$(json_get "$HTTP_BODY" j.reason)"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -297,6 +298,86 @@ test_threads(void)
 	T_ASSERT("threads: it can once the first closed", got == ORGW_OK);
 }
 
+/* The lock file's mark (src/store_gdbm.c): its first byte, or 0. */
+static char
+mark_of(void)
+{
+	char lp[300], m = 0;
+	int fd;
+
+	snprintf(lp, sizeof(lp), "%s.lock", path);
+	if ((fd = open(lp, O_RDONLY)) == -1)
+		return 0;
+	if (read(fd, &m, 1) != 1)
+		m = 0;
+	close(fd);
+	return m;
+}
+
+/* A writer that stores key=val and dies before its commit, as a worker
+ * killed with SIGKILL in mid-transaction: the primary has the write,
+ * the flock dies with the process. */
+static bool
+die_writing(const char *key, const char *val)
+{
+	struct store *s;
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) == -1)
+		return false;
+	if (pid == 0) {
+		if (store_gdbm_open(&s, path, true, 1000) == ORGW_OK &&
+		    store_put(s, key, val) == ORGW_OK)
+			_exit(0);	/* no store_close: no twin replay */
+		_exit(1);
+	}
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* The twin: a transaction a writer died in is undone whole. */
+static void
+test_twin(void)
+{
+	char twin[300];
+	struct stat st;
+
+	snprintf(twin, sizeof(twin), "%s.twin", path);
+	T_ASSERT("twin: a first write", txn("K", "old", 0) == ORGW_OK &&
+					  txn("L", "1", 0) == ORGW_OK);
+	T_ASSERT("twin: made beside the state", stat(twin, &st) == 0);
+	T_ASSERT("twin: the mark is clean at rest", mark_of() == 'c');
+	T_ASSERT("twin: a writer dies after storing K=new",
+		 die_writing("K", "new"));
+	T_ASSERT("twin: it left the mark on the primary", mark_of() == 'p');
+	T_ASSERT("twin: a reader reads the twin: K is still old",
+		 has("K", "old"));
+	T_ASSERT("twin: the next writer", txn("M", "1", 0) == ORGW_OK);
+	T_ASSERT("twin: ...restored the primary: K old", has("K", "old"));
+	T_ASSERT("twin: ...and wrote its own key", has("M", "1"));
+	T_ASSERT("twin: clean again", mark_of() == 'c');
+	T_ASSERT("twin: a delete dies half-way", die_writing("L", "2"));
+	T_ASSERT("twin: a delete after it", txn("L", NULL, 1) == ORGW_OK);
+	T_ASSERT("twin: L gone", has("L", NULL));
+	/* The twin must follow the delete: undo the primary from it. */
+	T_ASSERT("twin: a third death", die_writing("K", "newer"));
+	T_ASSERT("twin: after it L is still gone (the twin had the delete)",
+		 has("L", NULL) && has("K", "old"));
+	T_ASSERT("twin: a write settles it", txn("O", "1", 0) == ORGW_OK &&
+						 has("K", "old"));
+	T_ASSERT("twin: remove the twin", unlink(twin) == 0);
+	T_ASSERT("twin: a write without a twin", txn("N", "1", 0) == ORGW_OK);
+	T_ASSERT("twin: remade", stat(twin, &st) == 0);
+	T_ASSERT("twin: a death after the twin was remade",
+		 die_writing("N", "2"));
+	T_ASSERT("twin: everything from before it is there",
+		 has("N", "1") && has("K", "old") && has("M", "1"));
+	T_ASSERT("twin: settled by a repair too",
+		 store_gdbm_repair(path, 1000) == ORGW_OK && mark_of() == 'c' &&
+			 has("N", "1"));
+}
+
 /* An unpinned answer whose "provider" names a candidate is counted in
  * METRICS under that candidate's tag (the tag lives in the candidates
  * read inside the transaction: this ran on freed memory once, which
@@ -362,6 +443,8 @@ main(void)
 	test_route();
 	test_strict();
 	test_threads();
+	snprintf(path, sizeof(path), "%s/state3.gdbm", dir);
+	test_twin();
 	snprintf(path, sizeof(path), "%s/state4.gdbm", dir);
 	test_finish_unpinned();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
