@@ -78,6 +78,7 @@ function parseArgs(argv) {
       case '--scorer-log': o.scorerLog = v(); break;
       case '--score-every-ms': o.scoreEveryMs = Number(v()); break;
       case '--double': o.double = v(); break;
+      case '--workers-file': o.workersFile = v(); break;
       default: throw new Error(`unknown argument ${a}`);
     }
   }
@@ -94,6 +95,22 @@ const now = () => Math.round((performance.now() - T0) * 10) / 10;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- workers (/proc) ----
+
+// The requests a worker is serving, from the host's worker table
+// (STATE_PATH.workers, src/slots.c: a 64-byte header, then slots of 24
+// bytes: int32 pid, uint32 threads, uint32 busy, uint32 pad, uint64
+// start), or null when the file or the pid's slot cannot be read.  Read
+// just before a kill: a request the kill catches after its answer was
+// sent (orgw counts it after the client has its last byte) is one of
+// these.
+function busyOf(file, pid) {
+  let b;
+  try { b = fs.readFileSync(file); } catch (_) { return null; }
+  for (let off = 64; off + 24 <= b.length; off += 24) {
+    if (b.readInt32LE(off) === pid) return b.readUInt32LE(off + 8);
+  }
+  return null;
+}
 
 function children(pid) {
   const out = [];
@@ -234,9 +251,10 @@ async function main() {
       const busy = fds.filter((x) => x[1] > minFd).map((x) => x[0]);
       const pick = (busy.length ? busy : pool)[Math.floor(rnd() * (busy.length ? busy : pool).length)];
       killedPids.add(pick);
+      const serving = o.workersFile ? busyOf(o.workersFile, pick) : null;
       try {
         process.kill(pick, 'SIGKILL');
-        kills.push({ t: now(), pid: pick, busy: busy.includes(pick), young: !old.length });
+        kills.push({ t: now(), pid: pick, busy: busy.includes(pick), serving, young: !old.length });
       } catch (e) {
         kills.push({ t: now(), pid: pick, note: `kill failed: ${e.message}` });
         continue;
@@ -342,6 +360,9 @@ async function main() {
     latency_ms: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), max: lat.length ? lat[lat.length - 1] : null },
     kills,
     kills_done: kills.filter((k) => k.pid).length,
+    // Requests the killed workers were serving (null: a slot unread).
+    serving_killed: kills.some((k) => k.pid && (k.serving ?? null) === null) ? null
+      : kills.reduce((a, k) => a + (k.pid ? k.serving : 0), 0),
     workers_expected: worker.expected,
     workers_min_seen: worker.min_seen === Infinity ? null : worker.min_seen,
     workers_at_end: o.supervisor ? children(o.supervisor).length : null,
