@@ -92,6 +92,7 @@ if [ "$QUICK" = 1 ]; then
 	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-500}
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-6}
 	LONG_WARM_SPACING_MS=150
+	LONG_WINDOW_MS=250	# the streams start over this long
 	SETTLE_S=0	# the pause before each wrk run: the figures mean nothing here
 else
 	RESULTS=${BENCH_RESULTS:-bench/RESULTS.md}
@@ -115,6 +116,7 @@ else
 	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-1000}
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-256}
 	LONG_WARM_SPACING_MS=500
+	LONG_WINDOW_MS=1000
 	SETTLE_S=0.5
 fi
 PORTKEY=${BENCH_PORTKEY:-1}
@@ -471,7 +473,7 @@ long_run() {
 	rm -f "$OUT/ready"
 	double_ctl POST loop_lag_reset >/dev/null
 	node bench/longstreams.mjs --targets "$TARGETS" --only "$name" --n "$n" \
-		--seconds "$LONG_S" --first_ms "$LONG_FIRST_MS" --body_kb "$kb" \
+		--seconds "$LONG_S" --first_ms "$LONG_FIRST_MS" --body_kb "$kb" --window_ms "$LONG_WINDOW_MS" \
 		--ready "$OUT/ready" >"$OUT/long-run.json" 2>"$OUT/long-run.err" &
 	hp=$!
 	for ((i = 0; i < (est + 30) * 10; i++)); do
