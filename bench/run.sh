@@ -88,9 +88,12 @@ if [ "$QUICK" = 1 ]; then
 	SELF_S=1
 	TRACE_S=1
 	LONG_N=${BENCH_LONG_N:-6}
-	LONG_S=${BENCH_LONG_SECONDS:-3}
+	LONG_S=${BENCH_LONG_SECONDS:-1}
 	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-500}
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-6}
+	LONG_WARM_SPACING_MS=150
+	LONG_WINDOW_MS=250	# the streams start over this long
+	SETTLE_S=0	# the pause before each wrk run: the figures mean nothing here
 else
 	RESULTS=${BENCH_RESULTS:-bench/RESULTS.md}
 	CHART=${BENCH_CHART:-bench/results.png}
@@ -112,6 +115,9 @@ else
 	LONG_S=${BENCH_LONG_SECONDS:-30}
 	LONG_FIRST_MS=${BENCH_LONG_FIRST_MS:-1000}
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-256}
+	LONG_WARM_SPACING_MS=500
+	LONG_WINDOW_MS=1000
+	SETTLE_S=0.5
 fi
 PORTKEY=${BENCH_PORTKEY:-1}
 REDIS=${BENCH_REDIS:-1}
@@ -467,7 +473,7 @@ long_run() {
 	rm -f "$OUT/ready"
 	double_ctl POST loop_lag_reset >/dev/null
 	node bench/longstreams.mjs --targets "$TARGETS" --only "$name" --n "$n" \
-		--seconds "$LONG_S" --first_ms "$LONG_FIRST_MS" --body_kb "$kb" \
+		--seconds "$LONG_S" --first_ms "$LONG_FIRST_MS" --body_kb "$kb" --window_ms "$LONG_WINDOW_MS" \
 		--ready "$OUT/ready" >"$OUT/long-run.json" 2>"$OUT/long-run.err" &
 	hp=$!
 	for ((i = 0; i < (est + 30) * 10; i++)); do
@@ -521,8 +527,10 @@ long_phase() {
 			ORGW_WORKERS=$LONG_POOL orgw_restart_workers || die "restart with $LONG_POOL workers"
 		fi
 		# Every worker (thread) serves a request before the idle figure:
-		# n short streams at once, 2 s each.
-		double_ctl POST config '{"chunks":4,"spacing_ms":500}' >/dev/null || die "double config"
+		# n short streams at once, 4 chunks $LONG_WARM_SPACING_MS ms
+		# apart (2 s each; 0.6 s in a quick run).
+		double_ctl POST config "{\"chunks\":4,\"spacing_ms\":$LONG_WARM_SPACING_MS}" >/dev/null ||
+			die "double config"
 		node bench/stream.mjs --mode hold --targets "$TARGETS" --only orgw \
 			--n "$n" --timeout_ms 120000 >"$OUT/long-warm-$n.json" || say "   warm-up of $n failed"
 		double_ctl POST config '{"chunks":3,"spacing_ms":0}' >/dev/null
@@ -600,7 +608,7 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
 			mapfile -t args <<<"${WRK_ARGS[$n]}"
 			th=2
 			[ "$c" -lt 2 ] && th=1
-			sleep 0.5
+			sleep "$SETTLE_S"
 			b0=$(busy_ticks)
 			d0=$(ticks_of "$ORGW_DOUBLE_PID")
 			o0=$(ticks_of $(server_pids))

@@ -80,6 +80,7 @@ const DEFAULTS = Object.freeze({
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
   random_faults: [],          // [{kind, p, match?, ...params}]: drawn per chat request (see drawFault)
   random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
+  clock_offset_ms: 0,         // added to the wall clock for time-of-day prices (utc_start/utc_end)
 });
 const BOOL_KEYS = new Set(['usage_repeat_choice', 'prompt_cache']);
 
@@ -613,7 +614,7 @@ function countPromptChars(messages) {
 function pricesNow(ep, promptTokens) {
   let p = ep.prompt, c = ep.completion, r = ep.cacheRead;
   if (ep.overrides) {
-    const d = new Date();
+    const d = new Date(Date.now() + cfg.clock_offset_ms);
     const hhmm = d.getUTCHours() * 100 + d.getUTCMinutes();
     for (const o of ep.overrides) {
       if (!o || typeof o !== 'object') continue;

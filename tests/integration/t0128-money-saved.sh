@@ -4,7 +4,11 @@
 # discount and a time-of-day override window that ends at the next UTC
 # minute (the prices in force, not the top-level ones), and caches 90 % of
 # a prompt (x_double_cache_hit_rate).  Six requests go before the window
-# ends, six after it, on the real clock of orgw and the double.  /stats
+# ends, six after it.  orgw and the double both read the real clock plus
+# one offset (ORGW_TEST_NOW for the one worker, the double's
+# clock_offset_ms), chosen so that the window ends about 16 s after the
+# worker started instead of at the next real UTC minute (a wait of 12 to
+# 72 s).  /stats
 # saved_usd must then equal, to 1e-9, what the double would have billed
 # with every prompt token at the prompt price in force minus what it billed
 # (usage.cost), worked out here from each answer's usage and the fixture
@@ -12,13 +16,28 @@
 . "$(dirname "$0")/../lib.sh"
 
 N=test/save
-orgw_start CACHE_BONUS=2 HIT_RATE=0.9
+# The worker's clock starts 16 s before a minute ends (one worker: the
+# offset is fixed when a worker starts).
+ORGW_WORKERS=1 ORGW_WORKER_ENV="ORGW_TEST_NOW=$((($(date +%s) / 60 + 2) * 60 - 16))" \
+	orgw_start CACHE_BONUS=2 HIT_RATE=0.9
+# Its offset, from /stats' generated_at read within one real second; the
+# double gets the same.
+for ((i = 0; i < 20; i++)); do
+	a=$(date +%s)
+	g=$(json_get "$(orgw_curl /stats)" 'j.generated_at')
+	[ "$(date +%s)" = "$a" ] && break
+done
+OFF=$((g - a))
+t_check "orgw runs on the shifted clock ($OFF s ahead)" test "$OFF" -gt 0
+double_ctl POST config "{\"clock_offset_ms\":$((OFF * 1000))}" >/dev/null
+fnow() { echo $(($(date +%s) + OFF)); }	# the shifted clock, UTC epoch s
+fmin() { echo $(($(fnow) / 60 % 1440)); }	# ... its minute of the UTC day
 
 # A window from an hour ago to the end of this UTC minute (HHMM, may wrap),
 # with at least 12 s of it left for the first six requests.
-sec=$((10#$(date -u +%S)))
+sec=$(($(fnow) % 60))
 [ "$sec" -lt 48 ] || sleep $((61 - sec))
-now_min=$((10#$(date -u +%H) * 60 + 10#$(date -u +%M)))
+now_min=$(fmin)
 hhmm() { local m=$((($1 + 1440) % 1440)); echo $((m / 60 * 100 + m % 60)); }
 WS=$(hhmm $((now_min - 60)))
 WE=$(hhmm $((now_min + 1)))
@@ -44,9 +63,8 @@ ask() { # I IN: request I, IN 1 inside the window
 	echo "{\"in\":$2,\"u\":$(json_get "$HTTP_BODY" 'JSON.stringify(j.usage)')}" >>"$ORGW_T/usage"
 }
 for i in 1 2 3 4 5 6; do ask "$i" 1; done
-t_eq "the first six went inside the window" "$(hhmm "$now_min")" \
-	"$(hhmm $((10#$(date -u +%H) * 60 + 10#$(date -u +%M))))"
-sleep $((61 - 10#$(date -u +%S)))
+t_eq "the first six went inside the window" "$(hhmm "$now_min")" "$(hhmm "$(fmin)")"
+sleep $((61 - $(fnow) % 60))
 for i in 7 8 9 10 11 12; do ask "$i" 0; done
 
 # Prices in force: the window's, then the top-level ones, with the
@@ -67,7 +85,7 @@ t_check "the answers read cached tokens" \
 	test "$(json_get "$want" 'j.cached')" -gt 0
 
 S=$(orgw_curl /stats)
-DAY=$(date -u +%Y-%m-%d)
+DAY=$(date -u -d "@$(fnow)" +%Y-%m-%d)
 close() { # EXPR on /stats' model, EXPECTED: 1 when within 1e-9
 	node -e '
 const s = JSON.parse(process.argv[1]), w = JSON.parse(process.argv[2]);

@@ -36,12 +36,28 @@ wait_in_flight() { # N: until /stats says N in flight (10 s at most)
 	echo "# in_flight stayed $v, wanted $1"
 	return 1
 }
+# wait_started PREFIX: until the 5 held streams $ORGW_T/held.PREFIX[1-5]
+# have their first bytes (10 s at most).  No /stats meanwhile: its request
+# takes a worker thread, and with 4 streams held that is the capacity's
+# last one, so a stream still connecting would get a 503.
+wait_started() {
+	local i n f
+	for ((i = 0; i < 100; i++)); do
+		n=0
+		for f in "$ORGW_T/held.$1"[1-5]; do
+			[ -s "$f" ] && n=$((n + 1))
+		done
+		[ "$n" = 5 ] && return 0
+		sleep 0.1
+	done
+}
 
 pids=()
 for i in 1 2 3 4 5; do
 	hold "$i" &
 	pids+=($!)
 done
+wait_started ""
 t_check "/stats in_flight reaches the 5 streams held" wait_in_flight 5
 t_eq "/metrics orgw_requests_in_flight says 5 too" 5 \
 	"$(orgw_curl /metrics | awk '$1 == "orgw_requests_in_flight" { print $2 }')"
@@ -83,16 +99,21 @@ t_eq "each with its 10 tokens" 5 "$n"
 t_check "in_flight back to 0" wait_in_flight 0
 orgw_http GET /healthz ""
 t_eq "/healthz no longer saturated" false "$(json_get "$HTTP_BODY" 'j.saturated')"
+# (A quick stream: its status is the point, not its length.)
+double_ctl POST config '{"chunks":10,"spacing_ms":0}' >/dev/null
 orgw_http POST /v1/chat/completions @"$ORGW_T/s.json"
 t_eq "a stream is served again" 200 "$HTTP_STATUS"
 
 # SIGKILL a worker holding streams: its requests leave the count at once.
-double_ctl POST config '{"chunks":10,"spacing_ms":1500}' >/dev/null
+# Streams of about 7 s again: the survivors are still running when
+# in_flight is read, about 3 s after they started.
+double_ctl POST config '{"chunks":10,"spacing_ms":700}' >/dev/null
 pids=()
 for i in 1 2 3 4 5; do
 	hold "k$i" &
 	pids+=($!)
 done
+wait_started k
 t_check "5 streams held again" wait_in_flight 5
 mapfile -t workers < <(orgw_worker_pids)
 victim=${workers[0]}

@@ -17,6 +17,8 @@
 # since orgw keeps the connection non-silent (SPEC section 5), and so does
 # a 6 s non-streamed one that upstream pads as OpenRouter does; a CGI
 # script that is silent for 6 s is cut, which shows the limit is in force.
+# These three run on both hosts at once (the silent script alongside the
+# streams).
 # (orgw holds a stream's head for up to 3 s, so a host Timeout under
 # about 4 s would cut it.)
 . "$(dirname "$0")/../lib.sh"
@@ -117,26 +119,48 @@ t_check "$s: served by mod_fcgid's workers ($n logged in Apache's error log)" te
 t_check "$s: the workers are FastCGI processes of the tarball's binary" \
 	pgrep -f "$ORGW_T/$s/home/user/public_html/cgi-bin/orgw.fcgi"
 
-for s in userdir-cgi userdir-fcgid; do
-	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 \
-		"${DEPLOY_URL[$s]%/orgw.fcgi}/silent.cgi")
-	t_match "$s: a CGI program silent for $((TIMEOUT + 2)) s is cut by Timeout $TIMEOUT (HTTP $code)" \
-		'^(504|500|000)$' "$code"
-	# A stream whose upstream says nothing for 9 s: orgw's own
-	# keep-alive comments (from 3 s in) are all that Apache sees.
-	double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":9000,"keepalive_interval_ms":0,"keepalive_comments":0}' >/dev/null
-	t0=$(date +%s%N)
-	out=$(deploy_chat "$s" --model "$M" --stream)
-	ms=$((($(date +%s%N) - t0) / 1000000))
+# The two hosts at once (each phase asks the double for the same thing of
+# both): the silent CGI programs while the streams wait, then the
+# non-streamed completions.
+HOSTS="userdir-cgi userdir-fcgid"
+pids=()
+for s in $HOSTS; do
+	curl -s -o /dev/null -w '%{http_code}' --max-time 20 \
+		"${DEPLOY_URL[$s]%/orgw.fcgi}/silent.cgi" >"$ORGW_T/silent.$s" &
+	pids+=($!)
+done
+# A stream whose upstream says nothing for 9 s: orgw's own keep-alive
+# comments (from 3 s in) are all that Apache sees.
+double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":9000,"keepalive_interval_ms":0,"keepalive_comments":0}' >/dev/null
+for s in $HOSTS; do
+	(
+		t0=$(date +%s%N)
+		deploy_chat "$s" --model "$M" --stream >"$ORGW_T/stream.$s"
+		echo $((($(date +%s%N) - t0) / 1000000)) >"$ORGW_T/stream-ms.$s"
+	) &
+	pids+=($!)
+done
+wait "${pids[@]}"
+for s in $HOSTS; do
+	t_match "$s: a CGI program silent for $((TIMEOUT + 2)) s is cut by Timeout $TIMEOUT (HTTP $(<"$ORGW_T/silent.$s"))" \
+		'^(504|500|000)$' "$(<"$ORGW_T/silent.$s")"
+	ms=$(<"$ORGW_T/stream-ms.$s")
 	t_eq "$s: a stream whose upstream is silent for 9 s completes under Timeout $TIMEOUT s" \
-		"true true Hello from deepseek" "$(json_get "$out" '[j.ok, j.done, j.content].join(" ")')"
+		"true true Hello from deepseek" "$(json_get "$ORGW_T/stream.$s" '[j.ok, j.done, j.content].join(" ")')"
 	t_check "$s: ... and took longer than the timeouts (${ms} ms)" test "$ms" -ge 9000
-	# Non-streamed: OpenRouter pads its committed 200 with whitespace
-	# (here every 2.5 s); orgw then sends its head and a newline every
-	# 250 ms (SPEC 5).
-	double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":6000,"keepalive_interval_ms":2500,"keepalive_comments":0,"padding_bytes":1}' >/dev/null
-	out=$(deploy_chat "$s" --model "$M")
+done
+# Non-streamed: OpenRouter pads its committed 200 with whitespace (here
+# every 2.5 s); orgw then sends its head and a newline every 250 ms
+# (SPEC 5).
+double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":6000,"keepalive_interval_ms":2500,"keepalive_comments":0,"padding_bytes":1}' >/dev/null
+pids=()
+for s in $HOSTS; do
+	deploy_chat "$s" --model "$M" >"$ORGW_T/json.$s" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+for s in $HOSTS; do
 	t_eq "$s: a 6 s non-streamed completion (upstream padding) completes too" \
-		"true 200 Hello from deepseek" "$(json_get "$out" '[j.ok, j.status, j.content].join(" ")')"
+		"true 200 Hello from deepseek" "$(json_get "$ORGW_T/json.$s" '[j.ok, j.status, j.content].join(" ")')"
 done
 double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":0,"keepalive_interval_ms":5000,"keepalive_comments":1,"padding_bytes":0}' >/dev/null

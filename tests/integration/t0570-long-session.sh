@@ -11,22 +11,23 @@
 # is whole, each generation goes upstream exactly once, and the cached share
 # of prompt tokens is exactly what one warm provider gives (the double's
 # prompt_cache; tests/js/session.mjs computes the ideal from the prompts it
-# sent).  Thresholds are scaled down with the durations to keep it short.
+# sent).  Thresholds are scaled down with the durations to keep it short:
+# SLOW_THRESHOLD_MS 750 and UPSTREAM_TIMEOUT_MS 1250, long turns of 2 s.
 . "$(dirname "$0")/../lib.sh"
 
-orgw_start SLOW_THRESHOLD_MS=1500 UPSTREAM_TIMEOUT_MS=2500 \
+orgw_start SLOW_THRESHOLD_MS=750 UPSTREAM_TIMEOUT_MS=1250 \
 	REQUEST_TIMEOUT_MS=30000 FAIL_LIMIT=3
 M=deepseek/deepseek-v3.2
 double_ctl POST config '{"prompt_cache":true}' >/dev/null
 
 plan=$(node -e '
 const short = { first_token_delay_ms: 0, padding_bytes: 0, chunks: 3, spacing_ms: 0 };
-// first token after 300 ms, then 30 tokens 120 ms apart: 3.9 s in all
-const longStream = { first_token_delay_ms: 300, padding_bytes: 0, chunks: 30, spacing_ms: 120,
-  keepalive_interval_ms: 1000 };
-// 200 and padding at once, more padding every 400 ms, the JSON after 3.5 s
-const longJson = { first_token_delay_ms: 3500, padding_bytes: 16, chunks: 30, spacing_ms: 0,
-  keepalive_interval_ms: 400 };
+// first token after 150 ms, then 30 tokens 60 ms apart: 1.95 s in all
+const longStream = { first_token_delay_ms: 150, padding_bytes: 0, chunks: 30, spacing_ms: 60,
+  keepalive_interval_ms: 500 };
+// 200 and padding at once, more padding every 200 ms, the JSON after 1.75 s
+const longJson = { first_token_delay_ms: 1750, padding_bytes: 16, chunks: 30, spacing_ms: 0,
+  keepalive_interval_ms: 200 };
 const plan = [];
 for (let i = 0; i < 20; i++) {
   const stream = i % 2 === 0;
@@ -49,7 +50,7 @@ t_eq "every stream ended with [DONE]" 10 \
 t_eq "the long answers are long (30 tokens each)" 5 \
 	"$(json_get "$out" 'j.turns.filter((t) => t.content.split(" ").length >= 30).length')"
 t_check "the long turns did outlast UPSTREAM_TIMEOUT_MS" json_ok "$out" \
-	'j.turns.filter((t) => t.t_total_ms > 2500).length === 5'
+	'j.turns.filter((t) => t.t_total_ms > 1250).length === 5'
 t_eq "every turn went to deepseek in one attempt" "20" \
 	"$(json_get "$out" 'j.turns.filter((t) => t.provider === "deepseek" && t.attempts === 1).length')"
 
@@ -73,16 +74,16 @@ t_eq "/stats counts the same cached and prompt tokens" \
 	"$(json_get "$st" "j.models['$M'].tokens.cached + ' ' + j.models['$M'].tokens.prompt")"
 
 # Unpinned routing against orgw's lock, on the same double: provider caches
-# that expire (prompt_cache_ttl_ms 1500, minutes in real life) and a user
-# who thinks 600 ms between turns (seconds to minutes in real life).  The
+# that expire (prompt_cache_ttl_ms 1000, minutes in real life) and a user
+# who thinks 400 ms between turns (seconds to minutes in real life).  The
 # same 20 short turns through orgw (one provider: every prefix is fresh)
 # and straight to the double with OpenRouter's default routing (no
 # provider pinned: the double, like OpenRouter, rotates the model's
 # providers, so a provider sees the conversation again only after its cache
 # expired).
-double_ctl POST config '{"prompt_cache_ttl_ms":1500}' >/dev/null
+double_ctl POST config '{"prompt_cache_ttl_ms":1000}' >/dev/null
 quick=$(node -e 'process.stdout.write(JSON.stringify(Array.from({ length: 20 }, (_, i) =>
-  ({ stream: i % 2 === 0, pause_ms: i ? 600 : 2000,
+  ({ stream: i % 2 === 0, pause_ms: i ? 400 : 1300,
      config: { first_token_delay_ms: 0, padding_bytes: 0, chunks: 3, spacing_ms: 0 } }))))')
 pinned=$(node "$ORGW_ROOT/tests/js/session.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" \
 	--model "$M" --double "$DOUBLE_URL" --plan "$quick")

@@ -1,7 +1,7 @@
 # t0600-bench-smoke.sh - the benchmark (bench/run.sh, `make bench`) still
 # works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
 # of every step, on every path, into a temporary directory; phase 7 with 6
-# concurrent long streams of 3 s (and 6 with 200 KB bodies); orgw on Redis
+# concurrent long streams of 1 s (and 6 with 200 KB bodies); orgw on Redis
 # (issue 19) in the sequential and throughput steps.  No timing is
 # asserted: on a shared 2-core machine these figures mean nothing; what is
 # checked is that each step produced its figures and that nothing failed.
