@@ -38,7 +38,7 @@
  *     (the dead writer's transaction is lost whole); finding "twin", the
  *     primary over the twin; a reader finding "primary" reads the twin.
  * The cost is a second gdbm_open and the replayed stores per write
- * transaction (bench/RESULTS.md); no copy unless a writer died.  A twin
+ * transaction (bench/notes.md, round 7); no copy unless a writer died.  A twin
  * that is missing or older than the primary (an upgrade; an operator's
  * gdbmtool) is remade from the primary by the next writer.
  *

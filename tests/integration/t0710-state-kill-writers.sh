@@ -31,6 +31,22 @@ for (const l of require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean
 console.log(bad);'
 }
 
+# kill_rounds N MODE: N times, a killwriter in MODE killed after 10-90 ms,
+# then a request; sets fails to the requests that did not get 200.
+kill_rounds() {
+	local i p
+	fails=0
+	for i in $(seq "$1"); do
+		"$KW" "$ORGW_STATE" 0 "$2" >/dev/null 2>>"$ORGW_T/kw.err" &
+		p=$!
+		sleep "0.0$((RANDOM % 9 + 1))"
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+		ask
+		[ "${ASK%% *}" = 200 ] || { fails=$((fails + 1)); echo "# round $i: $ASK"; }
+	done
+}
+
 export ORGW_WORKERS=8
 orgw_start RETRY_429_DELAYS=1 UPSTREAM_TIMEOUT_MS=5000
 M=deepseek/deepseek-v3.2
@@ -67,16 +83,7 @@ t_eq "no sanitizer/segfault line in the worker log" 0 "$(crash_lines)"
 # 2. A store.c writer killed at random moments.
 kw_build || exit 0
 pids=$(worker_set)
-fails=0
-for i in $(seq 30); do
-	"$KW" "$ORGW_STATE" 0 loop >/dev/null 2>>"$ORGW_T/kw.err" &
-	p=$!
-	sleep "0.0$((RANDOM % 9 + 1))"
-	kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	ask
-	[ "${ASK%% *}" = 200 ] || { fails=$((fails + 1)); echo "# round $i: $ASK"; }
-done
+kill_rounds 30 loop
 t_eq "30 rounds of a writer killed mid-transaction: every request 200" 0 "$fails"
 restores=$(grep -c 'a writer died in mid-transaction; restoring' "$ORGW_LOG")
 repairs=$(grep -cE 'recovered|moved to' "$ORGW_LOG")
@@ -114,16 +121,7 @@ t_eq "none of the dead transaction's 2000 stores is left" 0 \
 assert_no_crash "self-killed writer" "$pids"
 
 # 4. Small transactions killed at random.
-fails=0
-for i in $(seq 40); do
-	"$KW" "$ORGW_STATE" 0 txns >/dev/null 2>>"$ORGW_T/kw.err" &
-	p=$!
-	sleep "0.0$((RANDOM % 9 + 1))"
-	kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	ask
-	[ "${ASK%% *}" = 200 ] || { fails=$((fails + 1)); echo "# round $i: $ASK"; }
-done
+kill_rounds 40 txns
 t_eq "40 writers of small transactions killed: every request 200" 0 "$fails"
 check=$(gdbmtool -r "$ORGW_STATE" list 2>/dev/null | node -e '
 let keys = 0, bad = 0;
