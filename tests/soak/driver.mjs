@@ -256,7 +256,8 @@ async function main() {
         process.kill(pick, 'SIGKILL');
         kills.push({ t: now(), pid: pick, busy: busy.includes(pick), serving, young: !old.length });
       } catch (e) {
-        kills.push({ t: now(), pid: pick, note: `kill failed: ${e.message}` });
+        // Nothing was caught: serving 0 (the worker was gone already).
+        kills.push({ t: now(), pid: pick, serving: 0, note: `kill failed: ${e.message}` });
         continue;
       }
       // Capacity back?  Poll up to 5 s for the full worker count.
