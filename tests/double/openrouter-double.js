@@ -9,6 +9,7 @@
 const http = require('http');
 const fs = require('fs');
 const { performance, monitorEventLoopDelay } = require('perf_hooks');
+const { makeRng } = require('./rng.js');
 
 // ---------------------------------------------------------------------------
 // CLI
@@ -131,18 +132,6 @@ function checkRandomFaults(v) {
   return null;
 }
 
-// mulberry32: a small seeded PRNG, so a seeded soak run draws the same faults.
-function makeRng(seed) {
-  if (!seed) return Math.random;
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 let rng = Math.random;
 
 function drawFault(model, tag, stream) {

@@ -44,7 +44,7 @@ import OpenAI from '../js/node_modules/openai/index.mjs';
 import { watchingFetch } from '../js/watch-fetch.mjs';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import { makeRng } from './rng.mjs';
+import { makeRng } from '../double/rng.js';
 
 const KILL_WINDOW_MS = 3000;
 

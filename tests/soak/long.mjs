@@ -36,7 +36,7 @@
 // be one of those.
 import fs from 'node:fs';
 import http from 'node:http';
-import { makeRng } from './rng.mjs';
+import { makeRng } from '../double/rng.js';
 
 const o = {
   seconds: 300, clients: 48, streamRatio: 0.7, leaveRatio: 0.1, minLenS: 2, maxLenS: 120,
