@@ -110,10 +110,12 @@ struct store_gdbm {
 	char path[];		/* sized to fit: no 4 KiB calloc per txn */
 };
 
+/* A file beside the state: path and suffix (".lock", ".twin", ...) into
+ * dst (n bytes).  0, or -1 when it does not fit. */
 static int
-lock_path(char *dst, size_t n, const char *path)
+side_path(char *dst, size_t n, const char *path, const char *suffix)
 {
-	int r = snprintf(dst, n, "%s.lock", path);
+	int r = snprintf(dst, n, "%s%s", path, suffix);
 
 	return (r < 0 || (size_t)r >= n) ? -1 : 0;
 }
@@ -300,7 +302,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	 * slept on it. */
 	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
 
-	if (lock_path(lp, sizeof(lp), path) == -1) {
+	if (side_path(lp, sizeof(lp), path, ".lock") == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -321,8 +323,8 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 
 			lock_holder(fd, who, sizeof(who));
 			log_warn("state lock %s: not had in %lld ms%s%s", lp,
-				 (long long)timeout_ms, who[0] ? "; held by " : "",
-				 who);
+				 (long long)timeout_ms,
+				 who[0] ? "; held by " : "", who);
 			errno = EWOULDBLOCK;
 			break;
 		}
@@ -363,14 +365,6 @@ open_db(const char *path, bool write)
 static int db_close(GDBM_FILE dbf, bool write);
 static datum key_datum(const char *key);
 
-static int
-twin_path(char *dst, size_t n, const char *path)
-{
-	int r = snprintf(dst, n, "%s.twin", path);
-
-	return (r < 0 || (size_t)r >= n) ? -1 : 0;
-}
-
 /* The mark in the lock file; an empty or unreadable one is clean. */
 static char
 mark_read(int lockfd)
@@ -403,8 +397,7 @@ copy_file(const char *from, const char *to)
 	int in = -1, out = -1, rc = -1, r;
 	ssize_t got, put, done;
 
-	r = snprintf(tmp, sizeof(tmp), "%s.tmp", to);
-	if (r < 0 || (size_t)r >= sizeof(tmp))
+	if (side_path(tmp, sizeof(tmp), to, ".tmp") == -1)
 		return -1;
 	if ((buf = malloc(65536)) == NULL ||
 	    (in = open_safe(from, false, false)) == -1 ||
@@ -469,7 +462,7 @@ twin_settle(const char *path, int lockfd)
 	char m = mark_read(lockfd);
 	int rc = 0;
 
-	if (twin_path(twin, sizeof(twin), path) == -1)
+	if (side_path(twin, sizeof(twin), path, ".twin") == -1)
 		return -1;
 	have_p = lstat(path, &ps) == 0;
 	have_t = lstat(twin, &ts) == 0;
@@ -498,7 +491,7 @@ twin_for_reader(const char *path, int lockfd, char *twin, size_t n)
 	struct stat ts;
 
 	if (mark_read(lockfd) != MARK_PRIMARY ||
-	    twin_path(twin, n, path) == -1 || lstat(twin, &ts) == -1)
+	    side_path(twin, n, path, ".twin") == -1 || lstat(twin, &ts) == -1)
 		return path;
 	return twin;
 }
@@ -568,7 +561,8 @@ twin_replay(struct store_gdbm *s)
 
 	if (!s->marked || s->failed)
 		return;
-	if (s->ops_lost || twin_path(twin, sizeof(twin), s->path) == -1) {
+	if (s->ops_lost ||
+	    side_path(twin, sizeof(twin), s->path, ".twin") == -1) {
 		/* The twin cannot follow: remade by the next writer. */
 		(void)mark_set(s->lockfd, s->path, MARK_TWIN);
 		return;
@@ -853,8 +847,8 @@ store_gdbm_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
 
 	*fd_out = -1;
 	*retry_after_s = 0;
-	n = snprintf(rp, sizeof(rp), "%s.score", path);
-	if (n < 0 || (size_t)n >= sizeof(rp) || dir_ok(path) == -1)
+	if (side_path(rp, sizeof(rp), path, ".score") == -1 ||
+	    dir_ok(path) == -1)
 		return ORGW_EIO;
 	if ((fd = open_safe(rp, true, true)) == -1) {
 		if (errno != REFUSED)
@@ -936,7 +930,7 @@ store_gdbm_check(const char *path, char *why, size_t n)
 	int fd;
 
 	if (dir_of(path, dir, sizeof(dir)) == -1 ||
-	    lock_path(lp, sizeof(lp), path) == -1) {
+	    side_path(lp, sizeof(lp), path, ".lock") == -1) {
 		snprintf(why, n, "path too long");
 		return ORGW_EIO;
 	}
@@ -1007,9 +1001,8 @@ static enum orgw_err
 move_aside(const char *path)
 {
 	char aside[4200];
-	int r = snprintf(aside, sizeof(aside), "%s.corrupt", path);
 
-	if (r < 0 || (size_t)r >= sizeof(aside))
+	if (side_path(aside, sizeof(aside), path, ".corrupt") == -1)
 		return ORGW_EIO;
 	if (rename(path, aside) == -1 && errno != ENOENT) {
 		log_err("state %s: cannot move aside: %s", path,
@@ -1105,11 +1098,13 @@ with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 	err = repair_locked(path, reorganize);
 	/* The twin follows what the repair made (a failed one leaves the
 	 * mark as it was: the twin may be the better copy). */
-	if (err == ORGW_OK)
-		(void)mark_set(fd, path,
-			       twin_path(twin, sizeof(twin), path) == 0 &&
-			       copy_file(path, twin) == 0 ? MARK_CLEAN :
-							    MARK_TWIN);
+	if (err == ORGW_OK) {
+		bool copied =
+			side_path(twin, sizeof(twin), path, ".twin") == 0 &&
+			copy_file(path, twin) == 0;
+
+		(void)mark_set(fd, path, copied ? MARK_CLEAN : MARK_TWIN);
+	}
 	flock(fd, LOCK_UN);
 	close(fd);
 	return err;
