@@ -48,6 +48,7 @@ if [ "${SOAK_MODE:-faults}" = long ]; then
 	exec bash "$(dirname "$0")/soak-long.sh" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
+. "$ORGW_ROOT/tests/soak/statelib.sh"
 
 SOAK_SECONDS=${SOAK_SECONDS:-60}
 SOAK_CLIENTS=${SOAK_CLIENTS:-64}
@@ -113,19 +114,7 @@ completed=$((sent - broken))
 
 gdbm_count=$(gdbmtool -r "$ORGW_STATE" count 2>&1)
 gdbm_rc=$?
-not_json=$(gdbmtool -r "$ORGW_STATE" list 2>/dev/null | node -e '
-// "KEY VALUE" lines (keys hold no blanks: model ids are checked).
-const t = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
-let bad = 0;
-for (const l of t) {
-  const v = l.slice(l.indexOf(" ") + 1);
-  // LOST_UPDATES is a plain count (requests a busy state could not record).
-  const no = () => { bad++; process.stderr.write("# not JSON: " + l.slice(0, 300) + "\n"); };
-  if (l.startsWith("LOST_UPDATES ")) { if (!/^[0-9]+$/.test(v)) no(); continue; }
-  try { const o = JSON.parse(v); if (!o || typeof o !== "object") no(); } catch (e) { no(); }
-}
-process.stdout.write(String(t.length ? bad : -1));
-')
+not_json=$(state_not_json)
 sanitizer=$(grep -cE 'runtime error|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|SEGV|Segmentation|core dumped|stack-overflow' \
 	"$ORGW_LOG" "$ORGW_T/scorer.log" 2>/dev/null | awk -F: '{s += $NF} END {print s + 0}')
 not_counted=$(grep -c 'request not counted' "$ORGW_LOG")

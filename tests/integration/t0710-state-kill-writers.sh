@@ -21,16 +21,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$ORGW_ROOT/tests/soak/statelib.sh"
 
-# The state values that are not JSON objects (gdbmtool list: "KEY VALUE").
-not_json() {
-	gdbmtool -r "$ORGW_STATE" list 2>/dev/null | node -e '
-let bad = 0;
-for (const l of require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean)) {
-  try { if (typeof JSON.parse(l.slice(l.indexOf(" ") + 1)) !== "object") bad++; } catch (e) { bad++; }
-}
-console.log(bad);'
-}
-
 # kill_rounds N MODE: N times, a killwriter in MODE killed after 10-90 ms,
 # then a request; sets fails to the requests that did not get 200.
 kill_rounds() {
@@ -71,7 +61,7 @@ t_check "every slot was restarted" json_ok "$REPORT" 'j.workers_at_end === j.wor
 # (the kernel logs the segfault); the driver watches the PIDs instead.
 t_eq "no worker died except those killed" "[]" "$(r 'JSON.stringify(j.unexpected_worker_exits)')"
 t_check "gdbmtool reads the state after the kills" gdbmtool -r "$ORGW_STATE" count
-t_eq "every state value is still JSON" 0 "$(not_json)"
+t_eq "every state value is still JSON" 0 "$(state_not_json)"
 orgw_http GET /stats
 st=$(json_get "$HTTP_BODY" 'Object.values(j.models).reduce((a, m) => a + (m.requests || 0), 0)')
 done_n=$(($(r j.sent) - $(r j.broken) + 1))	# + the baseline request
@@ -93,7 +83,7 @@ grep -E 'needs recovery|recovered|moved to|recovery failed' "$ORGW_LOG" | sort |
 # (a kill before its first store leaves nothing to undo).
 t_check "the dead writers' transactions were undone from the twin ($restores >= 20 of 30)" test "$restores" -ge 20
 t_eq "so GDBM never had to recover the file" 0 "$repairs"
-t_eq "every state value is JSON after the 30 kills" 0 "$(not_json)"
+t_eq "every state value is JSON after the 30 kills" 0 "$(state_not_json)"
 ask
 t_eq "afterwards the model is pinned again" "200 locked" "$ASK"
 t_check "the state file is readable" gdbmtool -r "$ORGW_STATE" count
@@ -135,5 +125,5 @@ console.log(keys, bad);')
 echo "# KILLTEST keys, and those not whole or not their own: $check"
 t_check "the writers committed transactions before they died (${check%% *} keys)" test "${check%% *}" -gt 0
 t_eq "every one holds its own whole value" 0 "${check##* }"
-t_eq "every state value is JSON" 0 "$(not_json)"
+t_eq "every state value is JSON" 0 "$(state_not_json)"
 assert_no_crash "small transactions killed" "$pids"

@@ -15,6 +15,10 @@
 #                         the workers are still PIDS (none died and was
 #                         restarted by multiwatch) and the log has no crash
 #   ms_since NS           milliseconds since date +%s%N value NS
+#   state_not_json        how many values of the GDBM state ($ORGW_STATE)
+#                         are not JSON objects (LOST_UPDATES: a decimal
+#                         count), each printed to stderr as "# not JSON:";
+#                         -1 for an empty or unreadable state
 #   hostile_start         starts tests/soak/hostile-upstream.js (its pid in
 #                         HPID, stopped by the EXIT trap it installs with
 #                         orgw's) and points the workers at it; sets HURL
@@ -52,6 +56,22 @@ crash_lines() {
 assert_no_crash() {
 	t_eq "$1: no worker crashed (same PIDs)" "$2" "$(worker_set)"
 	t_eq "$1: no sanitizer/segfault line in the worker log" 0 "$(crash_lines)"
+}
+
+state_not_json() {
+	gdbmtool -r "$ORGW_STATE" list 2>/dev/null | node -e '
+// "KEY VALUE" lines (keys hold no blanks: model ids are checked).
+const t = require("fs").readFileSync(0, "utf8").split("\n").filter(Boolean);
+let bad = 0;
+for (const l of t) {
+  const v = l.slice(l.indexOf(" ") + 1);
+  const no = () => { bad++; process.stderr.write("# not JSON: " + l.slice(0, 300) + "\n"); };
+  // LOST_UPDATES is a plain count (requests a busy state could not record).
+  if (l.startsWith("LOST_UPDATES ")) { if (!/^[0-9]+$/.test(v)) no(); continue; }
+  try { const o = JSON.parse(v); if (!o || typeof o !== "object") no(); } catch (e) { no(); }
+}
+process.stdout.write(String(t.length ? bad : -1));
+'
 }
 
 ms_since() {
