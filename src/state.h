@@ -27,6 +27,14 @@ struct store;
 #define STATE_LOST_KEY "LOST_UPDATES"
 
 /*
+ * The one model every request on an id OpenRouter does not know is
+ * counted under (SPEC 4 step 2): N sent is still N counted, and invented
+ * ids leave no state of their own.  No client can name it: '(' is not
+ * in a model id (reqval_model_ok).
+ */
+#define STATE_OTHER_MODEL "(other)"
+
+/*
  * One transaction on the state store: opens it (exclusive when write),
  * runs fn(s, arg), commits (store_close) or, when fn failed, aborts.  A
  * commit that lost a race (ORGW_ECONFLICT, Redis) runs fn again after a

@@ -27,6 +27,7 @@
 #include <cJSON.h>
 
 #include "jsonscan.h"
+#include "api.h"
 #include "reqval.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -123,7 +124,7 @@ find(const char *a, const char *e, const char *p, size_t n)
 /* Every member of r that reqval_forward(.., clamp) leaves alone appears
  * in s as its bytes in r->body, in order. */
 static void
-check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
+check_bytes(const char *s, const struct api_req *r, int64_t clamp)
 {
 	const struct jsonscan_member *m;
 	const char *at = s, *e = s + strlen(s), *f;
@@ -148,7 +149,7 @@ check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
 
 /* Parses s and checks what every forwarded body must hold. */
 static cJSON *
-check_out(const char *s, const struct chat_req *r, int64_t clamp)
+check_out(const char *s, const struct api_req *r, int64_t clamp)
 {
 	cJSON *out, *m, *it;
 	size_t k;
@@ -176,7 +177,7 @@ check_out(const char *s, const struct chat_req *r, int64_t clamp)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct chat_req r;
+	struct api_req r;
 	char err[128], *body, *s;
 	const char *param = NULL, *def = size % 2 ? "dflt/model-1" : NULL;
 	cJSON *out, *in_prov = NULL, *first, *in = NULL, *m;
@@ -188,7 +189,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(body, data, size);
 	body[size] = '\0';
 	err[0] = '\0';
-	e = reqval_parse(body, size, def, &r, err, sizeof(err), &param);
+	e = reqval_parse(&api_chat, body, size, def, &r, err, sizeof(err), &param);
 	if (e != ORGW_OK) {
 		if ((e != ORGW_EINVAL && e != ORGW_ENOMEM) || err[0] == '\0' ||
 		    r.mem != NULL)
