@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "api.h"
-#include "http.h"
 #include "mask.h"
 
 const struct api *
@@ -82,11 +81,32 @@ api_take_served(struct api_answer *ans, const cJSON *o, const char *name)
 }
 
 char *
+api_openai_error_json(const char *type, const char *code, const char *param,
+		      const char *message)
+{
+	cJSON *o = cJSON_CreateObject(), *e = NULL;
+	char *s = NULL;
+	bool ok;
+
+	ok = o != NULL && (e = cJSON_AddObjectToObject(o, "error")) != NULL;
+	ok = ok && cJSON_AddStringToObject(e, "message", message) != NULL;
+	ok = ok && cJSON_AddStringToObject(e, "type", type) != NULL;
+	ok = ok && (param ? cJSON_AddStringToObject(e, "param", param) :
+			    cJSON_AddNullToObject(e, "param")) != NULL;
+	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
+			   cJSON_AddNullToObject(e, "code")) != NULL;
+	if (ok)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+char *
 api_openai_error(int status, const char *type, const char *code,
 		 const char *param, const char *msg)
 {
 	(void)status;
-	return http_error_json(type, code, param, msg);
+	return api_openai_error_json(type, code, param, msg);
 }
 
 long

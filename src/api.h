@@ -164,8 +164,17 @@ void api_take_cost(struct api_answer *ans, const cJSON *usage);
 void api_take_served(struct api_answer *ans, const cJSON *o,
 		     const char *name);
 
-/* The OpenAI-shaped error object {"error":{"message","type","param",
- * "code"}} (chat completions and Responses). */
+/*
+ * The OpenAI-shaped error object {"error":{"message","type","param",
+ * "code"}}; code and param may be NULL (then null).  Returns text the
+ * caller frees with cJSON_free(), or NULL when out of memory (then
+ * HTTP_OOM_JSON, http.h, says so).
+ */
+char *api_openai_error_json(const char *type, const char *code,
+			    const char *param, const char *msg);
+
+/* The same as an adapter's error_body (chat completions and Responses;
+ * status is not part of the shape). */
 char *api_openai_error(int status, const char *type, const char *code,
 		       const char *param, const char *msg);
 

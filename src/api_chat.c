@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "api.h"
-#include "http.h"
 
 /* A delta member that says nothing: absent, null, "" or []. */
 static bool
@@ -185,7 +184,7 @@ chat_committed_error(int status, const char *code, const char *msg,
 	(void)status;
 	(void)model;
 	(void)now;
-	return http_error_json("upstream_error", code, NULL, msg);
+	return api_openai_error_json("upstream_error", code, NULL, msg);
 }
 
 const struct api api_chat = {

@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 
+#include "api.h"
 #include "http.h"
 #include "statusauth.h"
 
@@ -252,33 +253,12 @@ http_json(const struct orgw_io *io, int status, const char *extra,
 	return 0;
 }
 
-char *
-http_error_json(const char *type, const char *code, const char *param,
-		const char *message)
-{
-	cJSON *o = cJSON_CreateObject(), *e = NULL;
-	char *s = NULL;
-	bool ok;
-
-	ok = o != NULL && (e = cJSON_AddObjectToObject(o, "error")) != NULL;
-	ok = ok && cJSON_AddStringToObject(e, "message", message) != NULL;
-	ok = ok && cJSON_AddStringToObject(e, "type", type) != NULL;
-	ok = ok && (param ? cJSON_AddStringToObject(e, "param", param) :
-			    cJSON_AddNullToObject(e, "param")) != NULL;
-	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
-			   cJSON_AddNullToObject(e, "code")) != NULL;
-	if (ok)
-		s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
-}
-
 int
 http_error(const struct orgw_io *io, int status, const char *type,
 	   const char *code, const char *param, const char *message,
 	   const char *extra)
 {
-	char *s = http_error_json(type, code, param, message);
+	char *s = api_openai_error_json(type, code, param, message);
 	int rc;
 
 	if (s != NULL)

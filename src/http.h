@@ -106,21 +106,12 @@ int http_head(const struct orgw_io *io, int status, const char *ctype,
 int http_json(const struct orgw_io *io, int status, const char *extra,
 	      const char *body, size_t len);
 
-/*
- * The OpenAI-shaped error object {"error":{"message","type","param",
- * "code"}}; code and param may be NULL (then null).  Returns text the
- * caller frees with cJSON_free(), or NULL when out of memory (then
- * HTTP_OOM_JSON says so).
- */
-char *http_error_json(const char *type, const char *code, const char *param,
-		      const char *message);
-
 #define HTTP_OOM_JSON                                                      \
 	"{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","   \
 	"\"param\":null,\"code\":null}}"
 
 /*
- * Writes an OpenAI-shaped error (http_error_json()) with status.
+ * Writes an OpenAI-shaped error (api_openai_error_json()) with status.
  */
 int http_error(const struct orgw_io *io, int status, const char *type,
 	       const char *code, const char *param, const char *message,
