@@ -99,8 +99,8 @@ struct api {
 					 * the clamped max_tokens */
 	size_t held_min_bytes;		/* the events held back before the
 					 * first token are bounded by this */
-	unsigned held_body_times;	/* ... or this many times the request
-					 * body, if larger (Responses' first
+	unsigned held_body_times;	/* ... plus this many times the
+					 * request body (Responses' first two
 					 * events echo its tools) */
 	bool done_sentinel;		/* "data: [DONE]" ends the stream */
 	const char *stream_close;	/* what orgw adds to a stream that

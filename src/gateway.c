@@ -707,14 +707,23 @@ handle_root(const struct orgw_io *io)
 	return io->write(io->ctx, text, sizeof(text) - 1);
 }
 
-/* The API whose shape an unknown path's 404 takes: a sub-path of an
- * API's path belongs to it (SPEC 11). */
+/* True when path is seg or below it ("/messages", "/messages/x"). */
+static bool
+under(const char *path, const char *seg)
+{
+	size_t n = strlen(seg);
+
+	return strncmp(path, seg, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The API whose shape a 404 or 405 takes: an API's path and its
+ * sub-paths belong to it (SPEC 11). */
 static const struct api *
 api_of_path(const char *path)
 {
-	if (strncmp(path, "/messages/", 10) == 0)
+	if (under(path, "/messages"))
 		return &api_messages;
-	if (strncmp(path, "/responses/", 11) == 0)
+	if (under(path, "/responses"))
 		return &api_responses;
 	return &api_chat;
 }

@@ -1113,16 +1113,17 @@ bookkeep(struct relay *rl)
 }
 
 /* What is held back before the first token is bounded (SPEC 5), and the
- * bound admits what the API legitimately holds (api.h). */
+ * bound admits what the API legitimately holds (api.h): Responses' first
+ * two events each echo the request's instructions and tools, so its
+ * bound is 64 KiB more than twice the request body. */
 static size_t
 held_bound(const struct api *api, size_t body_len)
 {
 	size_t n = api->held_min_bytes;
 
 	if (api->held_body_times > 0 &&
-	    body_len <= SIZE_MAX / api->held_body_times &&
-	    body_len * api->held_body_times > n)
-		n = body_len * api->held_body_times;
+	    body_len <= (SIZE_MAX - n) / api->held_body_times)
+		n += body_len * api->held_body_times;
 	return n;
 }
 

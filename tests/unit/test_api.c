@@ -667,7 +667,7 @@ test_table(void)
 			 api_messages.limits[1] == NULL &&
 			 strcmp(api_responses.limits[0],
 				"max_output_tokens") == 0);
-	T_ASSERT("held back: 64 KiB, Responses also twice the body",
+	T_ASSERT("held back: 64 KiB, Responses twice the body more",
 		 api_chat.held_min_bytes == 65536 &&
 			 api_messages.held_min_bytes == 65536 &&
 			 api_responses.held_body_times == 2);
