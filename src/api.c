@@ -109,6 +109,22 @@ api_openai_error(int status, const char *type, const char *code,
 	return api_openai_error_json(type, code, param, msg);
 }
 
+char *
+api_sse(const char *event, char *json)
+{
+	char *out = NULL;
+	size_t n;
+
+	if (json == NULL)
+		return NULL;
+	n = strlen(json) + (event ? strlen(event) : 0) + 20;
+	if ((out = cJSON_malloc(n)) != NULL)
+		snprintf(out, n, "%s%s%sdata: %s\n\n", event ? "event: " : "",
+			 event ? event : "", event ? "\n" : "", json);
+	cJSON_free(json);
+	return out;
+}
+
 long
 api_code_status(const cJSON *code)
 {

@@ -178,6 +178,11 @@ char *api_openai_error_json(const char *type, const char *code,
 char *api_openai_error(int status, const char *type, const char *code,
 		       const char *param, const char *msg);
 
+/* One SSE event: "event: <event>\n" (none when event is NULL), then
+ * "data: <json>\n\n".  Takes json (cJSON-allocated; NULL: out of memory)
+ * and frees it; returns cJSON-allocated text, or NULL. */
+char *api_sse(const char *event, char *json);
+
 /* The HTTP status an error "code" stands for: a number as it is; the
  * strings OpenAI and OpenRouter use ("rate_limit_exceeded", ...) by
  * meaning; anything else 500. */

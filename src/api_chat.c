@@ -145,8 +145,7 @@ chat_stream_error(int status, const char *code, const char *msg,
 		  const char *model, int64_t now, const struct api_answer *ans)
 {
 	cJSON *o = cJSON_CreateObject(), *ch0, *arr, *e;
-	char *s = NULL, *out = NULL;
-	size_t n;
+	char *out = NULL;
 	bool ok;
 
 	(void)status;
@@ -165,12 +164,8 @@ chat_stream_error(int status, const char *code, const char *msg,
 	     cJSON_AddStringToObject(e, "message", msg) &&
 	     cJSON_AddStringToObject(e, "type", "upstream_error") &&
 	     cJSON_AddStringToObject(e, "code", code);
-	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL) {
-		n = strlen(s) + 9;
-		if ((out = cJSON_malloc(n)) != NULL)
-			snprintf(out, n, "data: %s\n\n", s);
-	}
-	cJSON_free(s);
+	if (ok)
+		out = api_sse(NULL, cJSON_PrintUnformatted(o));
 	cJSON_Delete(o);
 	return out;
 }

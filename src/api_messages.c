@@ -184,20 +184,11 @@ messages_stream_error(int status, const char *code, const char *msg,
 		      const char *model, int64_t now,
 		      const struct api_answer *ans)
 {
-	char *s = error_json(status, msg), *out = NULL;
-	size_t n;
-
 	(void)code;
 	(void)model;
 	(void)now;
 	(void)ans;
-	if (s != NULL) {
-		n = strlen(s) + 22;
-		if ((out = cJSON_malloc(n)) != NULL)
-			snprintf(out, n, "event: error\ndata: %s\n\n", s);
-	}
-	cJSON_free(s);
-	return out;
+	return api_sse("error", error_json(status, msg));
 }
 
 static char *

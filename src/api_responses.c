@@ -184,8 +184,7 @@ responses_stream_error(int status, const char *code, const char *msg,
 		       const struct api_answer *ans)
 {
 	cJSON *o = cJSON_CreateObject(), *r = failed_response(msg, model, now);
-	char *s = NULL, *out = NULL;
-	size_t n;
+	char *out = NULL;
 	bool ok;
 
 	(void)status;
@@ -200,13 +199,8 @@ responses_stream_error(int status, const char *code, const char *msg,
 		r = NULL;
 	else
 		ok = false;
-	if (ok && (s = cJSON_PrintUnformatted(o)) != NULL) {
-		n = strlen(s) + 32;
-		if ((out = cJSON_malloc(n)) != NULL)
-			snprintf(out, n, "event: response.failed\ndata: %s\n\n",
-				 s);
-	}
-	cJSON_free(s);
+	if (ok)
+		out = api_sse("response.failed", cJSON_PrintUnformatted(o));
 	cJSON_Delete(r);
 	cJSON_Delete(o);
 	return out;
