@@ -1078,6 +1078,17 @@ deploy_checks() {
 	out=$(ORGW_URL=$url/api orgw_chat --model "$DEPLOY_MODEL")
 	t_eq "$s: the /api/v1 base URL works too" "true 200" \
 		"$(json_get "$out" '[j.ok, j.status].join(" ")')"
+	# Claude Code's way in: x-api-key, ?beta=true, the Anthropic headers.
+	double_ctl DELETE log >/dev/null
+	out=$(curl -sS --max-time 20 -H "x-api-key: $ORGW_KEY" \
+		-H 'anthropic-version: 2023-06-01' -H 'anthropic-beta: claude-code-20250219' \
+		-H 'Content-Type: application/json' --data-binary \
+		"{\"model\":\"$DEPLOY_MODEL\",\"max_tokens\":50,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
+		"$url/v1/messages?beta=true")
+	t_eq "$s: a Messages request with x-api-key passes" "message Hello from deepseek" \
+		"$(json_get "$out" 'j.type + " " + j.content?.[0]?.text')"
+	t_eq "$s: ... its query string and anthropic-beta reach upstream" "beta=true claude-code-20250219" \
+		"$(double_ctl GET 'log?limit=1&path=messages' | json_get - 'j.requests[0]?.query + " " + j.requests[0]?.headers["anthropic-beta"]')"
 
 	double_ctl DELETE log >/dev/null
 	out=$(deploy_sdk "$url" big 1048576)
