@@ -37,6 +37,7 @@ const seq = json('seq.json');
 const seqCpu = json('seq-cpu.json');
 const wrk = jsonl('wrk.jsonl');
 const stream = json('stream.json');
+const apis = json('apis.json');
 const mem = jsonl('mem.jsonl');
 const names = ALL.filter((n) => seq && seq.targets[n]);
 const conc = [...new Set(wrk.map((r) => r.conc))].sort((a, b) => a - b);
@@ -269,6 +270,20 @@ if (stream) {
     const x = st[n];
     if (!x) continue;
     p(`| ${LABEL[n]} | ${f(x.head_ms, 3)} | ${f(x.first_byte_ms, 3)} | ${f(x.first_token_ms, 3)} | ${n === 'direct' ? '—' : `${f(x.first_token_ms - ft('direct'), 3)} ms`} | ${n === 'proxy' || n === 'direct' ? '—' : `${f(x.first_token_ms - ft('proxy'), 3)} ms`} | ${f(x.gap_median_ms, 2)} | ${f(x.gap_p5_ms, 2)} / ${f(x.gap_p95_ms, 2)} | ${x.batched}/${x.gaps} | ${x.n} (${x.incomplete + x.errors}) |`);
+  }
+}
+p();
+
+p('## The three APIs');
+p();
+if (apis) {
+  p('Chat completions, the Anthropic Messages API and the Responses API through the bare proxy and orgw (bench/apis.mjs): the same conversation in each API\'s own body, 3 content tokens, sequential, every (API, path, streamed or not) in turn in each round; medians of the round medians. "First token" is the first event that carries text in the API\'s words (a chat delta with content, a content_block_delta, a response.output_text.delta).');
+  p();
+  p('| API | non-streamed: bare proxy ms | orgw ms | added ms | first token: bare proxy ms | orgw ms | added ms | requests (failed) |');
+  p('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const [api, x] of Object.entries(apis.apis)) {
+    const pr = x.proxy || {}, o = x.orgw || {};
+    p(`| ${api} | ${f(pr.seq_ms, 3)} | ${f(o.seq_ms, 3)} | ${f(o.seq_ms - pr.seq_ms, 3)} | ${f(pr.ttft_ms, 3)} | ${f(o.ttft_ms, 3)} | ${f(o.ttft_ms - pr.ttft_ms, 3)} | ${(pr.n || 0) + (o.n || 0)} (${(pr.bad || 0) + (o.bad || 0)}) |`);
   }
 }
 p();

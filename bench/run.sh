@@ -19,7 +19,9 @@
 #   2. sequential latency (bench/seq.mjs): 15 warm-up, 7 rounds of 25
 #   3. throughput at each concurrency for BENCH_DURATION s (wrk + post.lua),
 #      BENCH_REPEAT times, median; then the Redis stack is stopped
-#   4. streaming: time to first token, event spacing (bench/stream.mjs)
+#   4. streaming: time to first token, event spacing (bench/stream.mjs);
+#      then chat, Messages and Responses side by side through the bare
+#      proxy and orgw: added latency and first token (bench/apis.mjs)
 #   5. memory: orgw workers idle, and every process of each gateway during
 #      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
 #   6. state-lock hold time per request: the workers restarted with a
@@ -85,6 +87,7 @@ if [ "$QUICK" = 1 ]; then
 	HOLD=${BENCH_HOLD:-6}
 	SEQ=${BENCH_SEQ:-"2 2 3"}
 	STREAM_ROUNDS="1 2"
+	APIS_SEQ="1 1 2"
 	SELF_S=1
 	TRACE_S=1
 	LONG_N=${BENCH_LONG_N:-6}
@@ -109,6 +112,7 @@ else
 	HOLD=${BENCH_HOLD:-256}
 	SEQ=${BENCH_SEQ:-"15 7 25"}
 	STREAM_ROUNDS="5 4"
+	APIS_SEQ="10 5 20"
 	SELF_S=3
 	TRACE_S=5
 	LONG_N=${BENCH_LONG_N:-"256 1000"}
@@ -648,6 +652,13 @@ double_ctl POST config "{\"chunks\":20,\"spacing_ms\":$SPACING_MS}" >/dev/null |
 node bench/stream.mjs --mode spacing --targets "$TARGETS" --only "${NAMES45// /,}" --rounds "$STR" \
 	--per_round "$STP" --spacing_ms "$SPACING_MS" >"$OUT/stream.json" ||
 	die "streaming run failed"
+# The three generation APIs (chat, Messages, Responses) through the bare
+# proxy and orgw: added latency and first token, alternated.
+double_ctl POST config '{"chunks":3,"spacing_ms":0}' >/dev/null || die "double config"
+read -r AW AR AP <<<"$APIS_SEQ"
+say "   the three APIs: $AW warm-up, $AR rounds of $AP, streamed and not"
+node bench/apis.mjs --targets "$TARGETS" --only proxy,orgw --warmup "$AW" \
+	--rounds "$AR" --per_round "$AP" >"$OUT/apis.json" || die "the APIs run failed"
 
 # ---------------------------------------------------------------------------
 # 5. Memory

@@ -42,6 +42,7 @@
 
 #include "conf.h"
 #include "redisconf.h"
+#include "reqval.h"
 
 /* How much of a refused value a message quotes. */
 #define CONF_SHOW_MAX 48
@@ -51,6 +52,7 @@ enum conf_kind {
 	CONF_URL,
 	CONF_PATH,
 	CONF_MODELS,	/* TARGET_MODEL list */
+	CONF_ALIASES,	/* MODEL_ALIASES list */
 	CONF_DOUBLE,
 	CONF_INT,	/* stored as int */
 	CONF_I64,	/* stored as int64_t */
@@ -93,6 +95,7 @@ static const struct conf_item conf_items[] = {
 	{ .name = "UPSTREAM_CA_FILE", .kind = CONF_PATH,
 	  .off = CONF_OFF(upstream_ca_file) },
 	{ .name = "TARGET_MODEL", .kind = CONF_MODELS, .def = "" },
+	{ .name = "MODEL_ALIASES", .kind = CONF_ALIASES, .def = "" },
 	{ .name = "HIT_RATE", .kind = CONF_DOUBLE, .off = CONF_OFF(hit_rate),
 	  .def = "0.9", .dlo = 0, .dhi = 1 },
 	{ .name = "HIT_RATE_HALF_LIFE_TOKENS", .kind = CONF_I64,
@@ -487,6 +490,112 @@ out:
 	return rc;
 }
 
+/* Frees the n aliases of from[] and to[]. */
+static void
+conf_aliases_free(char **from, char **to, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(from[i]);
+		free(to[i]);
+		from[i] = to[i] = NULL;
+	}
+}
+
+/*
+ * MODEL_ALIASES: comma-separated "from=to" pairs, each side a model id
+ * orgw accepts (reqval_model_ok), blanks around items and sides allowed,
+ * empty items skipped ("" clears the list).  A from given twice, or one
+ * mapped to itself, is refused: the operator meant something else.
+ */
+static enum orgw_err
+conf_set_aliases(struct orgw_conf *c, const struct conf_item *it,
+		 const char *v, char *err, size_t errlen)
+{
+	char show[CONF_SHOW_MAX + 4];
+	char *from[CONF_MAX_ALIASES], *to[CONF_MAX_ALIASES];
+	char *dup, *item, *next, *eq, *a, *b;
+	size_t n = 0, i;
+	enum orgw_err rc = ORGW_EINVAL;
+
+	if ((dup = strdup(v)) == NULL)
+		return ORGW_ENOMEM;
+	for (item = dup; item != NULL; item = next) {
+		if ((next = strchr(item, ',')) != NULL)
+			*next++ = '\0';
+		item = conf_trim(item);
+		if (*item == '\0')
+			continue;
+		if ((eq = strchr(item, '=')) == NULL) {
+			conf_errf(err, errlen,
+				 "%s: \"%s\" is not from=to", it->name,
+				 conf_show(show, sizeof(show), item));
+			goto out;
+		}
+		*eq = '\0';
+		a = conf_trim(item);
+		b = conf_trim(eq + 1);
+		if (!reqval_model_ok(a) || !reqval_model_ok(b)) {
+			conf_errf(err, errlen,
+				 "%s: \"%s\" is not a model id",
+				 it->name,
+				 conf_show(show, sizeof(show),
+					   reqval_model_ok(a) ? b : a));
+			goto out;
+		}
+		if (strcmp(a, b) == 0) {
+			conf_errf(err, errlen, "%s: \"%s\" maps to itself",
+				 it->name, conf_show(show, sizeof(show), a));
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			if (strcmp(from[i], a) == 0)
+				break;
+		if (i < n) {
+			conf_errf(err, errlen, "%s: \"%s\" is given twice",
+				 it->name, conf_show(show, sizeof(show), a));
+			goto out;
+		}
+		if (n == CONF_MAX_ALIASES) {
+			conf_errf(err, errlen, "%s: more than %d aliases",
+				 it->name, CONF_MAX_ALIASES);
+			goto out;
+		}
+		from[n] = strdup(a);
+		to[n] = strdup(b);
+		n++;
+		if (from[n - 1] == NULL || to[n - 1] == NULL) {
+			rc = ORGW_ENOMEM;
+			goto out;
+		}
+	}
+	conf_aliases_free(c->model_alias_from, c->model_alias_to,
+			  c->n_model_aliases);
+	for (i = 0; i < n; i++) {
+		c->model_alias_from[i] = from[i];
+		c->model_alias_to[i] = to[i];
+	}
+	c->n_model_aliases = n;
+	n = 0;		/* now owned by c */
+	rc = ORGW_OK;
+out:
+	conf_aliases_free(from, to, n);
+	free(dup);
+	return rc;
+}
+
+const char *
+conf_alias(const struct orgw_conf *c, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_model_aliases; i++)
+		if (strcmp(c->model_alias_from[i], id) == 0)
+			return c->model_alias_to[i];
+	return NULL;
+}
+
 /*
  * RETRY_429_DELAYS: comma-separated seconds, 0..300 each, at most
  * CONF_MAX_DELAYS of them, blanks around items allowed.  An empty (or
@@ -687,6 +796,9 @@ conf_free(struct orgw_conf *c)
 		c->target_models[i] = NULL;
 	}
 	c->n_target_models = 0;
+	conf_aliases_free(c->model_alias_from, c->model_alias_to,
+			  c->n_model_aliases);
+	c->n_model_aliases = 0;
 }
 
 /* True when name is one of the settings of SPEC section 8 (not the
@@ -810,6 +922,8 @@ conf_set(struct orgw_conf *c, const char *name, const char *value,
 				     value, err, errlen);
 	case CONF_MODELS:
 		return conf_set_models(c, it, value, err, errlen);
+	case CONF_ALIASES:
+		return conf_set_aliases(c, it, value, err, errlen);
 	case CONF_DELAYS:
 		return conf_set_delays(c, it, value, err, errlen);
 	case CONF_DOUBLE:

@@ -12,6 +12,7 @@
 
 #define CONF_MAX_DELAYS 16
 #define CONF_MAX_TARGETS 64
+#define CONF_MAX_ALIASES 64
 
 /* STATE_BACKEND (issue 19). */
 enum conf_backend {
@@ -28,6 +29,11 @@ struct orgw_conf {
 	char *upstream_ca_file;		/* NULL: libcurl's default CAs */
 	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
 	size_t n_target_models;
+	/* MODEL_ALIASES: model_alias_from[i] is routed and sent as
+	 * model_alias_to[i]; both pass reqval_model_ok. */
+	char *model_alias_from[CONF_MAX_ALIASES];
+	char *model_alias_to[CONF_MAX_ALIASES];
+	size_t n_model_aliases;
 	double hit_rate;		/* 0..1 */
 	int64_t hit_rate_half_life_tokens; /* decay of measured hit rates */
 	int64_t hit_rate_evidence_tokens; /* measured replaces HIT_RATE */
@@ -71,6 +77,10 @@ void conf_free(struct orgw_conf *c);
  */
 enum orgw_err conf_set(struct orgw_conf *c, const char *name,
 		       const char *value, char *err, size_t errlen);
+
+/* The model id MODEL_ALIASES maps id to (borrowed from c), or NULL when
+ * it names none. */
+const char *conf_alias(const struct orgw_conf *c, const char *id);
 
 /* True when name is one of the settings of SPEC section 8. */
 bool conf_known(const char *name);

@@ -130,41 +130,6 @@ failover_delay_429_ms(int delay_s, int retry_after_s, int64_t jitter_ms)
 	return ms + jitter_ms;
 }
 
-/* A delta member that says nothing: absent, null, "" or []. */
-static bool
-is_empty(const cJSON *it)
-{
-	return it == NULL || cJSON_IsNull(it) ||
-	       (cJSON_IsString(it) && it->valuestring[0] == '\0') ||
-	       (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 0);
-}
-
-bool
-failover_carries_content(const cJSON *chunk)
-{
-	static const char *const fields[] = {"content", "reasoning",
-					     "refusal", "tool_calls",
-					     "reasoning_details"};
-	const cJSON *choices, *c, *d, *it;
-	size_t i;
-
-	if (cJSON_GetObjectItemCaseSensitive(chunk, "usage") != NULL)
-		return true;
-	choices = cJSON_GetObjectItemCaseSensitive(chunk, "choices");
-	cJSON_ArrayForEach(c, choices)
-	{
-		it = cJSON_GetObjectItemCaseSensitive(c, "finish_reason");
-		if (it != NULL && !cJSON_IsNull(it))
-			return true;
-		d = cJSON_GetObjectItemCaseSensitive(c, "delta");
-		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-			if (!is_empty(cJSON_GetObjectItemCaseSensitive(
-				    d, fields[i])))
-				return true;
-	}
-	return false;
-}
-
 bool
 failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
 		int64_t slow_ms)

@@ -1,7 +1,7 @@
 /*
  * failover.h - the failover policy of SPEC section 5, pure.
  *
- * chat.c runs an attempt (I/O), describes it in a struct failover_attempt
+ * relay.c runs an attempt (I/O), describes it in a struct failover_attempt
  * and asks this module what it means: relay it, retry the provider after
  * a 429 delay, fail over to the next attempt, end a broken stream.  The
  * module also names the stats counter a failure bumps, the lag rule and
@@ -14,8 +14,6 @@
  */
 #ifndef ORGW_FAILOVER_H
 #define ORGW_FAILOVER_H
-
-#include <cJSON.h>
 
 #include "record.h"
 
@@ -124,14 +122,6 @@ enum failover_step failover_next(enum failover_outcome out, int attempts,
  */
 int64_t failover_delay_429_ms(int delay_s, int retry_after_s,
 			      int64_t jitter_ms);
-
-/*
- * True when an SSE chunk (a parsed JSON object, borrowed) says something
- * the client must not see twice: text, reasoning, tool calls, a refusal,
- * a finish reason or usage.  A role-only first chunk (role "assistant",
- * content "") is not content.
- */
-bool failover_carries_content(const cJSON *chunk);
 
 /*
  * Lag (SPEC 5): true when a pinned attempt's first token (stream) or

@@ -4,7 +4,8 @@
  * Order of checks for every request: path known (404), method allowed
  * (405 + Allow), configuration usable (503), client key (401), body size
  * (413, before reading a byte), body read in full (400), then the
- * handler.  Every error is OpenAI-shaped JSON (http_error).
+ * handler.  Every error is JSON in the shape of the API asked: Anthropic's
+ * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -16,8 +17,8 @@
 #include <cJSON.h>
 #include <openssl/crypto.h>
 
+#include "api.h"
 #include "buf.h"
-#include "chat.h"
 #include "clock.h"
 #include "gateway.h"
 #include "load.h"
@@ -25,6 +26,7 @@
 #include "mask.h"
 #include "prom.h"
 #include "record.h"
+#include "relay.h"
 #include "scorerun.h"
 #include "state.h"
 #include "stats.h"
@@ -38,9 +40,16 @@
 #define PATH_MAX_BYTES 2048
 #define HEALTH_CACHE_MS 1000
 #define STATUS_FORM_MAX_BYTES 4096
+#define QUERY_MAX_BYTES 1024
+#define FWD_HEADER_MAX_BYTES 4096
+#define FWD_HEADERS 4
 
 enum route_id {
 	R_CHAT,
+	R_MESSAGES,
+	R_COUNT_TOKENS,
+	R_RESPONSES,
+	R_ROOT,
 	R_MODELS,
 	R_STATS,
 	R_METRICS,
@@ -56,19 +65,27 @@ static const struct {
 	const char *method;
 	enum route_id id;
 	bool auth;
+	const struct api *api;	/* the API of the path: its errors' shape,
+				 * and the adapter of a generation */
 } routes[] = {
 	/* Paths as http_route_path() gives them: /v1 and /api dropped. */
-	{"/chat/completions", "POST", R_CHAT, true},
-	{"/models", "GET", R_MODELS, true},
-	{"/stats", "GET", R_STATS, true},
+	{"/chat/completions", "POST", R_CHAT, true, &api_chat},
+	{"/messages", "POST", R_MESSAGES, true, &api_messages},
+	{"/messages/count_tokens", "POST", R_COUNT_TOKENS, true,
+	 &api_messages},
+	{"/responses", "POST", R_RESPONSES, true, &api_responses},
+	/* Claude Code checks its base URL with HEAD / first. */
+	{"/", "GET", R_ROOT, false, &api_chat},
+	{"/models", "GET", R_MODELS, true, &api_chat},
+	{"/stats", "GET", R_STATS, true, &api_chat},
 	/* METRICS_KEY or the client key, checked by handle_metrics. */
-	{"/metrics", "GET", R_METRICS, true},
-	{"/__cron", "POST", R_CRON, true},
-	{"/healthz", "GET", R_HEALTH, false},
+	{"/metrics", "GET", R_METRICS, true, &api_chat},
+	{"/__cron", "POST", R_CRON, true, &api_chat},
+	{"/healthz", "GET", R_HEALTH, false, &api_chat},
 	/* The status page logs in with a form and a cookie, not with
-	 * Authorization (issue 17 item 5): see handle_status. */
-	{"/status", "GET", R_STATUS, false},
-	{"/status", "POST", R_STATUS_POST, false},
+	 * Authorization: see handle_status. */
+	{"/status", "GET", R_STATUS, false, &api_chat},
+	{"/status", "POST", R_STATUS_POST, false, &api_chat},
 };
 
 /*
@@ -173,9 +190,7 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	}
 	pthread_mutex_unlock(&health_mu);
 	/* The detail for the client key only. */
-	if (shown == NULL || (c->custom_access_key != NULL &&
-			      http_auth_ok(env->authorization,
-					   c->custom_access_key)))
+	if (shown == NULL || http_key_ok(env, c->custom_access_key))
 		shown = why;
 	o = cJSON_CreateObject();
 	if (o == NULL ||
@@ -442,7 +457,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
  * GET /metrics (issue 17 item 4): Prometheus text 0.0.4.  A scraper's
  * key, METRICS_KEY, lets it read the counters without being able to
  * send chat requests; the client key works too (it reads /stats, the
- * same numbers).  Both compared in constant time (http_auth_ok).
+ * same numbers).  Both compared in constant time (http_key_ok).
  */
 static int
 handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
@@ -453,12 +468,11 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 	enum orgw_err err;
 	int n, rc = -1;
 
-	if (!(c->metrics_key != NULL &&
-	      http_auth_ok(env->authorization, c->metrics_key)) &&
-	    !http_auth_ok(env->authorization, c->custom_access_key))
+	if (!http_key_ok(env, c->metrics_key) &&
+	    !http_key_ok(env, c->custom_access_key))
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,
-				  env->authorization ?
+				  http_key_sent(env) ?
 					  "incorrect API key provided" :
 					  "missing API key: send "
 					  "Authorization: Bearer <METRICS_KEY>",
@@ -518,12 +532,86 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 	return rc;
 }
 
-/* Reads the body per RFC 3875 4.1.2 and hands it to the chat proxy,
- * which logs the request itself (*logged). */
-static int
-handle_chat(const struct orgw_io *io, const struct orgw_env *env,
-	    const struct orgw_conf *c, bool *logged)
+/* True when a query string may go into the upstream URL as it is:
+ * RFC 3986 query characters only, so nothing can end the URL or start a
+ * header. */
+static bool
+query_ok(const char *q)
 {
+	size_t i, n = strlen(q);
+
+	if (n > QUERY_MAX_BYTES)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((q[i] >= 'a' && q[i] <= 'z') ||
+		      (q[i] >= 'A' && q[i] <= 'Z') ||
+		      (q[i] >= '0' && q[i] <= '9') ||
+		      strchr("-._~!$&'()*+,;=:@/?%", q[i]) != NULL))
+			return false;
+	return true;
+}
+
+/* True when a header value the client sent may be forwarded: printable
+ * ASCII (tabs too), not too long. */
+static bool
+header_value_ok(const char *v)
+{
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n > FWD_HEADER_MAX_BYTES)
+		return false;
+	for (i = 0; i < n; i++)
+		if ((v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * The headers forwarded upstream (SPEC 11): the Anthropic ones as the
+ * client sent them, and X-OpenRouter-Metadata, which a Responses request
+ * always carries (its answers name the serving provider only there).
+ * Each line is formatted into lines[i] (FWD_HEADER_MAX_BYTES + 64 bytes
+ * each); ptrs gets them, NULL-terminated.
+ */
+static void
+forward_headers(const struct orgw_env *env, const struct api *api,
+		char lines[FWD_HEADERS][FWD_HEADER_MAX_BYTES + 64],
+		const char *ptrs[FWD_HEADERS + 1])
+{
+	const struct {
+		const char *name, *value;
+	} h[FWD_HEADERS] = {
+		{"anthropic-version", env->anthropic_version},
+		{"anthropic-beta", env->anthropic_beta},
+		{"x-anthropic-beta", env->x_anthropic_beta},
+		{"X-OpenRouter-Metadata",
+		 env->or_metadata != NULL ? env->or_metadata :
+		 api->id == API_RESPONSES ? "enabled" :
+					    NULL},
+	};
+	size_t i, n = 0;
+
+	for (i = 0; i < FWD_HEADERS; i++) {
+		if (h[i].value == NULL || !header_value_ok(h[i].value))
+			continue;
+		snprintf(lines[n], sizeof(lines[n]), "%s: %s", h[i].name,
+			 h[i].value);
+		ptrs[n] = lines[n];
+		n++;
+	}
+	ptrs[n] = NULL;
+}
+
+/* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
+ * logs the request itself (*logged). */
+static int
+handle_generation(const struct orgw_io *io, const struct orgw_env *env,
+		  const struct orgw_conf *c, enum route_id id,
+		  const struct api *api, bool *logged)
+{
+	char lines[FWD_HEADERS][FWD_HEADER_MAX_BYTES + 64];
+	const char *hdrs[FWD_HEADERS + 1];
+	struct relay_in in;
 	struct buf body = {0};
 	unsigned long long cl;
 	char chunk[16384];
@@ -531,21 +619,35 @@ handle_chat(const struct orgw_io *io, const struct orgw_env *env,
 	size_t want;
 	int rc;
 
+	if (env->content_encoding != NULL && env->content_encoding[0] != '\0' &&
+	    strcasecmp(env->content_encoding, "identity") != 0)
+		return relay_error(io, api, 415, "invalid_request_error",
+				   "unsupported_media_type", NULL,
+				   "a compressed request body is not "
+				   "supported; send it with no "
+				   "Content-Encoding",
+				   NULL);
+	if (env->query != NULL && !query_ok(env->query))
+		return relay_error(io, api, 400, "invalid_request_error",
+				   "invalid_request", NULL,
+				   "the query string holds characters a URL "
+				   "query may not",
+				   NULL);
 	if (!http_content_length_set(env->content_length))
-		return http_error(io, 411, "invalid_request_error",
-				  "length_required", NULL,
-				  "a Content-Length is required", NULL);
+		return relay_error(io, api, 411, "invalid_request_error",
+				   "length_required", NULL,
+				   "a Content-Length is required", NULL);
 	if (http_content_length(env->content_length, &cl) != ORGW_OK)
-		return http_error(io, 400, "invalid_request_error",
-				  "invalid_request", NULL,
-				  "Content-Length is not a number", NULL);
+		return relay_error(io, api, 400, "invalid_request_error",
+				   "invalid_request", NULL,
+				   "Content-Length is not a number", NULL);
 	if (cl > c->max_body_bytes) {
 		char msg[128];
 		snprintf(msg, sizeof(msg),
 			 "request body of %llu bytes is over the limit of %zu",
 			 cl, c->max_body_bytes);
-		return http_error(io, 413, "invalid_request_error",
-				  "request_too_large", NULL, msg, NULL);
+		return relay_error(io, api, 413, "invalid_request_error",
+				   "request_too_large", NULL, msg, NULL);
 	}
 	body.max = (size_t)cl;
 	while (body.len < (size_t)cl) {
@@ -557,26 +659,82 @@ handle_chat(const struct orgw_io *io, const struct orgw_env *env,
 			break;
 		if (buf_add(&body, chunk, (size_t)n) != ORGW_OK) {
 			buf_free(&body);
-			return http_error(io, 500, "server_error", NULL, NULL,
-					  "out of memory", NULL);
+			return relay_error(io, api, 500, "server_error", NULL,
+					   NULL, "out of memory", NULL);
 		}
 	}
 	if (body.len < (size_t)cl) {
 		buf_free(&body);
-		return http_error(io, 400, "invalid_request_error",
-				  "invalid_request", NULL,
-				  "request body shorter than Content-Length",
-				  NULL);
+		return relay_error(io, api, 400, "invalid_request_error",
+				   "invalid_request", NULL,
+				   "request body shorter than Content-Length",
+				   NULL);
 	}
 	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK)
 		return -1;
 	/* Quiet the client socket so a hang-up is all it can signal. */
 	if (io->drain)
 		io->drain(io->ctx);
+	forward_headers(env, api, lines, hdrs);
+	memset(&in, 0, sizeof(in));
+	in.api = api;
+	in.body = body.p;
+	in.len = body.len;
+	in.query = env->query;
+	in.headers = hdrs;
 	*logged = true;
-	rc = chat_handle(c, io, body.p, body.len);
+	if (id == R_COUNT_TOKENS)
+		rc = relay_plain(c, io, &in, "/messages/count_tokens");
+	else
+		rc = relay_handle(c, io, &in);
 	buf_free(&body);
 	return rc;
+}
+
+/* GET / (and HEAD /, which Claude Code sends to check its base URL): a
+ * few words saying what answers here. */
+static int
+handle_root(const struct orgw_io *io)
+{
+	static const char text[] =
+		"orgw: an OpenRouter gateway. POST /v1/chat/completions, "
+		"/v1/messages and /v1/responses with the client key; the "
+		"operator's page is /status.\n";
+
+	if (http_head(io, 200, "text/plain; charset=utf-8",
+		      "Cache-Control: no-cache\r\n") != 0)
+		return -1;
+	return io->write(io->ctx, text, sizeof(text) - 1);
+}
+
+/* True when path is seg or below it ("/messages", "/messages/x"). */
+static bool
+under(const char *path, const char *seg)
+{
+	size_t n = strlen(seg);
+
+	return strncmp(path, seg, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The API whose shape a 404 or 405 takes: an API's path and its
+ * sub-paths belong to it (SPEC 11). */
+static const struct api *
+api_of_path(const char *path)
+{
+	if (under(path, "/messages"))
+		return &api_messages;
+	if (under(path, "/responses"))
+		return &api_responses;
+	return &api_chat;
+}
+
+/* True for the routes that relay a generation (and hold a thread for as
+ * long as it lasts). */
+static bool
+is_generation(enum route_id id)
+{
+	return id == R_CHAT || id == R_MESSAGES || id == R_RESPONSES ||
+	       id == R_COUNT_TOKENS;
 }
 
 /* Routes the request to its handler; the checks in the order of the
@@ -587,6 +745,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	 const struct orgw_load *load, bool *logged)
 {
 	const char *method = env->method ? env->method : "GET";
+	const struct api *api;
 	char allow[64];
 	size_t i;
 	bool path_known = false;
@@ -601,10 +760,11 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 			break;
 	}
 	if (!path_known)
-		return http_error(io, 404, "invalid_request_error",
-				  "not_found", NULL,
-				  "unknown path; try POST /v1/chat/completions",
-				  NULL);
+		return relay_error(io, api_of_path(path), 404,
+				   "invalid_request_error", "not_found", NULL,
+				   "unknown path; try POST /v1/chat/completions, "
+				   "/v1/messages or /v1/responses",
+				   NULL);
 	if (i == sizeof(routes) / sizeof(routes[0])) {
 		/* Every method the path takes (GET and POST for /status). */
 		snprintf(allow, sizeof(allow), "Allow: ");
@@ -616,12 +776,16 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 					 routes[i].method);
 		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
 			 "\r\n");
-		return http_error(io, 405, "invalid_request_error",
-				  "method_not_allowed", NULL,
-				  "method not allowed for this path", allow);
+		return relay_error(io, api_of_path(path), 405,
+				   "invalid_request_error",
+				   "method_not_allowed", NULL,
+				   "method not allowed for this path", allow);
 	}
+	api = routes[i].api;
 	if (routes[i].id == R_HEALTH)
 		return handle_health(io, env, c, conf_err, load);
+	if (routes[i].id == R_ROOT)
+		return handle_root(io);
 	if (routes[i].id == R_STATUS || routes[i].id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
 			return http_error(io, 503, "server_error",
@@ -635,40 +799,46 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	}
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
-		return http_error(io, 503, "server_error", "not_configured",
-				  NULL,
-				  "the gateway is not configured; see /healthz",
-				  NULL);
+		return relay_error(io, api, 503, "server_error",
+				   "not_configured", NULL,
+				   "the gateway is not configured; see /healthz",
+				   NULL);
 	if (routes[i].id == R_METRICS)
 		return handle_metrics(io, env, c, load);
-	if (!http_auth_ok(env->authorization, c->custom_access_key))
-		return http_error(io, 401, "invalid_request_error",
-				  "invalid_api_key", NULL,
-				  env->authorization ?
-					  "incorrect API key provided" :
-					  "missing API key: send "
-					  "Authorization: Bearer <key>",
-				  "WWW-Authenticate: Bearer\r\n");
+	if (!http_key_ok(env, c->custom_access_key))
+		return relay_error(io, api, 401, "invalid_request_error",
+				   "invalid_api_key", NULL,
+				   http_key_sent(env) ?
+					   "incorrect API key provided" :
+					   "missing API key: send "
+					   "Authorization: Bearer <key> or "
+					   "x-api-key: <key>",
+				   "WWW-Authenticate: Bearer\r\n");
 	/* The host's last idle thread never takes a stream, which could
-	 * hold it for minutes: a chat completion then gets 503 at once.
-	 * The OpenAI SDKs retry a 503 after Retry-After, so the clients'
-	 * retries are the queue; a wait here would be silent for a request
-	 * that is not streamed, and a held stream that keeps the last
-	 * thread leaves /healthz and /stats unanswered. */
-	if (routes[i].id == R_CHAT && load != NULL && load_saturated(load)) {
+	 * hold it for minutes: a generation then gets 503 at once.  The
+	 * OpenAI and Anthropic SDKs retry a 503 after Retry-After, so the
+	 * clients' retries are the queue; a wait here would be silent for a
+	 * request that is not streamed, and a held stream that keeps the
+	 * last thread leaves /healthz and /stats unanswered. */
+	if (is_generation(routes[i].id) && load != NULL &&
+	    load_saturated(load)) {
 		char extra[64];
 
 		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
 			 LOAD_RETRY_AFTER_SECONDS);
-		return http_error(io, 503, "server_overloaded",
-				  "server_overloaded", NULL,
-				  "every worker thread of the gateway is busy; "
-				  "retry after Retry-After seconds",
-				  extra);
+		return relay_error(io, api, 503, "server_overloaded",
+				   "server_overloaded", NULL,
+				   "every worker thread of the gateway is "
+				   "busy; retry after Retry-After seconds",
+				   extra);
 	}
 	switch (routes[i].id) {
 	case R_CHAT:
-		return handle_chat(io, env, c, logged);
+	case R_MESSAGES:
+	case R_RESPONSES:
+	case R_COUNT_TOKENS:
+		return handle_generation(io, env, c, routes[i].id, api,
+					 logged);
 	case R_MODELS:
 		return handle_models(io, c);
 	case R_STATS:

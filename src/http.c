@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 
+#include "api.h"
 #include "http.h"
 #include "statusauth.h"
 
@@ -28,13 +29,19 @@ http_env_load(struct orgw_env *e,
 		"REQUEST_METHOD", "PATH_INFO",	   "REQUEST_URI",
 		"SCRIPT_NAME",	  "HTTP_AUTHORIZATION", "CONTENT_LENGTH",
 		"CONTENT_TYPE",	  "HTTP_COOKIE", "HTTPS",
-		"REQUEST_SCHEME",
+		"REQUEST_SCHEME", "HTTP_X_API_KEY", "HTTP_CONTENT_ENCODING",
+		"QUERY_STRING", "HTTP_ANTHROPIC_VERSION", "HTTP_ANTHROPIC_BETA",
+		"HTTP_X_ANTHROPIC_BETA", "HTTP_X_OPENROUTER_METADATA",
 	};
 	char **slots[] = {&e->method,	    &e->path_info,
 			  &e->request_uri,  &e->script_name,
 			  &e->authorization, &e->content_length,
 			  &e->content_type, &e->cookie,
-			  &e->https,	    &e->scheme};
+			  &e->https,	    &e->scheme,
+			  &e->x_api_key,    &e->content_encoding,
+			  &e->query,	    &e->anthropic_version,
+			  &e->anthropic_beta, &e->x_anthropic_beta,
+			  &e->or_metadata};
 	size_t i;
 
 	memset(e, 0, sizeof(*e));
@@ -63,6 +70,13 @@ http_env_free(struct orgw_env *e)
 	free(e->cookie);
 	free(e->https);
 	free(e->scheme);
+	free(e->x_api_key);
+	free(e->content_encoding);
+	free(e->query);
+	free(e->anthropic_version);
+	free(e->anthropic_beta);
+	free(e->x_anthropic_beta);
+	free(e->or_metadata);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -239,33 +253,12 @@ http_json(const struct orgw_io *io, int status, const char *extra,
 	return 0;
 }
 
-char *
-http_error_json(const char *type, const char *code, const char *param,
-		const char *message)
-{
-	cJSON *o = cJSON_CreateObject(), *e = NULL;
-	char *s = NULL;
-	bool ok;
-
-	ok = o != NULL && (e = cJSON_AddObjectToObject(o, "error")) != NULL;
-	ok = ok && cJSON_AddStringToObject(e, "message", message) != NULL;
-	ok = ok && cJSON_AddStringToObject(e, "type", type) != NULL;
-	ok = ok && (param ? cJSON_AddStringToObject(e, "param", param) :
-			    cJSON_AddNullToObject(e, "param")) != NULL;
-	ok = ok && (code ? cJSON_AddStringToObject(e, "code", code) :
-			   cJSON_AddNullToObject(e, "code")) != NULL;
-	if (ok)
-		s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
-}
-
 int
 http_error(const struct orgw_io *io, int status, const char *type,
 	   const char *code, const char *param, const char *message,
 	   const char *extra)
 {
-	char *s = http_error_json(type, code, param, message);
+	char *s = api_openai_error_json(type, code, param, message);
 	int rc;
 
 	if (s != NULL)
@@ -293,4 +286,25 @@ http_auth_ok(const char *header, const char *key)
 		tok++;
 	/* The same constant-time compare as the status page's login. */
 	return statusauth_key_eq(tok, key);
+}
+
+bool
+http_key_ok(const struct orgw_env *e, const char *key)
+{
+	bool bearer, xkey;
+
+	if (key == NULL || key[0] == '\0')
+		return false;
+	/* Both compared, whichever was sent, so the time taken does not
+	 * say which one a guess was checked against. */
+	bearer = http_auth_ok(e->authorization, key);
+	xkey = e->x_api_key != NULL && statusauth_key_eq(e->x_api_key, key);
+	return bearer || xkey;
+}
+
+bool
+http_key_sent(const struct orgw_env *e)
+{
+	return (e->authorization != NULL && e->authorization[0] != '\0') ||
+	       (e->x_api_key != NULL && e->x_api_key[0] != '\0');
 }

@@ -51,6 +51,14 @@ struct orgw_env {
 	char *cookie;		/* HTTP_COOKIE (GET /status) */
 	char *https;		/* HTTPS ("on" over TLS) */
 	char *scheme;		/* REQUEST_SCHEME */
+	char *x_api_key;	/* HTTP_X_API_KEY: Anthropic clients' key */
+	char *content_encoding;	/* HTTP_CONTENT_ENCODING */
+	char *query;		/* QUERY_STRING */
+	/* Forwarded upstream unchanged (SPEC 11). */
+	char *anthropic_version;	/* HTTP_ANTHROPIC_VERSION */
+	char *anthropic_beta;		/* HTTP_ANTHROPIC_BETA */
+	char *x_anthropic_beta;		/* HTTP_X_ANTHROPIC_BETA */
+	char *or_metadata;		/* HTTP_X_OPENROUTER_METADATA */
 };
 
 /* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns
@@ -98,21 +106,12 @@ int http_head(const struct orgw_io *io, int status, const char *ctype,
 int http_json(const struct orgw_io *io, int status, const char *extra,
 	      const char *body, size_t len);
 
-/*
- * The OpenAI-shaped error object {"error":{"message","type","param",
- * "code"}}; code and param may be NULL (then null).  Returns text the
- * caller frees with cJSON_free(), or NULL when out of memory (then
- * HTTP_OOM_JSON says so).
- */
-char *http_error_json(const char *type, const char *code, const char *param,
-		      const char *message);
-
 #define HTTP_OOM_JSON                                                      \
 	"{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\","   \
 	"\"param\":null,\"code\":null}}"
 
 /*
- * Writes an OpenAI-shaped error (http_error_json()) with status.
+ * Writes an OpenAI-shaped error (api_openai_error_json()) with status.
  */
 int http_error(const struct orgw_io *io, int status, const char *type,
 	       const char *code, const char *param, const char *message,
@@ -123,5 +122,16 @@ int http_error(const struct orgw_io *io, int status, const char *type,
  * against key (SPEC section 3).  False when either is NULL or empty.
  */
 bool http_auth_ok(const char *header, const char *key);
+
+/*
+ * The client sent key: as "Authorization: Bearer <key>" (OpenAI
+ * clients) or as "x-api-key: <key>" (Anthropic clients), each compared
+ * in constant time (SPEC sections 3, 11).  False when key is NULL or
+ * empty.
+ */
+bool http_key_ok(const struct orgw_env *e, const char *key);
+
+/* True when the request sent a key at all, either way. */
+bool http_key_sent(const struct orgw_env *e);
 
 #endif

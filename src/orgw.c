@@ -21,6 +21,8 @@ orgw_strerror(enum orgw_err err)
 		return "too big";
 	case ORGW_ECONFLICT:
 		return "conflict";
+	case ORGW_ENOENT:
+		return "not found";
 	}
 	return "unknown error";
 }

@@ -18,6 +18,7 @@ enum orgw_err {
 	ORGW_EUPSTREAM,	/* upstream unreachable or broken */
 	ORGW_ETOOBIG,	/* a size limit was exceeded */
 	ORGW_ECONFLICT,	/* a store transaction lost a race: run it again */
+	ORGW_ENOENT,	/* no such thing (a model OpenRouter does not know) */
 };
 
 /* Returns a static string naming err; never NULL. */

@@ -241,6 +241,46 @@ model_value(struct emit *e, const cJSON *models, const char *rec,
 	}
 }
 
+/* The per-API counters of the STATS record's by_api (SPEC 11): one
+ * sample per model and API, or per model, API and token type. */
+static void
+api_counts(struct emit *e, const cJSON *models, const char *field,
+	   const char *name)
+{
+	static const struct {
+		const char *stored, *type;
+	} types[] = {{"prompt", "input"},
+		     {"cached", "cache_read"},
+		     {"cache_write", "cache_write"},
+		     {"completion", "output"}};
+	const cJSON *m, *a;
+	double v;
+	size_t i;
+
+	cJSON_ArrayForEach(m, models)
+	{
+		cJSON_ArrayForEach(a, get(get(m, "stats"), "by_api"))
+		{
+			const char *lv[] = {"model", m->string, "api",
+					    a->string, NULL, NULL, NULL};
+
+			if (field != NULL) {
+				if (count_of(get(a, field), &v))
+					sample(e, name, lv, v);
+				continue;
+			}
+			lv[4] = "type";
+			for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+				lv[5] = types[i].type;
+				if (count_of(get(get(a, "tokens"),
+						 types[i].stored),
+					     &v))
+					sample(e, name, lv, v);
+			}
+		}
+	}
+}
+
 /* A histogram per model from METRICS <field>: {"buckets":[one count per
  * slot, not cumulative], "sum_ms", "count"}. */
 static void
@@ -301,12 +341,24 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	family(&e, "orgw_tokens_total", "counter",
 	       "Tokens by model, provider and type (OpenTelemetry GenAI: "
 	       "input = prompt tokens, cache_read = the cached part of the "
-	       "input, output = completion tokens).");
+	       "input, cache_write = the part written to a cache, output = "
+	       "completion tokens).");
 	provider_counts(&e, models, "orgw_tokens_total", "tokens", "type");
 	family(&e, "orgw_spend_usd_total", "counter",
-	       "What OpenRouter billed (usage.cost), USD.");
+	       "What OpenRouter billed (usage.cost; priced from the "
+	       "endpoint's prices when an answer did not say), USD.");
 	provider_value(&e, models, "stats", "by_provider", "spend_usd",
 		       "orgw_spend_usd_total");
+	family(&e, "orgw_api_requests_total", "counter",
+	       "Requests answered, by model and the API they came by (chat, "
+	       "messages, responses).");
+	api_counts(&e, models, "requests", "orgw_api_requests_total");
+	family(&e, "orgw_api_tokens_total", "counter",
+	       "Tokens by model, API and type (as orgw_tokens_total).");
+	api_counts(&e, models, NULL, "orgw_api_tokens_total");
+	family(&e, "orgw_api_spend_usd_total", "counter",
+	       "Spend by model and API, USD.");
+	api_counts(&e, models, "cost_usd", "orgw_api_spend_usd_total");
 	family(&e, "orgw_cache_savings_usd", "gauge",
 	       "Saved by cache reads against every prompt token at the "
 	       "prompt price, USD; a gauge because cache writes priced over "

@@ -296,7 +296,9 @@ terms_from_json(const cJSON *it, struct rec_cand *d)
 		t->base[SCORE_COMPLETION] = d->completion;
 		t->base[SCORE_CACHE_READ] = d->cache_read;
 		for (k = 0; k < SCORE_KEYS; k++)
-			t->base_kind[k] = SCORE_PRICE_OK;
+			t->base_kind[k] = k == SCORE_CACHE_WRITE ?
+						  SCORE_PRICE_NONE :
+						  SCORE_PRICE_OK;
 		t->implicit_flag = d->implicit_cache;
 		return;
 	}
@@ -678,6 +680,7 @@ bump_max(cJSON *o, const char *k, double d)
 	return bump(o, k, d);
 }
 
+/* The tokens and cost of d in o (the model, a provider, an API). */
 static bool
 bump_tokens(cJSON *o, const struct stats_delta *d)
 {
@@ -685,8 +688,11 @@ bump_tokens(cJSON *o, const struct stats_delta *d)
 
 	return bump(t, "prompt", (double)d->prompt_tokens) &&
 	       bump(t, "cached", (double)d->cached_tokens) &&
+	       bump(t, "cache_write", (double)d->cache_write_tokens) &&
 	       bump(t, "completion", (double)d->completion_tokens) &&
-	       bump(o, "cost_usd", d->cost_usd);
+	       bump(o, "cost_usd", d->cost_usd) &&
+	       bump(o, "cost_estimated_usd", d->cost_estimated ? d->cost_usd :
+								 0);
 }
 
 /* The stored "hit" of provider object p into h (zero when absent). */
@@ -814,6 +820,11 @@ record_money_price(struct stats_delta *d, const struct rec_cands *c)
 	}
 	if (d->money_tag == NULL)
 		d->money_tag = RECORD_MONEY_UNKNOWN;
+	if (e != NULL && !d->cost_known &&
+	    score_estimate_cost(&e->terms, score_hhmm(d->now), d->prompt_tokens,
+				d->cached_tokens, d->cache_write_tokens,
+				d->completion_tokens, &d->cost_usd))
+		d->cost_estimated = true;
 	if (e == NULL ||
 	    !score_uncached_cost(&e->terms, score_hhmm(d->now),
 				 d->prompt_tokens, d->completion_tokens,
@@ -950,6 +961,13 @@ record_stats_apply(const char *text, const struct stats_delta *d)
 		if (ok && d->ok > 0 && d->off_pin == 0 && d->prompt_tokens > 0)
 			ok = hit_update(p, d);
 	}
+	if (ok && d->api != NULL && d->api[0] != '\0') {
+		/* SPEC 11: the break-down per API. */
+		bp = child_obj(o, "by_api");
+		p = bp ? child_obj(bp, d->api) : NULL;
+		ok = p != NULL && bump(p, "requests", (double)d->requests) &&
+		     bump(p, "ok", (double)d->ok) && bump_tokens(p, d);
+	}
 	if (ok && d->money_tag != NULL && d->money_tag[0] != '\0')
 		ok = money_update(o, d);
 	if (ok) {
@@ -963,7 +981,8 @@ record_stats_apply(const char *text, const struct stats_delta *d)
  * METRICS:<model> (issue 17 item 4), what GET /metrics adds to STATS:
  * {"v":1,
  *  "providers":{"<p>":{"requests":{"<outcome>":n},
- *                      "tokens":{"input":n,"cache_read":n,"output":n},
+ *                      "tokens":{"input":n,"cache_read":n,
+ *                                "cache_write":n,"output":n},
  *                      "breaker_trips":n}},
  *  "ttfb":{"buckets":[n per prom.h slot],"sum_ms":n,"count":n},
  *  "duration":{...},
@@ -1077,6 +1096,7 @@ record_metrics_apply(const char *text, const struct stats_delta *d)
 	t = ok ? child_obj(p, "tokens") : NULL;
 	ok = ok && bump(t, "input", (double)d->prompt_tokens) &&
 	     bump(t, "cache_read", (double)d->cached_tokens) &&
+	     bump(t, "cache_write", (double)d->cache_write_tokens) &&
 	     bump(t, "output", (double)d->completion_tokens);
 	if (ok && d->ttfb_ms >= 0)
 		ok = hist_add(o, "ttfb", d->ttfb_ms);

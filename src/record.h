@@ -68,11 +68,22 @@ struct rec_cooldown {		/* PROVIDER_COOLDOWN:<model>:<tag> */
 /* One request's contribution to STATS:<model>. */
 struct stats_delta {
 	const char *tag;	/* provider that served, or NULL (unpinned) */
+	const char *api;	/* the API it came by (api.h name: "chat",
+				 * "messages", "responses"), counted under
+				 * by_api; NULL: none */
 	int64_t requests, ok;
 	int64_t e429, e5xx, etimeout, eslow, emid, eabort, eother;
 	int64_t retries_429, failovers, trips, off_pin;
-	int64_t prompt_tokens, cached_tokens, completion_tokens;
+	int64_t prompt_tokens, cached_tokens, cache_write_tokens;
+	int64_t completion_tokens;
 	double cost_usd;
+	/* cost_known: the answer's usage said what it cost.  Else
+	 * record_money_price() prices it from the stored prices of the
+	 * candidate it attributes the answer to, sets cost_usd and
+	 * cost_estimated, and STATS counts that cost under
+	 * cost_estimated_usd too. */
+	bool cost_known;
+	bool cost_estimated;
 	int64_t ttfb_ms, total_ms;	/* -1 when not measured */
 	/* HIT_RATE_HALF_LIFE_TOKENS: an ok answer of tag, on its pin
 	 * (off_pin 0), with prompt tokens, updates the provider's measured
@@ -173,7 +184,10 @@ char *record_stats_apply(const char *text, const struct stats_delta *d);
  * is the response's display name d->served (case-insensitive), else to
  * RECORD_MONEY_UNKNOWN.  d->uncached_usd is the attributed candidate's
  * score_uncached_cost() at the UTC hhmm of d->now, or d->cost_usd when
- * no price is known (nothing saved).  No usage: money_tag NULL.
+ * no price is known (nothing saved).  An answer with usage but no cost
+ * (d->cost_known false) is priced from that candidate's prices
+ * (score_estimate_cost): d->cost_usd and d->cost_estimated.  No usage:
+ * money_tag NULL.
  * d->money_tag borrows from d->tag, c, or a static string.
  */
 void record_money_price(struct stats_delta *d, const struct rec_cands *c);

@@ -1,10 +1,11 @@
 /*
- * reqval.c - validate an OpenAI chat-completions body and build the body
- * forwarded to OpenRouter.
+ * reqval.c - validate a generation request body (chat completions,
+ * Messages or Responses: the field names are the API's, api.h) and build
+ * the body forwarded to OpenRouter.
  *
  * The client's document goes upstream whole: OpenRouter accepts many
  * fields the gateway has no business checking (tools, reasoning, plugins,
- * ..., OPENROUTER.md section 5), so only what orgw itself relies on is
+ * ..., OPENROUTER.md sections 5, 13, 14), so only what orgw itself relies on is
  * validated here.  cJSON parses the body and gives every value orgw
  * reads; its nesting limit (1000) bounds recursion.  The body sent
  * upstream is not cJSON's reprint, which would cut strings at \u0000 and
@@ -21,6 +22,7 @@
 
 #include <cJSON.h>
 
+#include "api.h"
 #include "jsonscan.h"
 #include "reqval.h"
 
@@ -46,12 +48,22 @@ reqval_model_ok(const char *id)
  * first copy while OpenRouter (JavaScript JSON.parse) keeps the last, so
  * a duplicate would let what orgw checked ("max_tokens" under the clamp,
  * "stream", "model") differ from what is used upstream (RFC 7493 section
- * 2.3: names must be unique). */
-enum { K_MODEL, K_MESSAGES, K_STREAM, K_MAX_TOKENS, K_MAX_COMPLETION,
-       K_PROVIDER, K_N };
-static const char *const keys[K_N] = {"model", "messages", "stream",
-				      "max_tokens", "max_completion_tokens",
-				      "provider"};
+ * 2.3: names must be unique).  Their names are the API's (api.h): a
+ * NULL name is a member this API does not have. */
+enum { K_MODEL, K_INPUT, K_STREAM, K_LIMIT0, K_LIMIT1, K_PROVIDER,
+       K_THINKING, K_N };
+
+static void
+key_names(const struct api *a, const char *keys[K_N])
+{
+	keys[K_MODEL] = "model";
+	keys[K_INPUT] = a->input;
+	keys[K_STREAM] = "stream";
+	keys[K_LIMIT0] = a->limits[0];
+	keys[K_LIMIT1] = a->limits[1];
+	keys[K_PROVIDER] = "provider";
+	keys[K_THINKING] = a->thinking ? "thinking" : NULL;
+}
 
 /*
  * Fills r->mem with the members of root's object in body, one per child
@@ -59,8 +71,8 @@ static const char *const keys[K_N] = {"model", "messages", "stream",
  * r->n_mem).  Returns NULL, or the message for the client (*p the key).
  */
 static const char *
-find_members(struct chat_req *r, const cJSON *root, const cJSON **v,
-	     const char **p)
+find_members(struct api_req *r, const cJSON *root, const char *const *keys,
+	     const cJSON **v, const char **p)
 {
 	const struct jsonscan_member *m;
 	struct jsonscan_member extra;
@@ -81,7 +93,7 @@ find_members(struct chat_req *r, const cJSON *root, const cJSON **v,
 		if (jsonscan_has_nul(r->body + m->key_off, m->key_len))
 			return "a top-level key holds \\u0000";
 		for (k = 0; k < K_N; k++) {
-			if (strcmp(it->string, keys[k]) != 0)
+			if (keys[k] == NULL || strcmp(it->string, keys[k]) != 0)
 				continue;
 			if (v[k] != NULL) {
 				*p = keys[k];
@@ -97,26 +109,51 @@ find_members(struct chat_req *r, const cJSON *root, const cJSON **v,
 		return "request body could not be read";
 	r->at_model = at[K_MODEL];
 	r->at_provider = at[K_PROVIDER];
-	r->at_limit[0] = at[K_MAX_TOKENS];
-	r->at_limit[1] = at[K_MAX_COMPLETION];
+	r->at_limit[0] = at[K_LIMIT0];
+	r->at_limit[1] = at[K_LIMIT1];
+	r->at_thinking = at[K_THINKING];
 	return NULL;
 }
 
+/* An enabled extended thinking's budget (OPENROUTER.md 13: thinking
+ * {type: "enabled", budget_tokens}), else 0.  What else thinking holds
+ * is OpenRouter's to check. */
+static double
+thinking_budget(const cJSON *t)
+{
+	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(t, "type");
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(t, "budget_tokens");
+
+	if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "enabled") != 0 ||
+	    !cJSON_IsNumber(b) || !(b->valuedouble >= 1))
+		return 0;
+	return b->valuedouble;
+}
+
 /* Checks the members orgw reads (v[k], NULL when absent) and keeps what
- * it needs in r.  Returns NULL, or the message (*p the param). */
+ * it needs in r.  Returns NULL, or the message (*p the param), which
+ * may be written into msg (n bytes). */
 static const char *
-check_members(struct chat_req *r, const cJSON *const *v,
-	      const char *default_model, const char **p)
+check_members(struct api_req *r, const char *const *keys,
+	      const cJSON *const *v, const char *default_model,
+	      const char **p, char *msg, size_t n)
 {
 	const struct jsonscan_member *mm;
 	const cJSON *m = v[K_MODEL], *st = v[K_STREAM], *pv = v[K_PROVIDER];
+	const cJSON *in = v[K_INPUT];
 	const char *model;
 	size_t k;
 
-	*p = "messages";
-	if (!cJSON_IsArray(v[K_MESSAGES]))
-		return v[K_MESSAGES] ? "'messages' must be an array" :
-				       "'messages' is required";
+	*p = keys[K_INPUT];
+	if (!cJSON_IsArray(in) &&
+	    !(r->api->input_string_ok && cJSON_IsString(in))) {
+		snprintf(msg, n, in == NULL ? "'%s' is required" :
+			 r->api->input_string_ok ?
+					      "'%s' must be a string or an array" :
+					      "'%s' must be an array",
+			 keys[K_INPUT]);
+		return msg;
+	}
 	*p = "model";
 	if (m != NULL && !cJSON_IsNull(m)) {
 		if (!cJSON_IsString(m))
@@ -141,17 +178,18 @@ check_members(struct chat_req *r, const cJSON *const *v,
 	r->stream = cJSON_IsTrue(st);
 	/* Both are checked: both are clamped in reqval_forward(). */
 	for (k = 0; k < 2; k++) {
-		const cJSON *mt = v[K_MAX_TOKENS + k];
+		const cJSON *mt = v[K_LIMIT0 + k];
 
-		*p = keys[K_MAX_TOKENS + k];
+		*p = keys[K_LIMIT0 + k];
 		if (mt != NULL && !cJSON_IsNull(mt) &&
-		    (!cJSON_IsNumber(mt) || mt->valuedouble < 1))
-			return k == 0 ? "'max_tokens' must be a positive "
-					"integer" :
-					"'max_completion_tokens' must be a "
-					"positive integer";
+		    (!cJSON_IsNumber(mt) || mt->valuedouble < 1)) {
+			snprintf(msg, n, "'%s' must be a positive integer",
+				 keys[K_LIMIT0 + k]);
+			return msg;
+		}
 		r->limit[k] = cJSON_IsNumber(mt) ? mt->valuedouble : 0;
 	}
+	r->budget = thinking_budget(v[K_THINKING]);
 	/* "provider": null is no routing wish: orgw pins as usual (and
 	 * reqval_forward drops the null). */
 	*p = "provider";
@@ -163,18 +201,23 @@ check_members(struct chat_req *r, const cJSON *const *v,
 }
 
 enum orgw_err
-reqval_parse(const char *body, size_t len, const char *default_model,
-	     struct chat_req *r, char *err, size_t errlen, const char **param)
+reqval_parse(const struct api *api, const char *body, size_t len,
+	     const char *default_model, struct api_req *r, char *err,
+	     size_t errlen, const char **param)
 {
 	const cJSON *v[K_N] = {NULL};
+	const char *keys[K_N];
 	enum orgw_err e = ORGW_EINVAL;
 	const char *msg = NULL, *p = NULL;
+	char buf[128];
 	cJSON *root = NULL;
 	int n;
 
 	memset(r, 0, sizeof(*r));
+	r->api = api;
 	r->body = body;
 	r->body_len = len;
+	key_names(api, keys);
 	if (len == 0) {
 		msg = "request body is empty; expected a JSON object";
 		goto out;
@@ -205,8 +248,9 @@ reqval_parse(const char *body, size_t len, const char *default_model,
 		msg = "out of memory";
 		goto out;
 	}
-	if ((msg = find_members(r, root, v, &p)) == NULL)
-		msg = check_members(r, v, default_model, &p);
+	if ((msg = find_members(r, root, keys, v, &p)) == NULL)
+		msg = check_members(r, keys, v, default_model, &p, buf,
+				    sizeof(buf));
 	if (msg == NULL)
 		e = ORGW_OK;
 out:
@@ -220,6 +264,15 @@ out:
 	return e;
 }
 
+void
+reqval_alias(struct api_req *r, const char *to)
+{
+	if (strcmp(r->model, to) == 0)
+		return;
+	snprintf(r->asked, sizeof(r->asked), "%s", r->model);
+	snprintf(r->model, sizeof(r->model), "%s", to);
+}
+
 /* Appends the n bytes at p at *o. */
 static void
 put(char **o, const char *p, size_t n)
@@ -228,15 +281,48 @@ put(char **o, const char *p, size_t n)
 	*o += n;
 }
 
+/*
+ * The thinking member's value with budget_tokens set to budget (printed
+ * by cJSON: a small object of the client's, its numbers small), or
+ * NULL when out of memory.  Caller frees with cJSON_free().
+ */
+static char *
+thinking_with(const struct api_req *r, int64_t budget)
+{
+	const struct jsonscan_member *m = &r->mem[r->at_thinking];
+	cJSON *t = cJSON_ParseWithLength(r->body + m->val_off, m->val_len);
+	char *s = NULL;
+
+	if (cJSON_IsObject(t) &&
+	    cJSON_ReplaceItemInObjectCaseSensitive(
+		    t, "budget_tokens", cJSON_CreateNumber((double)budget)))
+		s = cJSON_PrintUnformatted(t);
+	cJSON_Delete(t);
+	return s;
+}
+
 char *
-reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
+reqval_forward(struct api_req *r, const char *pin_tag, int64_t max_out)
 {
 	const struct jsonscan_member *m;
-	cJSON *add, *prov, *order;
-	char *tail = NULL, *out = NULL, *o, num[24];
+	cJSON *add = NULL, *prov, *order;
+	char *tail = NULL, *out = NULL, *o, num[24], *think = NULL;
+	char *model = NULL;
 	size_t i, n, cap;
-	bool ok;
+	bool ok, clamp;
 
+	/* The clamp (SPEC 4 step 8), and extended thinking's budget, which
+	 * must stay below max_tokens (SPEC 11): lowered with it, never
+	 * under the minimum; a budget that cannot fit leaves the request
+	 * as the client sent it, and OpenRouter answers. */
+	clamp = max_out > 0;
+	if (clamp && r->budget > 0 && r->limit[0] > (double)max_out &&
+	    r->budget >= (double)max_out) {
+		if (max_out - 1 < REQVAL_THINKING_MIN)
+			clamp = false;
+		else if ((think = thinking_with(r, max_out - 1)) == NULL)
+			goto out;
+	}
 	/* What goes after the client's members, printed by cJSON: the
 	 * model it did not send, the pin. */
 	if ((add = cJSON_CreateObject()) == NULL)
@@ -250,13 +336,22 @@ reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 		     cJSON_AddItemToArray(order, cJSON_CreateString(pin_tag)) &&
 		     cJSON_AddFalseToObject(prov, "allow_fallbacks") != NULL;
 	}
+	/* An alias: the model member the client sent names the target. */
+	if (ok && r->has_model && r->asked[0] != '\0') {
+		cJSON *ms = cJSON_CreateString(r->model);
+
+		ok = ms != NULL && (model = cJSON_PrintUnformatted(ms)) != NULL;
+		cJSON_Delete(ms);
+	}
 	if (!ok || (tail = cJSON_PrintUnformatted(add)) == NULL)
 		goto out;
 	snprintf(num, sizeof(num), "%" PRId64, max_out);
 
 	/* Each member at most once, so their bytes add up to at most
-	 * body_len, which buf.h caps far below SIZE_MAX. */
-	cap = r->body_len + r->n_mem * (1 + sizeof(num)) + strlen(tail) + 3;
+	 * body_len, which buf.h caps far below SIZE_MAX; a replaced value
+	 * is at most the largest of these. */
+	cap = r->body_len + r->n_mem * (1 + sizeof(num)) + strlen(tail) + 3 +
+	      (think ? strlen(think) : 0) + (model ? strlen(model) : 0);
 	if ((out = cJSON_malloc(cap)) == NULL)
 		goto out;
 	o = out;
@@ -271,9 +366,15 @@ reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 		if (o > out + 1)
 			*o++ = ',';
 		n = i == r->at_limit[0] ? 0 : i == r->at_limit[1] ? 1 : 2;
-		if (n < 2 && max_out > 0 && r->limit[n] > (double)max_out) {
+		if (n < 2 && clamp && r->limit[n] > (double)max_out) {
 			put(&o, r->body + m->key_off, m->val_off - m->key_off);
 			put(&o, num, strlen(num));
+		} else if (i == r->at_thinking && think != NULL) {
+			put(&o, r->body + m->key_off, m->val_off - m->key_off);
+			put(&o, think, strlen(think));
+		} else if (i == r->at_model && model != NULL) {
+			put(&o, r->body + m->key_off, m->val_off - m->key_off);
+			put(&o, model, strlen(model));
 		} else {
 			put(&o, r->body + m->key_off,
 			    m->val_off + m->val_len - m->key_off);
@@ -289,12 +390,14 @@ reqval_forward(struct chat_req *r, const char *pin_tag, int64_t max_out)
 	*o = '\0';
 out:
 	cJSON_free(tail);
+	cJSON_free(think);
+	cJSON_free(model);
 	cJSON_Delete(add);
 	return out;
 }
 
 void
-reqval_free(struct chat_req *r)
+reqval_free(struct api_req *r)
 {
 	if (r == NULL)
 		return;

@@ -188,7 +188,8 @@ hhmm_parse(const cJSON *j, int *out)
 
 /* The pricing key names of enum score_key (OPENROUTER.md section 1). */
 const char *const score_key_name[SCORE_KEYS] = {"prompt", "completion",
-						"input_cache_read"};
+						"input_cache_read",
+						"input_cache_write"};
 
 /* The kind of price j is (NULL: not given), its value in *out when OK. */
 static unsigned char
@@ -348,6 +349,34 @@ score_uncached_cost(const struct score_terms *t, int utc_hhmm, int64_t prompt,
 	    !score_terms_price(t, SCORE_COMPLETION, utc_hhmm, &cp))
 		return false;
 	v = (double)(prompt > 0 ? prompt : 0) * pp +
+	    (double)(completion > 0 ? completion : 0) * cp;
+	if (!isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool
+score_estimate_cost(const struct score_terms *t, int utc_hhmm, int64_t prompt,
+		    int64_t cached, int64_t cache_write, int64_t completion,
+		    double *out)
+{
+	double pp, cp, rp, wp, v;
+	int64_t plain;
+
+	if (out == NULL || !score_terms_price(t, SCORE_PROMPT, utc_hhmm, &pp) ||
+	    !score_terms_price(t, SCORE_COMPLETION, utc_hhmm, &cp))
+		return false;
+	if (!score_terms_price(t, SCORE_CACHE_READ, utc_hhmm, &rp))
+		rp = pp;
+	if (!score_terms_price(t, SCORE_CACHE_WRITE, utc_hhmm, &wp))
+		wp = pp;
+	prompt = prompt > 0 ? prompt : 0;
+	cached = cached > 0 ? cached : 0;
+	cache_write = cache_write > 0 ? cache_write : 0;
+	plain = prompt - cached - cache_write;
+	v = (double)(plain > 0 ? plain : 0) * pp + (double)cached * rp +
+	    (double)cache_write * wp +
 	    (double)(completion > 0 ? completion : 0) * cp;
 	if (!isfinite(v))
 		return false;

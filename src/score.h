@@ -41,6 +41,9 @@ enum score_key {
 	SCORE_PROMPT,		/* "prompt" */
 	SCORE_COMPLETION,	/* "completion" */
 	SCORE_CACHE_READ,	/* "input_cache_read" */
+	SCORE_CACHE_WRITE,	/* "input_cache_write": only for pricing an
+				 * answer whose cost upstream did not say;
+				 * never ranked on */
 	SCORE_KEYS
 };
 
@@ -212,6 +215,20 @@ bool score_terms_price(const struct score_terms *t, enum score_key k,
  */
 bool score_uncached_cost(const struct score_terms *t, int utc_hhmm,
 			 int64_t prompt, int64_t completion, double *out);
+
+/*
+ * What one request cost at the prices in force at utc_hhmm, for an
+ * answer whose usage did not say (SPEC 11: a streamed Messages answer
+ * may carry no cost): the prompt tokens neither read from nor written
+ * to a cache at the prompt price, cached at input_cache_read, cache
+ * writes at input_cache_write (each the prompt price when the endpoint
+ * has none), completion at the completion price.  Negative counts are
+ * zero.  False, *out untouched, when the prompt or the completion price
+ * is missing or unreadable then.
+ */
+bool score_estimate_cost(const struct score_terms *t, int utc_hhmm,
+			 int64_t prompt, int64_t cached, int64_t cache_write,
+			 int64_t completion, double *out);
 
 /* The UTC clock time HHMM (hour*100+minute) of unix time t. */
 int score_hhmm(int64_t t);

@@ -77,7 +77,7 @@ scorerun_answer(const struct score_params *p, long status, const char *body,
 	if (status != 200) {
 		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
 		snprintf(err, errlen, "endpoints HTTP %ld", status);
-		return ORGW_EUPSTREAM;
+		return status == 404 ? ORGW_ENOENT : ORGW_EUPSTREAM;
 	}
 	e = score_endpoints(body, len, utc_hhmm, p, res);
 	if (e != ORGW_OK)

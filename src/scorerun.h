@@ -36,7 +36,8 @@ bool scorerun_url(const struct orgw_conf *c, const char *model, char *dst,
  * Scores an endpoints answer that arrived with HTTP status at clock time
  * utc_hhmm.  On ORGW_OK the caller owns *res (score_result_free);
  * otherwise err says why ("endpoints HTTP 404", "endpoints response
- * unreadable").  Shared by scorerun_fetch() and the parallel run.
+ * unreadable"), and ORGW_ENOENT means the model does not exist (404).
+ * Shared by scorerun_fetch() and the parallel run.
  */
 enum orgw_err scorerun_answer(const struct score_params *p, long status,
 			      const char *body, size_t len, int utc_hhmm,
@@ -46,7 +47,8 @@ enum orgw_err scorerun_answer(const struct score_params *p, long status,
 /*
  * GETs and scores the endpoints of model at the current UTC time.  On
  * ORGW_OK the caller owns *res (score_result_free).  Otherwise err holds
- * a short reason ("endpoints HTTP 404", "timeout", ...).
+ * a short reason ("endpoints HTTP 404", "timeout", ...); ORGW_ENOENT
+ * when OpenRouter does not know the model.
  */
 enum orgw_err scorerun_fetch(const struct orgw_conf *c, const char *model,
 			     int64_t timeout_ms, struct score_result *res,

@@ -718,7 +718,7 @@ do_finish(struct store *s, void *arg)
 
 enum orgw_err
 state_finish(const struct orgw_conf *c, const char *model,
-	     const struct stats_delta *d, const char *ok_tag)
+	     struct stats_delta *d, const char *ok_tag)
 {
 	struct finish_args a = {model, *d, ok_tag, 0};
 	enum orgw_err err;
@@ -728,6 +728,10 @@ state_finish(const struct orgw_conf *c, const char *model,
 	 * LOST_UPDATES with this one, in the same transaction. */
 	a.lost = store_lost_take();
 	err = state_txn(c, true, do_finish, &a);
+	if (err == ORGW_OK && a.d.cost_estimated) {
+		d->cost_usd = a.d.cost_usd;
+		d->cost_estimated = true;
+	}
 	if (err != ORGW_OK) {
 		store_lost_add(a.lost + 1);
 		log_warn("state unavailable (%s): request not counted "

@@ -27,6 +27,14 @@ struct store;
 #define STATE_LOST_KEY "LOST_UPDATES"
 
 /*
+ * The one model every request on an id OpenRouter does not know is
+ * counted under (SPEC 4 step 2): N sent is still N counted, and invented
+ * ids leave no state of their own.  No client can name it: '(' is not
+ * in a model id (reqval_model_ok).
+ */
+#define STATE_OTHER_MODEL "(other)"
+
+/*
  * One transaction on the state store: opens it (exclusive when write),
  * runs fn(s, arg), commits (store_close) or, when fn failed, aborts.  A
  * commit that lost a race (ORGW_ECONFLICT, Redis) runs fn again after a
@@ -96,10 +104,13 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 
 /*
  * The request's end: adds d to STATS:<model> and, when ok_tag is not
- * NULL, resets that provider's consecutive failure count.
+ * NULL, resets that provider's consecutive failure count.  A cost the
+ * answer did not report is priced in the transaction (record.h,
+ * record_money_price): d->cost_usd and d->cost_estimated say what was
+ * counted, for the request's log line.
  */
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
-			   const struct stats_delta *d, const char *ok_tag);
+			   struct stats_delta *d, const char *ok_tag);
 
 /* Checks that the store could be opened for writing (for /healthz),
  * with a shared lock at most (store_check); ORGW_OK or the error, with a

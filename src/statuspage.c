@@ -644,31 +644,89 @@ changes_table(struct out *o, const cJSON *m)
 	put(o, "</tbody></table>");
 }
 
+/* The requests of model m by API: "chat 12, messages 3"; "-" none. */
+static void
+api_mix(const cJSON *m, char *dst, size_t n)
+{
+	const cJSON *a;
+	size_t k = 0;
+
+	dst[0] = '\0';
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(m, "by_api"))
+	{
+		if (a->string == NULL || k >= n)
+			continue;
+		k += (size_t)snprintf(dst + k, n - k, "%s%s %.0f",
+				      k ? ", " : "", a->string,
+				      num(a, "requests"));
+	}
+	if (dst[0] == '\0')
+		snprintf(dst, n, "-");
+}
+
+/* What each API brought to model m (SPEC 11's per-API break-down). */
+static void
+api_table(struct out *o, const cJSON *m)
+{
+	static const char *const cols[] = {
+		"API", "requests", "ok", "prompt tokens", "cached tokens",
+		"cache writes", "completion tokens", "spend $",
+		"of it estimated $"};
+	const cJSON *a, *by = cJSON_GetObjectItemCaseSensitive(m, "by_api");
+
+	if (cJSON_GetArraySize(by) == 0)
+		return;
+	put(o, "<h3>By API</h3>");
+	thead(o, cols, sizeof(cols) / sizeof(cols[0]));
+	cJSON_ArrayForEach(a, by)
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "tokens");
+
+		if (a->string == NULL)
+			continue;
+		put(o, "<tr>");
+		td(o, cols[0], NULL, a->string);
+		tdf(o, cols[1], "%.0f", num(a, "requests"));
+		tdf(o, cols[2], "%.0f", num(a, "ok"));
+		tdf(o, cols[3], "%.0f", num(t, "prompt"));
+		tdf(o, cols[4], "%.0f", num(t, "cached"));
+		tdf(o, cols[5], "%.0f", num(t, "cache_write"));
+		tdf(o, cols[6], "%.0f", num(t, "completion"));
+		tdf(o, cols[7], "%.6f", num(a, "cost_usd"));
+		tdf(o, cols[8], "%.6f", num(a, "cost_estimated_usd"));
+		put(o, "</tr>");
+	}
+	put(o, "</tbody></table>");
+}
+
 static void
 summary(struct out *o, const cJSON *models)
 {
 	static const char *const cols[] = {"model", "lock", "requests",
-					   "cache hit rate", "spend $",
-					   "saved $"};
+					   "by API", "cache hit rate",
+					   "spend $", "saved $"};
 	const cJSON *m, *l;
+	char mix[160];
 
 	put(o, "<section><h2>Models</h2>");
 	if (cJSON_GetArraySize(models) == 0) {
 		put(o, "<p class=\"muted\">no model seen yet</p></section>");
 		return;
 	}
-	thead(o, cols, 6);
+	thead(o, cols, 7);
 	cJSON_ArrayForEach(m, models)
 	{
 		l = cJSON_GetObjectItemCaseSensitive(m, "lock");
+		api_mix(m, mix, sizeof(mix));
 		put(o, "<tr>");
 		td(o, cols[0], NULL, m->string);
 		td(o, cols[1], NULL,
 		   cJSON_IsObject(l) ? str(l, "tag") : "(none)");
 		tdf(o, cols[2], "%.0f", num(m, "requests"));
-		tdf(o, cols[3], "%.1f%%", 100 * num(m, "cache_hit_rate"));
-		tdf(o, cols[4], "%.6f", num(m, "spend_usd"));
-		tdf(o, cols[5], "%.6f", num(m, "saved_usd"));
+		td(o, cols[3], NULL, mix);
+		tdf(o, cols[4], "%.1f%%", 100 * num(m, "cache_hit_rate"));
+		tdf(o, cols[5], "%.6f", num(m, "spend_usd"));
+		tdf(o, cols[6], "%.6f", num(m, "saved_usd"));
 		put(o, "</tr>");
 	}
 	put(o, "</tbody></table></section>");
@@ -703,6 +761,7 @@ statuspage_html(const cJSON *stats, const struct statuspage_opts *op,
 		esc(&o, m->string);
 		put(&o, "</h2>");
 		lock_block(&o, m, op);
+		api_table(&o, m);
 		cand_table(&o, m);
 		breaker_table(&o, m, op);
 		history(&o, m, op);

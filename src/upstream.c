@@ -34,6 +34,8 @@ static _Thread_local char *up_url_text;
 
 struct xfer {
 	const struct upstream_call *c;
+	struct curl_slist *own;	/* this call's header list, when it adds
+				 * headers of its own; freed at its end */
 	long status;
 	bool headers_done;
 	bool aborted;
@@ -144,18 +146,33 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 
 /*
  * The request headers: built once for a key and kept with the handle,
- * since every transfer of a process sends the same ones.  "Expect:" is
- * off: no 100-continue round trip for large bodies.
+ * since most transfers of a process send the same ones.  "Expect:" is
+ * off: no 100-continue round trip for large bodies.  A call with headers
+ * of its own (the Anthropic ones a Messages client sends) gets a list of
+ * its own in x->own, freed when the call ends.
  */
 static struct curl_slist *
-headers_for(const char *key)
+headers_for(const char *key, const char *const *more, struct xfer *x)
 {
 	static const char *const extra[] = {"Content-Type: application/json",
 					    "Expect:", NULL};
+	const char *all[16];
 	struct curl_slist *h;
+	size_t i, n;
 
 	if (key == NULL)
 		key = "";
+	if (more != NULL && more[0] != NULL) {
+		for (n = 0; extra[n] != NULL; n++)
+			all[n] = extra[n];
+		for (i = 0; more[i] != NULL && n + 1 < sizeof(all) /
+							sizeof(all[0]);
+		     i++)
+			all[n++] = more[i];
+		all[n] = NULL;
+		x->own = curlsetup_headers(key, all);
+		return x->own;
+	}
 	if (up_headers != NULL && strcmp(up_headers_key, key) == 0)
 		return up_headers;
 	if ((h = curlsetup_headers(key, extra)) == NULL)
@@ -241,7 +258,7 @@ setup(const struct upstream_call *c, struct xfer *x, bool *bad_url)
 		*bad_url = uc != CURLUE_OUT_OF_MEMORY;
 		return false;
 	}
-	if ((h = headers_for(c->key)) == NULL)
+	if ((h = headers_for(c->key, c->headers, x)) == NULL)
 		return false;
 	/* The client sees curl_easy_strerror()'s text, not the error
 	 * buffer's, which names hosts and ports: no buffer here. */
@@ -318,6 +335,7 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	if (!setup(c, &x, &bad_url)) {
+		curl_slist_free_all(x.own);
 		if (!bad_url)
 			return ORGW_ENOMEM;
 		res->fail = classify(CURLE_URL_MALFORMAT);
@@ -325,8 +343,10 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 			 curl_easy_strerror(CURLE_URL_MALFORMAT));
 		return ORGW_OK;
 	}
-	if (curl_multi_add_handle(up_multi, up_easy) != CURLM_OK)
+	if (curl_multi_add_handle(up_multi, up_easy) != CURLM_OK) {
+		curl_slist_free_all(x.own);
 		return ORGW_ENOMEM;
+	}
 	while (!done) {
 		if (curl_multi_perform(up_multi, &running) != CURLM_OK)
 			break;
@@ -370,6 +390,9 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 		headers_done(&x);
 	res->status = response_code();
 	curl_multi_remove_handle(up_multi, up_easy);
+	/* The handle keeps pointing at the list until the next call sets
+	 * its own; no transfer runs in between. */
+	curl_slist_free_all(x.own);
 	res->fail = x.aborted ? UP_ABORTED : classify(rc);
 	if (res->fail != UP_OK)
 		snprintf(res->error, sizeof(res->error), "%s",

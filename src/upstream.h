@@ -24,6 +24,9 @@ enum up_fail {
 struct upstream_call {
 	const char *url;
 	const char *key;	/* bearer token; never logged */
+	/* More request headers ("Name: value"), NULL-terminated; NULL for
+	 * none.  Borrowed for the call. */
+	const char *const *headers;
 	const char *body;	/* POST body, or NULL for GET */
 	size_t body_len;
 	int64_t connect_timeout_ms;

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // openrouter-double: a fast, concurrent OpenRouter test double.
 //
-// Speaks OpenRouter's wire format (see /work/shared/OPENROUTER.md sections 1, 3, 5, 6, 10, 11, 12)
-// including its quirks and faults, plus a small control API under /__double/ for tests.
+// Speaks OpenRouter's wire format (see /work/shared/OPENROUTER.md sections 1, 3, 5, 6, 10-14):
+// chat completions, the Anthropic Messages API and the Responses API, with one endpoint choice,
+// fault set, prompt cache and price model behind all three, including OpenRouter's quirks and
+// faults, plus a small control API under /__double/ for tests.
 // Node 20 built-ins only. See tests/double/README.md for usage.
 'use strict';
 
@@ -79,21 +81,42 @@ const DEFAULTS = Object.freeze({
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
   usage_repeat_choice: false, // usage chunk repeats the choice (REC form) instead of choices:[]
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
-  random_faults: [],          // [{kind, p, match?, ...params}]: drawn per chat request (see drawFault)
+  random_faults: [],          // [{kind, p, match?, ...params}]: drawn per generation request (see drawFault)
   random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
   clock_offset_ms: 0,         // added to the wall clock for time-of-day prices (utc_start/utc_end)
+  // Messages API (POST /messages) and Responses API (POST /responses); see README
+  messages_keepalive: 'comment', // keep-alives on a Messages stream: 'comment' | 'ping' | 'both'
+  messages_stream_cost: false,   // message_delta usage also carries cost, is_byok, cost_details
+  messages_delta_usage: 'nulls', // message_delta usage: 'nulls' | 'output' | 'full' (README)
+  messages_done_line: false,     // a "data: [DONE]" after message_stop
+  responses_event_lines: false,  // an "event: <type>" line before each Responses data line
 });
-const BOOL_KEYS = new Set(['usage_repeat_choice', 'prompt_cache']);
+const BOOL_KEYS = new Set(['usage_repeat_choice', 'prompt_cache', 'messages_stream_cost', 'messages_done_line',
+  'responses_event_lines']);
+const ENUM_KEYS = {
+  messages_keepalive: ['comment', 'ping', 'both'],
+  messages_delta_usage: ['nulls', 'output', 'full'],
+};
 
 let cfg = { ...DEFAULTS };
 let paddingStr = '';
 let commentsStr = ': OPENROUTER PROCESSING\n\n';
 const COMMENT = ': OPENROUTER PROCESSING\n\n';
+const PING = 'event: ping\ndata: {"type":"ping"}\n\n';
+// Keep-alives of a stream: `first` is sent as the stream opens (keepalive_comments of them),
+// `each` every keepalive_interval_ms while the first token is delayed.  Chat and Responses
+// send SSE comments; Messages what messages_keepalive says.
+const KA_CHAT = { first: commentsStr, each: COMMENT };
+const KA_MSG = { first: commentsStr, each: COMMENT };
 
 function applyDerived() {
   const pat = '\n         \n\n';
   paddingStr = cfg.padding_bytes > 0 ? pat.repeat(Math.ceil(cfg.padding_bytes / pat.length)).slice(0, cfg.padding_bytes) : '';
   commentsStr = COMMENT.repeat(cfg.keepalive_comments);
+  KA_CHAT.first = commentsStr;
+  const mk = cfg.messages_keepalive;
+  KA_MSG.each = mk === 'ping' ? PING : mk === 'both' ? COMMENT + PING : COMMENT;
+  KA_MSG.first = KA_MSG.each.repeat(cfg.keepalive_comments);
 }
 
 function mergeConfig(obj) {
@@ -103,6 +126,7 @@ function mergeConfig(obj) {
     const v = obj[k];
     if (k === 'random_faults') { const e = checkRandomFaults(v); if (e) return e; continue; }
     if (BOOL_KEYS.has(k)) { if (typeof v !== 'boolean') return `${k} must be a boolean`; }
+    else if (ENUM_KEYS[k]) { if (!ENUM_KEYS[k].includes(v)) return `${k} must be one of ${ENUM_KEYS[k].join(', ')}`; }
     else if (!Number.isInteger(v) || v < 0) return `${k} must be a non-negative integer`;
     if (k === 'chunks' && v < 1) return 'chunks must be >= 1';
   }
@@ -114,7 +138,7 @@ function mergeConfig(obj) {
 }
 
 // random_faults: a list of fault specs (the kinds and params of POST /__double/faults) each
-// with a probability p (0..1, summing to at most 1).  A chat request that took no scripted
+// with a probability p (0..1, summing to at most 1).  A generation request that took no scripted
 // fault draws one number and gets fault i with probability p_i (its match must fit too);
 // random faults are never consumed.  For soak tests: "10% 429, 5% 503, ..." without
 // scheduling batches.
@@ -134,13 +158,16 @@ function checkRandomFaults(v) {
 
 let rng = Math.random;
 
-function drawFault(model, tag, stream) {
+function faultFits(m, model, tag, stream, api) {
+  return !m || ((m.model === undefined || m.model === model) && (m.tag === undefined || m.tag === tag) &&
+    (m.stream === undefined || m.stream === stream) && (m.api === undefined || m.api === api));
+}
+
+function drawFault(model, tag, stream, api) {
   let r = rng();
   for (const f of cfg.random_faults) {
     if (r < f.p) {
-      const m = f.match;
-      if (m && ((m.model !== undefined && m.model !== model) || (m.tag !== undefined && m.tag !== tag) ||
-          (m.stream !== undefined && m.stream !== stream))) return null;
+      if (!faultFits(f.match, model, tag, stream, api)) return null;
       f.hits++;
       return f;
     }
@@ -338,13 +365,14 @@ function normEndpoint(modelId, e, i) {
     prompt: toNum(p.prompt),
     completion: toNum(p.completion),
     cacheRead: p.input_cache_read != null ? toNum(p.input_cache_read) : null,
+    cacheWrite: p.input_cache_write != null ? toNum(p.input_cache_write) : null,
     discount: toNum(p.discount),
     overrides: Array.isArray(p.overrides) && p.overrides.length ? p.overrides : null,
     maxOut: Number.isFinite(e.max_completion_tokens) && e.max_completion_tokens > 0 ? e.max_completion_tokens : null,
     // Double-only: a provider whose cache serves this share of every prompt (see README).
     cacheHitRate: Number.isFinite(e.x_double_cache_hit_rate) && e.x_double_cache_hit_rate >= 0 &&
       e.x_double_cache_hit_rate <= 1 ? e.x_double_cache_hit_rate : null,
-    pieces: new Map(), // chunks -> {json:[...], contentJ}
+    pieces: new Map(), // chunks -> contentPieces()
   };
 }
 
@@ -453,8 +481,8 @@ let seq = 0;
 let stats;
 let inflight = 0;
 function resetStats() {
-  stats = { total: 0, paths: Object.create(null), tags: Object.create(null), models: Object.create(null),
-    statuses: Object.create(null), faults: Object.create(null), closed_by_client: 0 };
+  stats = { total: 0, paths: Object.create(null), apis: Object.create(null), tags: Object.create(null),
+    models: Object.create(null), statuses: Object.create(null), faults: Object.create(null), closed_by_client: 0 };
 }
 resetStats();
 const bump = (o, k) => { o[k] = (o[k] || 0) + 1; };
@@ -479,13 +507,16 @@ class LogEntry {
     this.closed_at_ms = null;
     this.finished_at_ms = null;
     this.mark = null;      // a shaped request's mark (shapeOf)
+    this.api = null;       // 'chat' | 'messages' | 'responses' (null: endpoints, models, unknown paths)
+    this.query = null;     // the query string, when there is one (Claude Code adds ?beta=true)
   }
 
   toJSON() {
     let body = this.bodyObj;
     if (body === null && this.raw !== null) { try { body = JSON.parse(this.raw); } catch (_) { body = null; } }
     return {
-      seq: this.seq, t_ms: this.t_ms, method: this.method, path: this.path, auth: this.auth, headers: this.headers,
+      seq: this.seq, t_ms: this.t_ms, method: this.method, path: this.path, ...(this.query !== null ? { query: this.query } : {}),
+      api: this.api, auth: this.auth, headers: this.headers,
       body, model: this.model, tag: this.tag, fault: this.fault, status: this.status,
       closed_by_client: this.closed_by_client, closed_at_ms: this.closed_at_ms, finished_at_ms: this.finished_at_ms,
       ...(this.mark ? { mark: this.mark } : {}),
@@ -498,15 +529,10 @@ function pushLog(e) {
   if (log.length > LOG_MAX + (LOG_MAX >> 3)) log.splice(0, log.length - LOG_MAX);
 }
 
-function takeFault(model, tag, stream) {
+function takeFault(model, tag, stream, api) {
   for (let i = 0; i < faults.length; i++) {
     const f = faults[i];
-    const m = f.match;
-    if (m) {
-      if (m.model !== undefined && m.model !== model) continue;
-      if (m.tag !== undefined && m.tag !== tag) continue;
-      if (m.stream !== undefined && m.stream !== stream) continue;
-    }
+    if (!faultFits(f.match, model, tag, stream, api)) continue;
     f.hits++;
     if (f.times > 0 && --f.times === 0) faults.splice(i, 1);
     return f;
@@ -551,7 +577,10 @@ function authState(h) {
   return tok === KEY ? 'ok' : 'bad';
 }
 
-const LOG_HEADERS = ['content-type', 'accept', 'user-agent', 'x-title', 'http-referer', 'x-openrouter-title'];
+const LOG_HEADERS = ['content-type', 'accept', 'user-agent', 'x-title', 'http-referer', 'x-openrouter-title',
+  // what Anthropic and OpenAI clients send, which a gateway forwards or must not forward
+  'x-api-key', 'anthropic-version', 'anthropic-beta', 'x-anthropic-beta', 'x-openrouter-metadata',
+  'accept-encoding', 'content-encoding'];
 function pickHeaders(h) {
   const o = {};
   for (const k of LOG_HEADERS) { const v = h[k]; if (v !== undefined) o[k] = v; }
@@ -586,22 +615,11 @@ function rawFor(code) {
   return `{"error":{"message":"upstream error","code":${code}}}`;
 }
 
-function countPromptChars(messages) {
-  let n = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
-    if (!m || typeof m !== 'object') continue;
-    const c = m.content;
-    if (typeof c === 'string') n += c.length;
-    else if (Array.isArray(c)) {
-      for (const p of c) if (p && typeof p.text === 'string') n += p.text.length;
-    }
-  }
-  return n;
-}
-
+// Prices at the current (offset) UTC time with overrides and discount applied: prompt p,
+// completion c, cache read r and cache write w (each the prompt price where the endpoint
+// has none).
 function pricesNow(ep, promptTokens) {
-  let p = ep.prompt, c = ep.completion, r = ep.cacheRead;
+  let p = ep.prompt, c = ep.completion, r = ep.cacheRead, w = ep.cacheWrite;
   if (ep.overrides) {
     const d = new Date(Date.now() + cfg.clock_offset_ms);
     const hhmm = d.getUTCHours() * 100 + d.getUTCMinutes();
@@ -616,53 +634,69 @@ function pricesNow(ep, promptTokens) {
       if (o.prompt != null) p = toNum(o.prompt);
       if (o.completion != null) c = toNum(o.completion);
       if (o.input_cache_read != null) r = toNum(o.input_cache_read);
+      if (o.input_cache_write != null) w = toNum(o.input_cache_write);
     }
   }
   const k = 1 - ep.discount;
-  return { p: p * k, c: c * k, r: (r == null ? p : r) * k };
+  return { p: p * k, c: c * k, r: (r == null ? p : r) * k, w: (w == null ? p : w) * k };
 }
 
 const r12 = (x) => Math.round(x * 1e12) / 1e12;
 
+// The words of an answer, the same on every API: "Hello", " from", " <tag>", " w4", ...
+// Kept per endpoint and count (json: each word as a JSON string; msg: the Messages
+// content_block_delta events; tool: the words as tool-call argument pieces; both made on
+// first use) unless marked.
 function contentPieces(ep, n, mark) {
   let pc = mark ? null : ep.pieces.get(n);
   if (pc) return pc;
   const words = [];
   const w = mark ? ` ${mark}.` : ' w';
   for (let i = 0; i < n; i++) words.push(i === 0 ? 'Hello' : i === 1 ? ' from' : i === 2 ? ` ${ep.tag}` : `${w}${i + 1}`);
-  pc = { json: words.map((x) => JSON.stringify(x)), contentJ: JSON.stringify(words.join('')) };
+  pc = { words, json: words.map((x) => JSON.stringify(x)), contentJ: JSON.stringify(words.join('')), msg: null, tool: null };
   if (!mark) ep.pieces.set(n, pc);
   return pc;
 }
 
+// The text of the first k words, as a JSON string.
+function partialJ(pc, k) { return k >= pc.words.length ? pc.contentJ : JSON.stringify(pc.words.slice(0, k).join('')); }
+
 // A request may shape its own answer (bench/longstreams.mjs, the long soak): a line
-// `[double] {...}` in its last message's text, with any of SHAPE_KEYS (non-negative
-// integers, as in /__double/config) and "mark" (letters, digits, '-', at most 32): the
-// content words from the fourth on are " MARK.4", " MARK.5", ... so the client can check
-// that the answer it got is its own, whole and in order.  Returns the config to answer with.
+// `[double] {...}` in the text of its last message (chat) or last user message (Messages,
+// Responses), with any of SHAPE_KEYS (non-negative integers, as in /__double/config) and
+// "mark" (letters, digits, '-', at most 32): the content words from the fourth on are
+// " MARK.4", " MARK.5", ... so the client can check that the answer it got is its own, whole
+// and in order.  Returns the config to answer with.
 const SHAPE_KEYS = ['chunks', 'spacing_ms', 'spacing_jitter_ms', 'first_token_delay_ms', 'keepalive_interval_ms'];
 const SHAPE_RE = /\[double\] (\{[^\n]*\})/;
-function shapeOf(messages) {
-  const m = messages.length ? messages[messages.length - 1] : null;
-  const text = m && typeof m.content === 'string' ? m.content : '';
-  const hit = text.indexOf('[double] ') >= 0 ? SHAPE_RE.exec(text) : null;
+function shapeOf(text) {
+  const hit = text && text.indexOf('[double] ') >= 0 ? SHAPE_RE.exec(text) : null;
   if (!hit) return cfg;
   let o;
   try { o = JSON.parse(hit[1]); } catch (_) { return cfg; }
   const c = { ...cfg, mark: null };
   for (const k of SHAPE_KEYS) if (Number.isInteger(o[k]) && o[k] >= (k === 'chunks' ? 1 : 0)) c[k] = o[k];
   if (typeof o.mark === 'string' && /^[A-Za-z0-9-]{1,32}$/.test(o.mark)) c.mark = o.mark;
+  // Messages and Responses: a tool call (function name) instead of text, see toolArgPieces
+  if (typeof o.tool === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(o.tool)) c.tool = o.tool;
   return c;
 }
 
-// Endpoint selection, imitating OpenRouter's provider object. Returns endpoint or null (=> 404).
+// The text of a message content: a string, or its text blocks (Anthropic) / parts (OpenAI).
+function contentText(c) {
+  if (typeof c === 'string') return c;
+  if (!Array.isArray(c)) return '';
+  let t = '';
+  for (const p of c) if (p && typeof p.text === 'string') t = t ? `${t}\n${p.text}` : p.text;
+  return t;
+}
+
+// Endpoint selection, imitating OpenRouter's provider object; maxTok is the request's output
+// limit under its API's name (null: none).  Returns endpoint or null (=> 404).
 function baseMatch(tag, want) { return tag === want || (tag.length > want.length && tag.startsWith(want) && tag[want.length] === '/'); }
-function chooseEndpoint(rec, body) {
+function chooseEndpoint(rec, body, maxTok) {
   let cands = rec.norm;
   const prov = body.provider && typeof body.provider === 'object' && !Array.isArray(body.provider) ? body.provider : null;
-  let maxTok = body.max_completion_tokens;
-  if (!Number.isFinite(maxTok)) maxTok = body.max_tokens;
-  if (!Number.isFinite(maxTok)) maxTok = null;
   const fallbacks = !(prov && prov.allow_fallbacks === false);
   if ((prov && (Array.isArray(prov.only) || Array.isArray(prov.ignore))) || maxTok !== null) {
     const only = prov && Array.isArray(prov.only) ? prov.only.filter((x) => typeof x === 'string') : null;
@@ -736,27 +770,88 @@ function waitWithKeepalive(ctx, total, interval, keep, then) {
 }
 
 // ---------------------------------------------------------------------------
-// Chat completions
+// Prompts, the prompt cache and usage (every API)
 // ---------------------------------------------------------------------------
+
+// What a request's prompt is made of.  chars: the characters of its text (prompt_tokens =
+// ceil(chars / 4)); text (with `want`, for the prompt cache): that text with each message's
+// role marked; bp: the position in text of the last cache_control breakpoint (0: none).
+class PromptWalk {
+  constructor(want) { this.want = want; this.text = ''; this.pos = 0; this.chars = 0; this.bp = 0; }
+  role(r) { const h = `\u0001${r}\u0002`; this.pos += h.length; if (this.want) this.text += h; }
+  add(s) { this.chars += s.length; this.pos += s.length; if (this.want) this.text += s; }
+  mark() { this.bp = this.pos; }
+  // a string, or blocks/parts with text; with `deep`, the content of an Anthropic
+  // tool_result block counts too.  A block with cache_control is a breakpoint after it.
+  content(c, deep) {
+    if (typeof c === 'string') { this.add(c); return; }
+    if (!Array.isArray(c)) return;
+    for (const p of c) {
+      if (!p || typeof p !== 'object') continue;
+      if (typeof p.text === 'string') this.add(p.text);
+      else if (deep && p.content !== undefined) this.content(p.content, false);
+      if (p.cache_control) this.mark();
+    }
+  }
+}
+
+function chatPrompt(body, want) {
+  const w = new PromptWalk(want);
+  for (const m of body.messages) {
+    if (!m || typeof m !== 'object') continue;
+    w.role(m.role);
+    w.content(m.content, false);
+  }
+  if (body.cache_control) w.mark();
+  return w;
+}
+
+function messagesPrompt(body, want) {
+  const w = new PromptWalk(want);
+  if (body.system != null) { w.role('system'); w.content(body.system, false); }
+  for (const m of body.messages) {
+    if (!m || typeof m !== 'object') continue;
+    w.role(m.role);
+    w.content(m.content, true);
+  }
+  if (body.cache_control) w.mark(); // automatic caching: the whole prompt
+  return w;
+}
+
+function responsesPrompt(body, want) {
+  const w = new PromptWalk(want);
+  if (typeof body.instructions === 'string') { w.role('developer'); w.add(body.instructions); }
+  const inp = body.input;
+  if (typeof inp === 'string') { w.role('user'); w.add(inp); }
+  else {
+    for (const it of inp) {
+      if (!it || typeof it !== 'object') continue;
+      if (it.type === 'function_call') { w.role('function_call'); if (typeof it.arguments === 'string') w.add(it.arguments); }
+      else if (it.type === 'function_call_output') { w.role('tool'); w.content(it.output, false); }
+      else if (typeof it.role === 'string') { w.role(it.role); w.content(it.content, false); }
+    }
+  }
+  if (body.cache_control) w.mark();
+  return w;
+}
+
+// The text of the last message with role user (Messages messages, Responses input items).
+function lastUserText(items) {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const m = items[i];
+    if (m && typeof m === 'object' && m.role === 'user' && (m.type === undefined || m.type === 'message')) return contentText(m.content);
+  }
+  return '';
+}
 
 // A provider's prompt cache, as implicit caching works (OPENROUTER.md 8): each endpoint
 // (model + tag) remembers the prompts it served; a new prompt's cached tokens are its
 // longest common prefix with one of them, in whole tokens (4 chars each, as promptTokens
 // counts).  A prompt that went to another endpoint warms nothing here.  Kept per endpoint
-// up to PROMPT_CACHE_MAX prompts, oldest dropped; cleared by reset.
+// up to PROMPT_CACHE_MAX prompts, oldest dropped; cleared by reset.  The three APIs share
+// it: the prompt text is the same role-marked text whatever the request's shape.
 const PROMPT_CACHE_MAX = 64;
 const promptCaches = new Map(); // "model\ntag" -> [{text, at}, ...]
-
-function promptText(messages) {
-  let t = '';
-  for (const m of messages) {
-    if (!m || typeof m !== 'object') continue;
-    t += `\u0001${m.role}\u0002`;
-    if (typeof m.content === 'string') t += m.content;
-    else if (Array.isArray(m.content)) for (const p of m.content) if (p && typeof p.text === 'string') t += p.text;
-  }
-  return t;
-}
 
 function promptCacheHit(model, ep, text, promptTokens) {
   const key = `${model}\n${ep.tag}`;
@@ -776,16 +871,77 @@ function promptCacheHit(model, ep, text, promptTokens) {
   return Math.min(Math.floor(best / 4), promptTokens);
 }
 
-function buildUsage(ep, promptTokens, completionTokens, cachedHit) {
+// The token counts and cost of one answer, whatever the API.  cached: the cache's hit
+// (prompt_cache, x_double_cache_hit_rate), else cached_tokens.  written (cache writes): the
+// tokens up to the request's last cache_control breakpoint that were not read from the
+// cache; 0 without a breakpoint.  The three input counts are disjoint.
+function usageNums(ep, promptTokens, completionTokens, cachedHit, bpTokens) {
   const cached = cachedHit ?? Math.min(cfg.cached_tokens, promptTokens);
+  const written = bpTokens > cached ? bpTokens - cached : 0;
   const pr = pricesNow(ep, promptTokens);
-  const pc = r12((promptTokens - cached) * pr.p + cached * pr.r);
+  const pc = r12(written ? (promptTokens - cached - written) * pr.p + cached * pr.r + written * pr.w
+    : (promptTokens - cached) * pr.p + cached * pr.r);
   const cc = r12(completionTokens * pr.c);
-  const cost = r12(pc + cc);
-  return `{"prompt_tokens":${promptTokens},"completion_tokens":${completionTokens},"total_tokens":${promptTokens + completionTokens},` +
-    `"cost":${cost},"is_byok":false,"prompt_tokens_details":{"cached_tokens":${cached},"cache_write_tokens":0,"audio_tokens":0,"video_tokens":0},` +
-    `"cost_details":{"upstream_inference_cost":${cost},"upstream_inference_prompt_cost":${pc},"upstream_inference_completions_cost":${cc}},` +
+  return { prompt: promptTokens, cached, written, completion: completionTokens, pc, cc, cost: r12(pc + cc) };
+}
+
+function chatUsageJ(u) {
+  return `{"prompt_tokens":${u.prompt},"completion_tokens":${u.completion},"total_tokens":${u.prompt + u.completion},` +
+    `"cost":${u.cost},"is_byok":false,"prompt_tokens_details":{"cached_tokens":${u.cached},"cache_write_tokens":${u.written},"audio_tokens":0,"video_tokens":0},` +
+    `"cost_details":{"upstream_inference_cost":${u.cost},"upstream_inference_prompt_cost":${u.pc},"upstream_inference_completions_cost":${u.cc}},` +
     '"completion_tokens_details":{"reasoning_tokens":0,"image_tokens":0,"audio_tokens":0}}';
+}
+
+// Messages usage, Anthropic semantics: input_tokens is neither read from nor written to the cache.
+function msgUsageIn(u) {
+  return `"input_tokens":${u.prompt - u.cached - u.written},"cache_creation_input_tokens":${u.written},` +
+    `"cache_read_input_tokens":${u.cached},"cache_creation":{"ephemeral_5m_input_tokens":${u.written},"ephemeral_1h_input_tokens":0}`;
+}
+function msgCostJ(u) {
+  return `"cost":${u.cost},"is_byok":false,"cost_details":{"upstream_inference_cost":${u.cost},` +
+    `"upstream_inference_prompt_cost":${u.pc},"upstream_inference_completions_cost":${u.cc}}`;
+}
+function msgUsageFull(u) {
+  return `{${msgUsageIn(u)},"inference_geo":null,"output_tokens":${u.completion},"output_tokens_details":null,` +
+    `"server_tool_use":null,"service_tier":"standard",${msgCostJ(u)}}`;
+}
+// message_start: the input side (output_tokens 1, as Anthropic sends it)
+function msgUsageStart(u) {
+  return `{${msgUsageIn(u)},"inference_geo":null,"output_tokens":1,"output_tokens_details":null,"server_tool_use":null,"service_tier":"standard"}`;
+}
+// message_delta: the form messages_delta_usage names, cost with messages_stream_cost
+function msgUsageDelta(u) {
+  const f = cfg.messages_delta_usage;
+  const cost = cfg.messages_stream_cost ? `,${msgCostJ(u)}` : '';
+  if (f === 'output') return `{"output_tokens":${u.completion}${cost}}`;
+  if (f === 'full') return `{${msgUsageIn(u)},"output_tokens":${u.completion},"output_tokens_details":null,"server_tool_use":null${cost}}`;
+  return `{"input_tokens":null,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":${u.completion},` +
+    `"output_tokens_details":null,"server_tool_use":null${cost}}`;
+}
+
+// Responses usage, OpenAI semantics: input_tokens includes the cached and written ones.
+function respUsageJ(u) {
+  return `{"input_tokens":${u.prompt},"input_tokens_details":{"cached_tokens":${u.cached},"cache_write_tokens":${u.written}},` +
+    `"output_tokens":${u.completion},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${u.prompt + u.completion},` +
+    `"cost":${u.cost},"is_byok":false,"cost_details":{"upstream_inference_cost":${u.cost},` +
+    `"upstream_inference_input_cost":${u.pc},"upstream_inference_output_cost":${u.cc}}}`;
+}
+
+// ---------------------------------------------------------------------------
+// Error bodies
+// ---------------------------------------------------------------------------
+
+const CREDITS_MESSAGE = 'This request requires more credits, or fewer max_tokens. You requested up to 16384 tokens, but can only afford 100. To increase, visit https://openrouter.ai/settings/credits and add more credits';
+
+function providerErrorJson(code, ep, f, codeOut) {
+  if (code === 404 && !f.message) return ERR_404_NOPROV;
+  if (code === 402 && !f.message) {
+    return JSON.stringify({ error: { code: codeOut ?? code, message: CREDITS_MESSAGE, metadata: { provider_name: null } }, user_id: 'user_x' });
+  }
+  return JSON.stringify({
+    error: { code: codeOut ?? code, message: f.message || 'Provider returned error', metadata: { provider_name: ep.provider, raw: f.raw !== undefined ? f.raw : rawFor(code) } },
+    user_id: 'user_x',
+  });
 }
 
 function midstreamErrorEvent(pre, code, message) {
@@ -793,57 +949,163 @@ function midstreamErrorEvent(pre, code, message) {
     '"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\n';
 }
 
-function providerErrorJson(code, ep, f) {
-  if (code === 404 && !f.message) return ERR_404_NOPROV;
-  if (code === 402 && !f.message) {
-    return JSON.stringify({ error: { code, message: 'This request requires more credits, or fewer max_tokens. You requested up to 16384 tokens, but can only afford 100. To increase, visit https://openrouter.ai/settings/credits and add more credits', metadata: { provider_name: null } }, user_id: 'user_x' });
+// Anthropic's error.type for an HTTP status (OPENROUTER.md 13, SPEC.md 11).
+function anthropicType(code) {
+  switch (code) {
+    case 400: case 405: case 415: case 422: return 'invalid_request_error';
+    case 401: return 'authentication_error';
+    case 402: return 'billing_error';
+    case 403: return 'permission_error';
+    case 404: return 'not_found_error';
+    case 408: case 504: case 524: return 'timeout_error';
+    case 413: return 'request_too_large';
+    case 429: return 'rate_limit_error';
+    case 502: case 503: case 529: return 'overloaded_error';
+    default: return 'api_error';
   }
-  return JSON.stringify({
-    error: { code, message: f.message || 'Provider returned error', metadata: { provider_name: ep.provider, raw: f.raw !== undefined ? f.raw : rawFor(code) } },
-    user_id: 'user_x',
-  });
 }
 
-function handleChat(ctx, rawBody) {
+// {"type":"error","error":{type, message, error_type?},"request_id"}: OpenRouter's spec gives
+// request_id null on 400/401/403 and a generation id on the provider errors.
+function anthropicErr(code, message, errType, requestId) {
+  return `{"type":"error","error":{"type":"${anthropicType(code)}","message":${JSON.stringify(message)}` +
+    `${errType ? `,"error_type":"${errType}"` : ''}},"request_id":${requestId ? `"${requestId}"` : 'null'}}`;
+}
+
+function msgErrorEvent(code, message) {
+  return `event: error\ndata: {"type":"error","error":{"type":"${anthropicType(code)}","message":${JSON.stringify(message)},` +
+    `"error_type":"${errorType(code)}"}}\n\n`;
+}
+
+const MSG_404_PATH = anthropicErr(404, 'Not Found');
+const unixNow = () => Math.floor(Date.now() / 1000);
+
+// The error.code of a failed Responses answer (a string, as OpenAI's ResponseError has it).
+function responsesCode(code) { return code === 429 ? 'rate_limit_exceeded' : 'server_error'; }
+
+// ---------------------------------------------------------------------------
+// The three generation APIs: one handler, one stream writer, one JSON writer
+// ---------------------------------------------------------------------------
+
+const API_NAMES = ['chat', 'messages', 'responses'];
+const RESP_ERROR_FORMS = ['response.failed', 'error', 'error_flat'];
+const CUT_KINDS = new Set(['cut_after', 'stall', 'malformed', 'midstream_error']);
+
+const THINKING_MAX_MSG = '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at ' +
+  'https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+
+const API_CHAT = {
+  name: 'chat',
+  bigKeys: ['messages'],
+  err401: ERR_401,
+  bad: (msg) => errBody(400, msg),
+  noProvider: () => ERR_404_NOPROV,
+  statusError: (code, ep, f) => providerErrorJson(code, ep, f),
+  validate: (b) => (Array.isArray(b.messages) ? null : 'Input required: specify "prompt" or "messages"'),
+  maxOut: (b) => (Number.isFinite(b.max_completion_tokens) ? b.max_completion_tokens : Number.isFinite(b.max_tokens) ? b.max_tokens : null),
+  prompt: chatPrompt,
+  shapeText: (b) => {
+    const m = b.messages.length ? b.messages[b.messages.length - 1] : null;
+    return m && typeof m === 'object' ? contentText(m.content) : '';
+  },
+  respond: (ctx, job) => respondChat(ctx, job),
+};
+
+const API_MESSAGES = {
+  name: 'messages',
+  bigKeys: ['messages', 'system', 'tools'],
+  err401: anthropicErr(401, 'Missing Authentication header'),
+  bad: (msg) => anthropicErr(400, msg),
+  noProvider: () => anthropicErr(404, 'No allowed providers are available for the selected model.', 'not_found', genId(unixNow())),
+  statusError: (code, ep, f) => anthropicErr(code, f.message || (code === 402 ? CREDITS_MESSAGE : code === 404
+    ? 'No allowed providers are available for the selected model.' : 'Provider returned error'), errorType(code), genId(unixNow())),
+  validate: (b) => {
+    if (!Array.isArray(b.messages)) return 'Invalid request: messages is required';
+    const t = b.thinking;
+    if (t && typeof t === 'object' && t.type === 'enabled') { // Anthropic's rule, which OpenRouter passes on
+      const bt = t.budget_tokens;
+      if (!Number.isInteger(bt)) return 'thinking.enabled.budget_tokens: Input should be a valid integer';
+      if (bt < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+      if (Number.isFinite(b.max_tokens) && bt >= b.max_tokens) return THINKING_MAX_MSG;
+    }
+    return null;
+  },
+  maxOut: (b) => (Number.isFinite(b.max_tokens) ? b.max_tokens : null),
+  prompt: messagesPrompt,
+  shapeText: (b) => lastUserText(b.messages),
+  respond: (ctx, job) => respondMessages(ctx, job),
+};
+
+const API_RESPONSES = {
+  name: 'responses',
+  bigKeys: ['input', 'instructions', 'tools'],
+  err401: ERR_401,
+  bad: (msg) => errBody(400, msg),
+  noProvider: () => ERR_404_NOPROV,
+  statusError: (code, ep, f) => providerErrorJson(code, ep, f, typeof f.error_code === 'string' ? f.error_code : undefined),
+  validate: (b) => {
+    if (typeof b.input !== 'string' && !Array.isArray(b.input)) return 'Input required: specify "input"';
+    if (b.store === true) return 'store: true is not supported: this Responses API is stateless (send store: false and the whole conversation in input)';
+    if (b.previous_response_id != null) return 'previous_response_id is not supported: this Responses API is stateless (send the whole conversation in input)';
+    return null;
+  },
+  maxOut: (b) => (Number.isFinite(b.max_output_tokens) ? b.max_output_tokens : null),
+  prompt: responsesPrompt,
+  shapeText: (b) => (typeof b.input === 'string' ? b.input : lastUserText(b.input)),
+  respond: (ctx, job) => respondResponses(ctx, job),
+};
+
+// A big request body is logged as a summary: its other keys, and for each of the API's
+// big keys a count (arrays) or a length (strings).
+function logBody(entry, rawBody, body, bigKeys) {
+  if (rawBody.length <= cfg.log_body_max_bytes || !body || typeof body !== 'object' || Array.isArray(body)) { entry.raw = rawBody; return; }
+  const s = { _truncated: true, _bytes: rawBody.length };
+  for (const k of Object.keys(body)) if (!bigKeys.includes(k)) s[k] = body[k];
+  for (const k of bigKeys) {
+    const v = body[k];
+    if (Array.isArray(v)) s[`_${k}_count`] = v.length;
+    else if (typeof v === 'string') s[`_${k}_chars`] = v.length;
+  }
+  entry.bodyObj = s;
+}
+
+function handleGen(ctx, rawBody, api) {
   const entry = ctx.entry;
+  // Bearer only, as OpenRouter documents it: an x-api-key header alone is no key
   const auth = authState(ctx.req.headers.authorization);
   let body = null;
   try { body = JSON.parse(rawBody); } catch (_) { body = undefined; }
-  if (body !== undefined) {
-    if (rawBody.length <= cfg.log_body_max_bytes || !body || typeof body !== 'object' || Array.isArray(body)) entry.raw = rawBody;
-    else {
-      const s = { _truncated: true, _bytes: rawBody.length };
-      for (const k of Object.keys(body)) if (k !== 'messages') s[k] = body[k];
-      if (Array.isArray(body.messages)) s._messages_count = body.messages.length;
-      entry.bodyObj = s;
-    }
-  }
-  if (auth !== 'ok') return sendJson(ctx, 401, ERR_401);
-  if (body === undefined) return sendJson(ctx, 400, errBody(400, 'Invalid JSON in request body'));
-  if (!body || typeof body !== 'object' || Array.isArray(body)) return sendJson(ctx, 400, errBody(400, 'Request body must be a JSON object'));
+  if (body !== undefined) logBody(entry, rawBody, body, api.bigKeys);
+  if (auth !== 'ok') return sendJson(ctx, 401, api.err401);
+  if (body === undefined) return sendJson(ctx, 400, api.bad('Invalid JSON in request body'));
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return sendJson(ctx, 400, api.bad('Request body must be a JSON object'));
   const model = body.model;
-  if (typeof model !== 'string' || model === '') return sendJson(ctx, 400, errBody(400, 'No models provided'));
+  if (typeof model !== 'string' || model === '') return sendJson(ctx, 400, api.bad('No models provided'));
   entry.model = model;
   bump(stats.models, model);
-  if (!Array.isArray(body.messages)) return sendJson(ctx, 400, errBody(400, 'Input required: specify "prompt" or "messages"'));
-  if (model.startsWith('missing/')) return sendJson(ctx, 400, errBody(400, `${model} is not a valid model ID`));
+  const bad = api.validate(body);
+  if (bad) return sendJson(ctx, 400, api.bad(bad));
+  // an id without an author (Anthropic's "claude-sonnet-4-5-20250929") is no OpenRouter model
+  if (model.startsWith('missing/') || model.indexOf('/') <= 0) return sendJson(ctx, 400, api.bad(`${model} is not a valid model ID`));
   const rec = getModel(model);
   noteSeen(model);
-  const ep = chooseEndpoint(rec, body);
-  if (!ep) return sendJson(ctx, 404, ERR_404_NOPROV);
+  const ep = chooseEndpoint(rec, body, api.maxOut(body));
+  if (!ep) return sendJson(ctx, 404, api.noProvider());
   entry.tag = ep.tag;
   bump(stats.tags, ep.tag);
   const stream = body.stream === true;
-  const f = (faults.length ? takeFault(model, ep.tag, stream) : null) ??
-    (cfg.random_faults.length ? drawFault(model, ep.tag, stream) : null);
+  const f = (faults.length ? takeFault(model, ep.tag, stream, api.name) : null) ??
+    (cfg.random_faults.length ? drawFault(model, ep.tag, stream, api.name) : null);
   if (f) { entry.fault = f.kind; bump(stats.faults, f.kind); }
 
-  const promptTokens = Math.max(1, Math.ceil(countPromptChars(body.messages) / 4));
-  ctx.shape = shapeOf(body.messages);
+  const pw = api.prompt(body, cfg.prompt_cache);
+  const promptTokens = Math.max(1, Math.ceil(pw.chars / 4));
+  const bpTokens = pw.bp > 0 ? Math.min(Math.floor(pw.bp / 4), promptTokens) : 0;
+  ctx.shape = shapeOf(api.shapeText(body));
   entry.mark = ctx.shape.mark || null;
-  const job = { ep, stream, promptTokens, f };
+  const job = { api, rec, ep, model, body, stream, promptTokens, bpTokens, f };
   if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
-    ctx.cachedHit = promptCacheHit(model, ep, promptText(body.messages), promptTokens);
+    ctx.cachedHit = promptCacheHit(model, ep, pw.text, promptTokens);
   }
   if (ep.cacheHitRate !== null) ctx.cachedHit = Math.floor(promptTokens * ep.cacheHitRate);
 
@@ -855,53 +1117,27 @@ function handleChat(ctx, rawBody) {
         return;
       case 'slow_first_byte':
         job.f = null;
-        ctx.timer = setTimeout(() => { ctx.timer = null; if (!ctx.closed) respondChat(ctx, job); }, f.ms > 0 ? f.ms : 1000);
+        ctx.timer = setTimeout(() => { ctx.timer = null; if (!ctx.closed) api.respond(ctx, job); }, f.ms > 0 ? f.ms : 1000);
         return;
       case 'status': {
         const code = Number.isInteger(f.status) ? f.status : 502;
         const extra = f.retry_after != null ? { 'Retry-After': String(f.retry_after) } : null;
-        return sendJson(ctx, code, providerErrorJson(code, ep, f), extra);
+        return sendJson(ctx, code, api.statusError(code, ep, f), extra);
       }
       default: break;
     }
   }
-  respondChat(ctx, job);
+  api.respond(ctx, job);
 }
 
-function respondChat(ctx, job) {
-  const { ep, stream, promptTokens, f } = job;
-  const unix = Math.floor(Date.now() / 1000);
-  const id = genId(unix);
-  if (stream) return respondStream(ctx, ep, id, unix, promptTokens, f);
-  return respondJson(ctx, ep, id, unix, promptTokens, f);
-}
+// How many content words a fault lets through before it strikes (chunks, default 1).
+function cutAt(f, n) { return Math.max(0, Math.min(Number.isInteger(f.chunks) ? f.chunks : 1, n)); }
 
-function respondJson(ctx, ep, id, unix, promptTokens, f) {
+// A non-streamed answer: headers and body at once, or padding first (padding_bytes, and
+// every keepalive_interval_ms during first_token_delay_ms), or half of it (cut_after, stall).
+function writeJson(ctx, id, body, f) {
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
   const kind = f ? f.kind : null;
-  let body;
-  if (kind === 'error_in_200') {
-    const code = Number.isInteger(f.code) ? f.code : 429;
-    body = JSON.stringify({
-      error: { code, message: f.message || defaultErrMessage(code), metadata: { provider_name: ep.provider, raw: f.raw !== undefined ? f.raw : rawFor(code) } },
-      user_id: 'user_x',
-    });
-  } else if (kind === 'malformed') {
-    body = '{not json';
-  } else if (kind === 'midstream_error') {
-    const code = Number.isInteger(f.code) ? f.code : 502;
-    const n = Math.max(0, Math.min(f.chunks ?? 1, pc.json.length));
-    const partial = JSON.stringify(pc.json.slice(0, n).map((j) => JSON.parse(j)).join(''));
-    body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
-      `"choices":[{"index":0,"message":{"role":"assistant","content":${partial},"refusal":null,"reasoning":null},` +
-      `"error":{"code":${code},"message":${JSON.stringify(f.message || 'Provider disconnected unexpectedly')},"metadata":{"error_type":"${errorType(code)}"}},` +
-      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${buildUsage(ep, promptTokens, n, ctx.cachedHit)}}`;
-  } else {
-    body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
-      `"choices":[{"index":0,"message":{"role":"assistant","content":${pc.contentJ},"refusal":null,"reasoning":null},` +
-      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${buildUsage(ep, promptTokens, pc.json.length, ctx.cachedHit)}}`;
-  }
   const res = ctx.res;
   const delay = sh.first_token_delay_ms;
   const pad = paddingStr;
@@ -937,61 +1173,26 @@ function respondJson(ctx, ep, id, unix, promptTokens, f) {
   return waitWithKeepalive(ctx, delay, 0, '', finish);
 }
 
-function respondStream(ctx, ep, id, unix, promptTokens, f) {
+// A stream: the keep-alives `ka.first`, then (after first_token_delay_ms, `ka.each` every
+// keepalive_interval_ms) the events, at once or spacing_ms apart, then the tail: 'end',
+// 'destroy' (cut_after) or 'stall'.
+function writeStream(ctx, id, events, tail, f, ka) {
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
-  const n = pc.json.length;
-  const kind = f ? f.kind : null;
-  const pre = `data: {"id":"${id}","object":"chat.completion.chunk","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},`;
-  const events = [];
-  let tail = 'end';
-  if (kind === 'error_in_200') {
-    const code = Number.isInteger(f.code) ? f.code : 429;
-    events.push(midstreamErrorEvent(pre, code, f.message || defaultErrMessage(code)));
-  } else {
-    events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
-    const cutAt = (kind === 'cut_after' || kind === 'stall' || kind === 'malformed' || kind === 'midstream_error')
-      ? Math.max(0, Math.min(Number.isInteger(f.chunks) ? f.chunks : 1, n)) : n;
-    for (let i = 0; i < cutAt; i++) {
-      events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
-    }
-    let complete = true;
-    if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
-    else if (kind === 'stall') { tail = 'stall'; complete = false; }
-    else if (kind === 'midstream_error') {
-      const code = Number.isInteger(f.code) ? f.code : 502;
-      events.push(midstreamErrorEvent(pre, code, f.message || 'Provider disconnected unexpectedly'));
-      complete = false;
-    } else if (kind === 'malformed') {
-      events.push('data: {not json\n\n');
-      for (let i = cutAt; i < n; i++) {
-        events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
-      }
-    }
-    if (complete) {
-      events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop","native_finish_reason":"stop"}]}\n\n`);
-      const usage = buildUsage(ep, promptTokens, n, ctx.cachedHit);
-      events.push(cfg.usage_repeat_choice
-        ? `${pre}"choices":[{"index":0,"delta":{"content":"","role":"assistant"},"finish_reason":"stop","native_finish_reason":"stop"}],"usage":${usage}}\n\n`
-        : `${pre}"choices":[],"usage":${usage}}\n\n`);
-      if (kind !== 'no_done') events.push('data: [DONE]\n\n');
-    }
-  }
-
   head(ctx, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Generation-Id': id });
+  ctx.ka = ka;
   const spacing = sh.spacing_ms;
   const jitter = sh.spacing_jitter_ms;
   const delay = sh.first_token_delay_ms;
   const res = ctx.res;
   if (spacing === 0 && jitter === 0 && delay === 0) {
-    return finishTail(ctx, commentsStr + events.join(''), tail, f);
+    return finishTail(ctx, ka.first + events.join(''), tail, f);
   }
-  if (commentsStr) res.write(commentsStr); else res.flushHeaders();
+  if (ka.first) res.write(ka.first); else res.flushHeaders();
   const go = () => {
     if (spacing === 0 && jitter === 0) return finishTail(ctx, events.join(''), tail, f);
     emitSpaced(ctx, events, 0, spacing, tail, f, jitter);
   };
-  waitWithKeepalive(ctx, delay, sh.keepalive_interval_ms, COMMENT, go);
+  waitWithKeepalive(ctx, delay, sh.keepalive_interval_ms, ka.each, go);
 }
 
 function emitSpaced(ctx, events, i, spacing, tail, f, jitter = 0) {
@@ -1009,9 +1210,9 @@ function finishTail(ctx, data, tail, f) {
   if (tail === 'end') { res.end(data); return; }
   if (tail === 'destroy') {
     if (f && f.wait_ms > 0) {
-      // cut_after with wait_ms: keep the line open (keep-alive comments) before the cut
+      // cut_after with wait_ms: keep the line open (keep-alives) before the cut
       if (data) res.write(data);
-      waitWithKeepalive(ctx, f.wait_ms, cfg.keepalive_interval_ms, COMMENT, () => destroySelf(ctx));
+      waitWithKeepalive(ctx, f.wait_ms, cfg.keepalive_interval_ms, (ctx.ka || KA_CHAT).each, () => destroySelf(ctx));
       return;
     }
     if (data) res.write(data, () => destroySelf(ctx)); else destroySelf(ctx);
@@ -1020,6 +1221,343 @@ function finishTail(ctx, data, tail, f) {
   // stall
   if (data) res.write(data);
   if (f && f.ms > 0) ctx.timer = setTimeout(destroySelf, f.ms, ctx);
+}
+
+// ---------------------------------------------------------------------------
+// Chat completions (OPENROUTER.md 5, 11)
+// ---------------------------------------------------------------------------
+
+function respondChat(ctx, job) {
+  const unix = Math.floor(Date.now() / 1000);
+  const id = genId(unix);
+  if (job.stream) return chatStream(ctx, job, id, unix);
+  return chatJson(ctx, job, id, unix);
+}
+
+function chatJson(ctx, job, id, unix) {
+  const { ep, f } = job;
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const kind = f ? f.kind : null;
+  let body;
+  if (kind === 'error_in_200') {
+    const code = Number.isInteger(f.code) ? f.code : 429;
+    body = JSON.stringify({
+      error: { code, message: f.message || defaultErrMessage(code), metadata: { provider_name: ep.provider, raw: f.raw !== undefined ? f.raw : rawFor(code) } },
+      user_id: 'user_x',
+    });
+  } else if (kind === 'malformed') {
+    body = '{not json';
+  } else if (kind === 'midstream_error') {
+    const code = Number.isInteger(f.code) ? f.code : 502;
+    const n = Math.max(0, Math.min(f.chunks ?? 1, pc.json.length));
+    body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
+      `"choices":[{"index":0,"message":{"role":"assistant","content":${partialJ(pc, n)},"refusal":null,"reasoning":null},` +
+      `"error":{"code":${code},"message":${JSON.stringify(f.message || 'Provider disconnected unexpectedly')},"metadata":{"error_type":"${errorType(code)}"}},` +
+      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${chatUsageJ(usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens))}}`;
+  } else {
+    body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
+      `"choices":[{"index":0,"message":{"role":"assistant","content":${pc.contentJ},"refusal":null,"reasoning":null},` +
+      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${chatUsageJ(usageNums(ep, job.promptTokens, pc.json.length, ctx.cachedHit, job.bpTokens))}}`;
+  }
+  writeJson(ctx, id, body, f);
+}
+
+function chatStream(ctx, job, id, unix) {
+  const { ep, f } = job;
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const n = pc.json.length;
+  const kind = f ? f.kind : null;
+  const pre = `data: {"id":"${id}","object":"chat.completion.chunk","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},`;
+  const events = [];
+  let tail = 'end';
+  if (kind === 'error_in_200') {
+    const code = Number.isInteger(f.code) ? f.code : 429;
+    events.push(midstreamErrorEvent(pre, code, f.message || defaultErrMessage(code)));
+  } else {
+    events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
+    const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
+    for (let i = 0; i < cut; i++) {
+      events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
+    }
+    let complete = true;
+    if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
+    else if (kind === 'stall') { tail = 'stall'; complete = false; }
+    else if (kind === 'midstream_error') {
+      const code = Number.isInteger(f.code) ? f.code : 502;
+      events.push(midstreamErrorEvent(pre, code, f.message || 'Provider disconnected unexpectedly'));
+      complete = false;
+    } else if (kind === 'malformed') {
+      events.push('data: {not json\n\n');
+      for (let i = cut; i < n; i++) {
+        events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
+      }
+    }
+    if (complete) {
+      events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop","native_finish_reason":"stop"}]}\n\n`);
+      const usage = chatUsageJ(usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens));
+      events.push(cfg.usage_repeat_choice
+        ? `${pre}"choices":[{"index":0,"delta":{"content":"","role":"assistant"},"finish_reason":"stop","native_finish_reason":"stop"}],"usage":${usage}}\n\n`
+        : `${pre}"choices":[],"usage":${usage}}\n\n`);
+      if (kind !== 'no_done') events.push('data: [DONE]\n\n');
+    }
+  }
+  writeStream(ctx, id, events, tail, f, KA_CHAT);
+}
+
+// ---------------------------------------------------------------------------
+// Messages API (OPENROUTER.md 13)
+// ---------------------------------------------------------------------------
+
+// The answer's length: `chunks` words, or fewer when the request's output limit is smaller
+// (Messages: stop_reason "max_tokens"; Responses: status "incomplete").  Chat ignores it.
+function outWords(job, pc) {
+  const lim = job.api.maxOut(job.body);
+  const n = pc.json.length;
+  return Number.isInteger(lim) && lim >= 1 && lim < n ? { n: lim, truncated: true } : { n, truncated: false };
+}
+
+const MSG_BLOCK_START = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
+const MSG_BLOCK_STOP = 'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
+const MSG_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+
+function msgDeltas(pc) {
+  return pc.msg || (pc.msg = pc.json.map((j) =>
+    `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${j}}}\n\n`));
+}
+
+// A shaped request may ask for a tool call instead of text ("tool": a function name): its
+// arguments are {"text": the same words}, streamed one word per delta.  Messages answers
+// with a tool_use block (stop_reason "tool_use"), Responses with a function_call item;
+// chat ignores it.
+function toolArgPieces(pc) {
+  if (pc.tool) return pc.tool;
+  const n = pc.words.length;
+  return (pc.tool = pc.words.map((w, i) => (i === 0 ? '{"text":"' : '') + JSON.stringify(w).slice(1, -1) + (i === n - 1 ? '"}' : '')));
+}
+
+function respondMessages(ctx, job) {
+  const unix = Math.floor(Date.now() / 1000);
+  const id = genId(unix);
+  const tail20 = id.slice(id.lastIndexOf('-') + 1);
+  const mid = `msg_${tail20}`;
+  const { ep, f } = job;
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const { n, truncated } = outWords(job, pc);
+  const tool = sh.tool ? { id: `toolu_${tail20}`, nameJ: JSON.stringify(sh.tool) } : null;
+  const stop = truncated ? 'max_tokens' : tool ? 'tool_use' : 'end_turn';
+  const kind = f ? f.kind : null;
+
+  if (!job.stream) {
+    let body;
+    if (kind === 'error_in_200' || kind === 'midstream_error') {
+      // a committed 200 whose body is an error (SPEC.md 11): the provider failed after all
+      const mid200 = kind === 'midstream_error';
+      const code = Number.isInteger(f.code) ? f.code : mid200 ? 502 : 429;
+      body = anthropicErr(code, f.message || (mid200 ? 'Provider disconnected unexpectedly' : defaultErrMessage(code)), errorType(code), id);
+    } else if (kind === 'malformed') {
+      body = '{not json';
+    } else {
+      const u = usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens);
+      const block = tool ? `{"type":"tool_use","id":"${tool.id}","name":${tool.nameJ},"input":{"text":${partialJ(pc, n)}}}`
+        : `{"type":"text","text":${partialJ(pc, n)}}`;
+      body = `{"id":"${mid}","type":"message","role":"assistant","model":${ep.modelJ},"content":[${block}],` +
+        `"provider":${ep.providerJ},"stop_reason":"${stop}","stop_sequence":null,"stop_details":null,"container":null,"usage":${msgUsageFull(u)}}`;
+    }
+    return writeJson(ctx, id, body, f);
+  }
+
+  const u = usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens);
+  const events = [];
+  let tail = 'end';
+  const start = () => events.push(`event: message_start\ndata: {"type":"message_start","message":{"id":"${mid}","type":"message",` +
+    `"role":"assistant","model":${ep.modelJ},"content":[],"provider":${ep.providerJ},"stop_reason":null,"stop_sequence":null,` +
+    `"usage":${msgUsageStart(u)}}}\n\n`, PING);
+  if (kind === 'error_in_200') {
+    if (f.started) start();
+    const code = Number.isInteger(f.code) ? f.code : 429;
+    events.push(msgErrorEvent(code, f.message || defaultErrMessage(code)));
+  } else {
+    start();
+    events.push(tool ? 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":' +
+      `{"type":"tool_use","id":"${tool.id}","name":${tool.nameJ},"input":{}}}\n\n` : MSG_BLOCK_START);
+    const d = tool ? toolArgPieces(pc).map((a) => 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,' +
+      `"delta":{"type":"input_json_delta","partial_json":${JSON.stringify(a)}}}\n\n`) : msgDeltas(pc);
+    const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
+    for (let i = 0; i < cut; i++) events.push(d[i]);
+    let complete = true;
+    if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
+    else if (kind === 'stall') { tail = 'stall'; complete = false; }
+    else if (kind === 'midstream_error') {
+      const code = Number.isInteger(f.code) ? f.code : 502;
+      events.push(msgErrorEvent(code, f.message || 'Provider disconnected unexpectedly'));
+      complete = false;
+    } else if (kind === 'malformed') {
+      events.push('event: content_block_delta\ndata: {not json\n\n');
+      for (let i = cut; i < n; i++) events.push(d[i]);
+    }
+    if (complete) {
+      events.push(MSG_BLOCK_STOP);
+      events.push(`event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"${stop}","stop_sequence":null,` +
+        `"stop_details":null,"container":null},"usage":${msgUsageDelta(u)}}\n\n`);
+      if (kind !== 'no_done') {
+        events.push(MSG_STOP);
+        if (cfg.messages_done_line) events.push('data: [DONE]\n\n');
+      }
+    }
+  }
+  writeStream(ctx, id, events, tail, f, KA_MSG);
+}
+
+// ---------------------------------------------------------------------------
+// Responses API (OPENROUTER.md 14)
+// ---------------------------------------------------------------------------
+
+// The request's settings as OpenAI echoes them in every response object (instructions and
+// tools whole: Codex's come to about 40 KB, three times a stream), made once per request.
+function respSettingsJ(b) {
+  const r = b.reasoning && typeof b.reasoning === 'object' ? b.reasoning : {};
+  return JSON.stringify({
+    instructions: b.instructions ?? null,
+    max_output_tokens: b.max_output_tokens ?? null,
+    max_tool_calls: b.max_tool_calls ?? null,
+    parallel_tool_calls: b.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    prompt_cache_key: b.prompt_cache_key ?? null,
+    reasoning: { effort: r.effort ?? null, summary: r.summary ?? null },
+    safety_identifier: b.safety_identifier ?? null,
+    service_tier: b.service_tier ?? 'auto',
+    store: false,
+    temperature: b.temperature ?? 1,
+    text: b.text ?? { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: b.tool_choice ?? 'auto',
+    tools: Array.isArray(b.tools) ? b.tools : [],
+    top_logprobs: b.top_logprobs ?? 0,
+    top_p: b.top_p ?? 1,
+    truncation: b.truncation ?? 'disabled',
+    user: b.user ?? null,
+    metadata: b.metadata ?? {},
+  }).slice(1, -1);
+}
+
+// openrouter_metadata (X-OpenRouter-Metadata: enabled), the fields of OpenRouter's schema.
+function routerMetaJ(job, status) {
+  const avail = job.rec.norm.map((e) => `{"model":${e.modelJ},"provider":${e.providerJ},"selected":${e === job.ep}}`);
+  return `{"requested":${JSON.stringify(job.model)},"strategy":"direct","region":null,` +
+    `"summary":${JSON.stringify(`available=${avail.length}, selected=${job.ep.provider}`)},"attempt":1,"is_byok":false,` +
+    `"endpoints":{"total":${avail.length},"available":[${avail.join(',')}]},` +
+    `"attempts":[{"provider":${job.ep.providerJ},"model":${job.ep.modelJ},"status":${status}}]}`;
+}
+
+function wantsMeta(h) {
+  const v = h['x-openrouter-metadata'] ?? h['x-openrouter-experimental-metadata'];
+  return typeof v === 'string' && v.trim().toLowerCase() === 'enabled';
+}
+
+function respondResponses(ctx, job) {
+  const unix = Math.floor(Date.now() / 1000);
+  const id = genId(unix);
+  const tail20 = id.slice(id.lastIndexOf('-') + 1);
+  const rid = `resp_${tail20}`;
+  const { ep, f } = job;
+  const sh = ctx.shape || cfg;
+  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const { n, truncated } = outWords(job, pc);
+  const kind = f ? f.kind : null;
+  const settings = respSettingsJ(job.body);
+  const meta = wantsMeta(ctx.req.headers);
+  const fail = kind === 'error_in_200' || kind === 'midstream_error';
+  const code = fail ? (Number.isInteger(f.code) ? f.code : kind === 'midstream_error' ? 502 : 429) : 200;
+  const errMsg = fail ? f.message || (kind === 'midstream_error' ? 'Provider disconnected unexpectedly' : defaultErrMessage(code)) : '';
+  const errJ = fail ? `{"code":"${responsesCode(code)}","message":${JSON.stringify(errMsg)}}` : 'null';
+  const more = (fail ? `,"error_type":"${errorType(code)}"` : '') + (meta ? `,"openrouter_metadata":${routerMetaJ(job, code)}` : '');
+  // a response object: status, output items, usage; error and metadata on the terminal ones
+  const obj = (status, outputJ, usageJ, terminal) => `{"id":"${rid}","object":"response","created_at":${unix},"status":"${status}",` +
+    `"background":false,"completed_at":${status === 'completed' ? Math.floor(Date.now() / 1000) : 'null'},` +
+    `"error":${terminal ? errJ : 'null'},"incomplete_details":${status === 'incomplete' ? '{"reason":"max_output_tokens"}' : 'null'},` +
+    `"model":${ep.modelJ},"output":${outputJ},${settings},"usage":${usageJ}${terminal ? more : ''}}`;
+  const usageOf = (k) => respUsageJ(usageNums(ep, job.promptTokens, k, ctx.cachedHit, job.bpTokens));
+  // the one output item: a message with one output_text part, or a function call (tool)
+  const iid = sh.tool ? `fc_${tail20}` : `msg_${tail20}`;
+  const at = sh.tool ? `"item_id":"${iid}","output_index":0` : `"item_id":"${iid}","output_index":0,"content_index":0`;
+  const part = (textJ) => `{"type":"output_text","annotations":[],"logprobs":[],"text":${textJ}}`;
+  const args = sh.tool ? toolArgPieces(pc) : null;
+  const argsJ = (k) => JSON.stringify(args.slice(0, k).join(''));
+  // item(status, k): the item with the first k words (k < 0: the empty opening item)
+  const item = sh.tool
+    ? (status, k) => `{"id":"${iid}","type":"function_call","status":"${status}","arguments":${k < 0 ? '""' : argsJ(k)},` +
+      `"call_id":"call_${tail20}","name":${JSON.stringify(sh.tool)}}`
+    : (status, k) => `{"id":"${iid}","type":"message","status":"${status}","content":${k < 0 ? '[]' : `[${part(partialJ(pc, k))}]`},"role":"assistant"}`;
+
+  if (!job.stream) {
+    let body;
+    if (kind === 'error_in_200') body = obj('failed', '[]', 'null', true);
+    else if (kind === 'midstream_error') {
+      const k = cutAt(f, n);
+      body = obj('failed', `[${item('incomplete', k)}]`, usageOf(k), true);
+    } else if (kind === 'malformed') body = '{not json';
+    else {
+      const st = truncated ? 'incomplete' : 'completed';
+      body = obj(st, `[${item(st, n)}]`, usageOf(n), true);
+    }
+    return writeJson(ctx, id, body, f);
+  }
+
+  let seq = 0;
+  const lines = cfg.responses_event_lines;
+  const ev = (type, rest) => `${lines ? `event: ${type}\n` : ''}data: {"type":"${type}","sequence_number":${seq++}${rest}}\n\n`;
+  const delta = sh.tool ? (i) => ev('response.function_call_arguments.delta', `,${at},"delta":${JSON.stringify(args[i])}`)
+    : (i) => ev('response.output_text.delta', `,${at},"delta":${pc.json[i]},"logprobs":[]`);
+  const events = [];
+  let tail = 'end';
+  const failure = (outputJ, usageJ) => {
+    const form = f.event || 'response.failed';
+    const c = responsesCode(code), m = JSON.stringify(errMsg);
+    if (form === 'error') events.push(ev('error', `,"error":{"code":"${c}","message":${m}}`));
+    else if (form === 'error_flat') events.push(ev('error', `,"code":"${c}","message":${m},"param":null`));
+    else events.push(ev('response.failed', `,"response":${obj('failed', outputJ, usageJ, true)}`));
+    if (f.done) events.push('data: [DONE]\n\n');
+  };
+  const opening = obj('in_progress', '[]', 'null', false);
+  const begin = () => {
+    events.push(ev('response.created', `,"response":${opening}`), ev('response.in_progress', `,"response":${opening}`));
+  };
+  if (kind === 'error_in_200') {
+    if (f.started !== false) begin();
+    failure('[]', 'null');
+  } else {
+    begin();
+    events.push(ev('response.output_item.added', `,"output_index":0,"item":${item('in_progress', -1)}`));
+    if (!sh.tool) events.push(ev('response.content_part.added', `,${at},"part":${part('""')}`));
+    const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
+    for (let i = 0; i < cut; i++) events.push(delta(i));
+    let complete = true;
+    if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
+    else if (kind === 'stall') { tail = 'stall'; complete = false; }
+    else if (kind === 'midstream_error') {
+      failure(`[${item('incomplete', cut)}]`, usageOf(cut));
+      complete = false;
+    } else if (kind === 'malformed') {
+      events.push('data: {not json\n\n');
+      for (let i = cut; i < n; i++) events.push(delta(i));
+    }
+    if (complete) {
+      const st = truncated ? 'incomplete' : 'completed';
+      if (sh.tool) events.push(ev('response.function_call_arguments.done', `,${at},"arguments":${argsJ(n)}`));
+      else {
+        const textJ = partialJ(pc, n);
+        events.push(ev('response.output_text.done', `,${at},"text":${textJ},"logprobs":[]`),
+          ev('response.content_part.done', `,${at},"part":${part(textJ)}`));
+      }
+      const done = item(st, n);
+      events.push(ev('response.output_item.done', `,"output_index":0,"item":${done}`),
+        ev(truncated ? 'response.incomplete' : 'response.completed', `,"response":${obj(st, `[${done}]`, usageOf(n), true)}`));
+      if (kind !== 'no_done') events.push('data: [DONE]\n\n');
+    }
+  }
+  writeStream(ctx, id, events, tail, f, KA_CHAT);
 }
 
 // ---------------------------------------------------------------------------
@@ -1091,9 +1629,14 @@ function faultFromSpec(spec) {
   if (spec.match != null) {
     if (typeof spec.match !== 'object' || Array.isArray(spec.match)) return [null, 'match must be an object'];
     match = {};
-    for (const k of ['model', 'tag', 'stream']) if (spec.match[k] !== undefined && spec.match[k] !== null) match[k] = spec.match[k];
+    for (const k of ['model', 'tag', 'stream', 'api']) if (spec.match[k] !== undefined && spec.match[k] !== null) match[k] = spec.match[k];
+    if (match.api !== undefined && !API_NAMES.includes(match.api)) return [null, `match.api must be one of ${API_NAMES.join(', ')}`];
     if (!Object.keys(match).length) match = null;
   }
+  if (spec.event !== undefined && !RESP_ERROR_FORMS.includes(spec.event)) {
+    return [null, `event must be one of ${RESP_ERROR_FORMS.join(', ')}`];
+  }
+  for (const k of ['started', 'done']) if (spec[k] !== undefined && typeof spec[k] !== 'boolean') return [null, `${k} must be a boolean`];
   if (spec.kind === 'status' && spec.status !== undefined && !(Number.isInteger(spec.status) && spec.status >= 100 && spec.status <= 599)) {
     return [null, 'status must be an HTTP status code'];
   }
@@ -1167,10 +1710,12 @@ function control(req, res, path, query, raw) {
     return ctlSend(res, 200, { ...stats, inflight, log_entries: Math.min(log.length, LOG_MAX), faults_pending: faults.length, loop_lag_ms: loopLag() });
   }
   if (path === '/__double/active') {
-    // Chat requests being answered now: the client's port (to tell which worker holds
+    // Generation requests being answered now: the client's port (to tell which worker holds
     // each, from /proc/net/tcp) and the mark of a shaped request.
     const out = [];
-    for (const c of active) out.push({ port: c.req.socket.remotePort ?? null, mark: c.entry.mark || null, model: c.entry.model || null });
+    for (const c of active) {
+      out.push({ port: c.req.socket.remotePort ?? null, mark: c.entry.mark || null, model: c.entry.model || null, api: c.entry.api });
+    }
     return ctlSend(res, 200, { active: out });
   }
   if (path === '/__double/loop_lag_reset') {
@@ -1263,6 +1808,7 @@ function onRequest(req, res) {
   }
 
   const entry = new LogEntry(++seq, nowMs(), req.method, path, req.headers.authorization ?? null, pickHeaders(req.headers));
+  if (qi >= 0) entry.query = query;
   pushLog(entry);
   stats.total++;
   bump(stats.paths, path);
@@ -1286,8 +1832,29 @@ function onRequest(req, res) {
   if (ENC_SLASH.test(path)) return drainThen(req, () => sendJson(ctx, 404, ERR_404_RES));
 
   if (sub === '/chat/completions' || sub === '/chat/completions/') {
+    setApi(entry, API_CHAT);
     if (req.method !== 'POST') return drainThen(req, () => sendJson(ctx, 405, errBody(405, 'Method Not Allowed'), { Allow: 'POST' }));
-    return readBody(req, (raw) => { if (!ctx.closed) handleChat(ctx, raw); });
+    return readBody(req, (raw) => { if (!ctx.closed) handleGen(ctx, raw, API_CHAT); });
+  }
+  if (sub === '/messages' || sub === '/messages/') {
+    setApi(entry, API_MESSAGES);
+    if (req.method !== 'POST') return drainThen(req, () => sendJson(ctx, 405, anthropicErr(405, 'Method Not Allowed'), { Allow: 'POST' }));
+    return readBody(req, (raw) => { if (!ctx.closed) handleGen(ctx, raw, API_MESSAGES); });
+  }
+  if (sub.startsWith('/messages/')) {
+    // count_tokens is not in OpenRouter's API (OPENROUTER.md 13), nor is anything else here
+    setApi(entry, API_MESSAGES);
+    return drainThen(req, () => sendJson(ctx, 404, MSG_404_PATH));
+  }
+  if (sub === '/responses' || sub === '/responses/') {
+    setApi(entry, API_RESPONSES);
+    if (req.method !== 'POST') return drainThen(req, () => sendJson(ctx, 405, errBody(405, 'Method Not Allowed'), { Allow: 'POST' }));
+    return readBody(req, (raw) => { if (!ctx.closed) handleGen(ctx, raw, API_RESPONSES); });
+  }
+  if (sub.startsWith('/responses/')) {
+    // stateless: GET /responses/{id} and the other sub-paths of OpenAI's API are not served
+    setApi(entry, API_RESPONSES);
+    return drainThen(req, () => sendJson(ctx, 404, ERR_404_PATH));
   }
   if (sub === '/models' || sub === '/models/') {
     if (req.method !== 'GET') return drainThen(req, () => sendJson(ctx, 405, errBody(405, 'Method Not Allowed'), { Allow: 'GET' }));
@@ -1304,6 +1871,11 @@ function onRequest(req, res) {
     return sendJson(ctx, 404, ERR_404_RES);
   }
   return drainThen(req, () => sendJson(ctx, 404, ERR_404_PATH));
+}
+
+function setApi(entry, api) {
+  entry.api = api.name;
+  bump(stats.apis, api.name);
 }
 
 function drainThen(req, fn) {

@@ -3,6 +3,7 @@
 //
 //   node tests/double/selfbench.js [--url http://127.0.0.1:PORT] [--concurrency 64] [--duration 3]
 //                                  [--stream] [--model acme/x] [--key KEY] [--warmup 0.5] [--pid PID]
+//                                  [--api chat|messages|responses]
 //
 // Without --url it starts its own double on a free port and stops it afterwards. It also reads the
 // double's CPU time from /proc (its own child, or --pid) and reports how busy the double was, so you
@@ -17,7 +18,7 @@ const fs = require('fs');
 const { spawn } = require('child_process');
 
 function parseArgs(argv) {
-  const o = { url: null, concurrency: 64, duration: 3, stream: false, model: 'acme/bench', key: null, warmup: 0.5 };
+  const o = { url: null, concurrency: 64, duration: 3, stream: false, model: 'acme/bench', key: null, warmup: 0.5, api: 'chat' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => argv[++i];
@@ -30,9 +31,11 @@ function parseArgs(argv) {
       case '--model': o.model = v(); break;
       case '--key': o.key = v(); break;
       case '--pid': o.pid = Number(v()); break;
+      case '--api': o.api = v(); break;
       default: process.stderr.write(`unknown argument ${a}\n`); process.exit(2);
     }
   }
+  if (!['chat', 'messages', 'responses'].includes(o.api)) { process.stderr.write('--api is chat, messages or responses\n'); process.exit(2); }
   return o;
 }
 
@@ -61,14 +64,15 @@ async function main() {
   if (!url) ({ child, url } = await startDouble());
   const u = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: opt.concurrency, maxFreeSockets: opt.concurrency });
-  const body = JSON.stringify({
-    model: opt.model,
-    messages: [{ role: 'system', content: 'You are a benchmark.' }, { role: 'user', content: 'Say hello in three words, please.' }],
-    stream: opt.stream,
-    max_tokens: 64,
-  });
+  // the same request in each API's shape
+  const system = 'You are a benchmark.', question = 'Say hello in three words, please.';
+  const body = JSON.stringify(
+    opt.api === 'messages' ? { model: opt.model, system, messages: [{ role: 'user', content: question }], stream: opt.stream, max_tokens: 64 }
+      : opt.api === 'responses' ? { model: opt.model, instructions: system, input: [{ role: 'user', content: question }], stream: opt.stream, max_output_tokens: 64, store: false }
+        : { model: opt.model, messages: [{ role: 'system', content: system }, { role: 'user', content: question }], stream: opt.stream, max_tokens: 64 });
   const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: `Bearer ${KEY}` };
-  const reqOpts = { agent, host: u.hostname, port: u.port, path: '/api/v1/chat/completions', method: 'POST', headers };
+  const apiPath = { chat: '/api/v1/chat/completions', messages: '/api/v1/messages', responses: '/api/v1/responses' }[opt.api];
+  const reqOpts = { agent, host: u.hostname, port: u.port, path: apiPath, method: 'POST', headers };
 
   const dpid = child ? child.pid : opt.pid;
   const cpuTicks = () => {
@@ -122,7 +126,7 @@ async function main() {
   const pct = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : 0);
   const rps = (ok + bad) / secs;
   const r = {
-    url, stream: opt.stream, concurrency: opt.concurrency, seconds: +secs.toFixed(3), ok, non200: bad, errors,
+    url, api: opt.api, stream: opt.stream, concurrency: opt.concurrency, seconds: +secs.toFixed(3), ok, non200: bad, errors,
     req_per_s: Math.round(rps), mb_per_s: +(bytes / secs / 1e6).toFixed(2),
     p50_ms: +pct(0.5).toFixed(2), p99_ms: +pct(0.99).toFixed(2), max_ms: +(lat[lat.length - 1] || 0).toFixed(2),
     double_cpu_pct: null, double_capacity_est_req_per_s: null,
@@ -132,7 +136,7 @@ async function main() {
     r.double_cpu_pct = Math.round(busy * 100);
     if (busy > 0) r.double_capacity_est_req_per_s = Math.round(rps / busy);
   }
-  process.stdout.write(`selfbench: ${r.req_per_s} req/s (${opt.stream ? 'stream' : 'non-stream'}, c=${r.concurrency}, ${r.seconds}s) ` +
+  process.stdout.write(`selfbench: ${r.req_per_s} req/s (${opt.api}, ${opt.stream ? 'stream' : 'non-stream'}, c=${r.concurrency}, ${r.seconds}s) ` +
     `ok=${ok} non200=${bad} errors=${errors} p50=${r.p50_ms}ms p99=${r.p99_ms}ms` +
     (r.double_cpu_pct !== null ? ` double_cpu=${r.double_cpu_pct}% (=> ~${r.double_capacity_est_req_per_s} req/s per core)` : '') + '\n');
   process.stdout.write(`${JSON.stringify(r)}\n`);

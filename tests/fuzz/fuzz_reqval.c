@@ -4,13 +4,17 @@
  *
  * The input is the body, copied with a NUL after it as buf.h guarantees.
  * An odd-sized input is parsed with a default model (TARGET_MODEL naming
- * one model), an even-sized one without.  Invariants (a violation aborts):
+ * one model), an even-sized one without; (size / 2) % 3 picks the API
+ * whose field names it is read with (chat, Messages, Responses).
+ * Invariants (a violation aborts):
  *   - refused: ORGW_EINVAL (or ORGW_ENOMEM), a message, nothing kept
  *     (mem NULL);
  *   - accepted: the model is one reqval_model_ok() accepts;
  *   - reqval_forward(tag, 4096) is a JSON object whose "model" is the
  *     resolved model, whose "provider" is the pin (or the client's own,
- *     untouched) and whose max_tokens/max_completion_tokens are <= 4096;
+ *     untouched) and whose output limits (the API's) are <= 4096, with
+ *     an enabled thinking budget below max_tokens; a clamp whose budget
+ *     cannot fit (under 1024) leaves the limits as sent;
  *   - a second call with another tag (and no cap) re-pins, a NULL tag
  *     unpins, and the client's provider object survives both;
  *   - every forwarded body holds, in order, exactly the client's
@@ -27,11 +31,14 @@
 #include <cJSON.h>
 
 #include "jsonscan.h"
+#include "api.h"
 #include "reqval.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CLAMP 4096
+
+static const struct api *api;
 
 static int
 count_key(const cJSON *o, const char *k)
@@ -77,22 +84,36 @@ same_printed(const cJSON *a, const cJSON *b)
 	return same;
 }
 
+/* True when k names a member reqval may edit for the API. */
+static bool
+edited(const char *k)
+{
+	return k != NULL &&
+	       (strcmp(k, "model") == 0 || strcmp(k, "provider") == 0 ||
+	        (api->limits[0] && strcmp(k, api->limits[0]) == 0) ||
+	        (api->limits[1] && strcmp(k, api->limits[1]) == 0) ||
+	        (api->thinking && strcmp(k, "thinking") == 0));
+}
+
 /* The next member of o from it on whose key reqval leaves alone. */
 static const cJSON *
 untouched(const cJSON *it)
 {
-	static const char *const mine[] = {"model", "provider", "max_tokens",
-	                                   "max_completion_tokens"};
-	size_t k;
-
-	for (; it != NULL; it = it->next) {
-		for (k = 0; k < 4; k++)
-			if (it->string != NULL && strcmp(it->string, mine[k]) == 0)
-				break;
-		if (k == 4)
+	for (; it != NULL; it = it->next)
+		if (!edited(it->string))
 			return it;
-	}
 	return NULL;
+}
+
+/* True when reqval_forward(r, .., clamp) clamps (SPEC 11: not when an
+ * enabled thinking budget cannot stay below the clamped max_tokens). */
+static bool
+clamps(const struct api_req *r, int64_t clamp)
+{
+	return clamp > 0 &&
+	       !(r->budget > 0 && r->limit[0] > (double)clamp &&
+	         r->budget >= (double)clamp &&
+	         clamp - 1 < REQVAL_THINKING_MIN);
 }
 
 /* in and out hold the same untouched members, in order (none of them
@@ -123,7 +144,7 @@ find(const char *a, const char *e, const char *p, size_t n)
 /* Every member of r that reqval_forward(.., clamp) leaves alone appears
  * in s as its bytes in r->body, in order. */
 static void
-check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
+check_bytes(const char *s, const struct api_req *r, int64_t clamp)
 {
 	const struct jsonscan_member *m;
 	const char *at = s, *e = s + strlen(s), *f;
@@ -133,10 +154,12 @@ check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
 		m = &r->mem[i];
 		if ((i == r->at_provider && !r->has_provider) ||
 		    (i == r->at_model && !r->has_model) ||
-		    (clamp > 0 && i == r->at_limit[0] &&
+		    (clamps(r, clamp) && i == r->at_limit[0] &&
 		     r->limit[0] > (double)clamp) ||
-		    (clamp > 0 && i == r->at_limit[1] &&
-		     r->limit[1] > (double)clamp))
+		    (clamps(r, clamp) && i == r->at_limit[1] &&
+		     r->limit[1] > (double)clamp) ||
+		    (i == r->at_thinking && clamps(r, clamp) &&
+		     r->budget >= (double)clamp && r->limit[0] > (double)clamp))
 			continue;
 		n = m->val_off + m->val_len - m->key_off;
 		f = find(at, e, r->body + m->key_off, n);
@@ -148,12 +171,10 @@ check_bytes(const char *s, const struct chat_req *r, int64_t clamp)
 
 /* Parses s and checks what every forwarded body must hold. */
 static cJSON *
-check_out(const char *s, const struct chat_req *r, int64_t clamp)
+check_out(const char *s, const struct api_req *r, int64_t clamp)
 {
-	cJSON *out, *m, *it;
+	cJSON *out, *m, *it, *t;
 	size_t k;
-	static const char *const lim[] = {"max_tokens",
-	                                  "max_completion_tokens"};
 
 	if (s == NULL)
 		abort();
@@ -165,9 +186,21 @@ check_out(const char *s, const struct chat_req *r, int64_t clamp)
 	if (count_key(out, "model") != 1 || !cJSON_IsString(m) ||
 	    strcmp(m->valuestring, r->model) != 0)
 		abort();
-	for (k = 0; clamp > 0 && k < 2; k++) {
-		it = cJSON_GetObjectItemCaseSensitive(out, lim[k]);
+	for (k = 0; clamps(r, clamp) && k < 2; k++) {
+		if (api->limits[k] == NULL)
+			continue;
+		it = cJSON_GetObjectItemCaseSensitive(out, api->limits[k]);
 		if (cJSON_IsNumber(it) && it->valuedouble > (double)clamp)
+			abort();
+	}
+	/* A budget lowered by the clamp stays below it, never under the
+	 * minimum. */
+	if (clamps(r, clamp) && r->budget >= (double)clamp &&
+	    r->limit[0] > (double)clamp) {
+		t = cJSON_GetObjectItemCaseSensitive(out, "thinking");
+		it = cJSON_GetObjectItemCaseSensitive(t, "budget_tokens");
+		if (!cJSON_IsNumber(it) || it->valuedouble != (double)clamp - 1 ||
+		    it->valuedouble < REQVAL_THINKING_MIN)
 			abort();
 	}
 	return out;
@@ -176,7 +209,7 @@ check_out(const char *s, const struct chat_req *r, int64_t clamp)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct chat_req r;
+	struct api_req r;
 	char err[128], *body, *s;
 	const char *param = NULL, *def = size % 2 ? "dflt/model-1" : NULL;
 	cJSON *out, *in_prov = NULL, *first, *in = NULL, *m;
@@ -188,7 +221,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(body, data, size);
 	body[size] = '\0';
 	err[0] = '\0';
-	e = reqval_parse(body, size, def, &r, err, sizeof(err), &param);
+	api = api_get((enum api_id)((size / 2) % 3));
+	e = reqval_parse(api, body, size, def, &r, err, sizeof(err), &param);
 	if (e != ORGW_OK) {
 		if ((e != ORGW_EINVAL && e != ORGW_ENOMEM) || err[0] == '\0' ||
 		    r.mem != NULL)
@@ -201,8 +235,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What cJSON makes of the body; NULL only when out of memory. */
 	if ((in = cJSON_ParseWithLengthOpts(body, size + 1, NULL, 1)) == NULL)
 		goto out;
-	m = cJSON_GetObjectItemCaseSensitive(in, "messages");
-	if (!cJSON_IsArray(m))
+	m = cJSON_GetObjectItemCaseSensitive(in, api->input);
+	if (!cJSON_IsArray(m) && !(api->input_string_ok && cJSON_IsString(m)))
 		abort();
 	if (r.has_provider) {
 		first = cJSON_GetObjectItemCaseSensitive(in, "provider");

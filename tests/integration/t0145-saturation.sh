@@ -75,6 +75,15 @@ t_match "as JSON" '^application/json' "$(http_header Content-Type)"
 orgw_http POST /v1/chat/completions @"$ORGW_T/b.json"
 t_eq "a non-streamed request gets 503 too" 503 "$HTTP_STATUS"
 t_eq "with Retry-After too" 1 "$(http_header Retry-After)"
+printf '{"model":"%s","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}' "$M" >"$ORGW_T/m.json"
+orgw_http POST /v1/messages @"$ORGW_T/m.json"
+t_eq "a Messages request gets 503 with Retry-After, an Anthropic overloaded_error" \
+	"503 1 error overloaded_error" \
+	"$HTTP_STATUS $(http_header Retry-After) $(json_get "$HTTP_BODY" 'j.type + " " + j.error.type')"
+orgw_http POST /v1/responses "{\"model\":\"$M\",\"input\":\"hi\"}"
+t_eq "a Responses request gets 503 with Retry-After, an OpenAI error" \
+	"503 1 server_overloaded" \
+	"$HTTP_STATUS $(http_header Retry-After) $(json_get "$HTTP_BODY" 'j.error.type')"
 
 orgw_http GET /healthz ""
 t_eq "/healthz still answers" 200 "$HTTP_STATUS"

@@ -39,6 +39,10 @@ fi
 
 t_check "RESULTS.md has the goals table" grep -q '^| added latency per sequential request' "$OUT/RESULTS.md"
 t_check "the chart was drawn" test -s "$OUT/results.svg"
+t_check "the three APIs: every request through the bare proxy and orgw answered, with first tokens" \
+	json_ok "$OUT/apis.json" '["chat","messages","responses"].every((a) => ["proxy","orgw"].every((n) => j.apis[a][n].n > 0 && j.apis[a][n].bad === 0 && j.apis[a][n].seq_ms > 0 && j.apis[a][n].ttft_ms > 0))'
+t_check "RESULTS.md has the three APIs table, one row each" \
+	test "$(grep -cE '^\| (chat|messages|responses) \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \|' "$OUT/RESULTS.md")" = 3
 t_check "the double's ceiling was measured" json_ok "$OUT/selfbench.json" 'j.req_per_s > 0'
 
 for n in $names; do

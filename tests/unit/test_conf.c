@@ -32,7 +32,7 @@ static const char *const all_names[] = {
 	"METRICS_KEY",
 	"UPSTREAM_CA_FILE",
 	"WORKER_THREADS", "WORKER_MAX_REQUESTS", "WORKER_MAX_AGE_SECONDS",
-	"STATE_BACKEND", "REDIS_URL", "REDIS_PASSWORD",
+	"STATE_BACKEND", "REDIS_URL", "REDIS_PASSWORD", "MODEL_ALIASES",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -1143,7 +1143,7 @@ test_load(void)
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
 			"7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
 			"9", "77", "600", "redis", "redis://127.0.0.1:6380/2",
-			"rp-env",
+			"rp-env", "x=y/z",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1183,12 +1183,58 @@ test_load(void)
 				 c.state_backend == CONF_BACKEND_REDIS &&
 				 strcmp(c.redis_url,
 					"redis://127.0.0.1:6380/2") == 0 &&
-				 strcmp(c.redis_password, "rp-env") == 0);
+				 strcmp(c.redis_password, "rp-env") == 0 &&
+				 c.n_model_aliases == 1 &&
+				 strcmp(conf_alias(&c, "x"), "y/z") == 0);
 		conf_free(&c);
 	}
 	env_clear();
 	for (i = 0; i < n_tmp; i++)
 		(void)unlink(tmp_paths[i]);
+}
+
+/* MODEL_ALIASES: from=to pairs of model ids, refused whole when one is
+ * wrong. */
+static void
+test_aliases(void)
+{
+	struct orgw_conf c;
+
+	(void)conf_init(&c);
+	T_ASSERT("MODEL_ALIASES empty by default",
+		 c.n_model_aliases == 0 && conf_alias(&c, "a/b") == NULL);
+	T_ASSERT("MODEL_ALIASES two pairs, trimmed, empties skipped",
+		 set_ok(&c, "MODEL_ALIASES",
+			" claude-sonnet-4-5-20250929 = anthropic/claude-sonnet-4.5"
+			",,claude-haiku-4-5=anthropic/claude-haiku-4.5 ") &&
+			 c.n_model_aliases == 2 &&
+			 strcmp(conf_alias(&c, "claude-sonnet-4-5-20250929"),
+				"anthropic/claude-sonnet-4.5") == 0 &&
+			 strcmp(conf_alias(&c, "claude-haiku-4-5"),
+				"anthropic/claude-haiku-4.5") == 0 &&
+			 conf_alias(&c, "anthropic/claude-sonnet-4.5") == NULL);
+	T_ASSERT("MODEL_ALIASES without '=' refused",
+		 set_bad(&c, "MODEL_ALIASES", "a/b", "MODEL_ALIASES",
+			 "not from=to"));
+	T_ASSERT("MODEL_ALIASES with a bad id refused",
+		 set_bad(&c, "MODEL_ALIASES", "a/b=c d", "MODEL_ALIASES",
+			 "not a model id"));
+	T_ASSERT("MODEL_ALIASES empty side refused",
+		 set_bad(&c, "MODEL_ALIASES", "a/b=", "MODEL_ALIASES",
+			 "not a model id"));
+	T_ASSERT("MODEL_ALIASES to itself refused",
+		 set_bad(&c, "MODEL_ALIASES", "a/b=a/b", "maps to itself",
+			 NULL));
+	T_ASSERT("MODEL_ALIASES a from twice refused",
+		 set_bad(&c, "MODEL_ALIASES", "a=b/c,a=d/e", "given twice",
+			 NULL));
+	T_ASSERT("refused MODEL_ALIASES keeps the old list",
+		 c.n_model_aliases == 2 &&
+			 conf_alias(&c, "claude-haiku-4-5") != NULL);
+	T_ASSERT("MODEL_ALIASES \"\" clears",
+		 set_ok(&c, "MODEL_ALIASES", "") && c.n_model_aliases == 0 &&
+			 conf_alias(&c, "claude-haiku-4-5") == NULL);
+	conf_free(&c);
 }
 
 int
@@ -1200,6 +1246,7 @@ main(void)
 	test_state_mode();
 	test_delays();
 	test_models();
+	test_aliases();
 	test_strings();
 	test_keys();
 	test_parse();

@@ -336,61 +336,6 @@ test_delay(void)
 	}
 }
 
-struct content_row {
-	const char *rule;
-	const char *chunk;
-	bool want;
-};
-
-#define CH(delta) "{\"choices\":[{\"index\":0,\"delta\":" delta "}]}"
-
-static const struct content_row content_rows[] = {
-	{"role-only first chunk is not content",
-	 CH("{\"role\":\"assistant\",\"content\":\"\"}"), false},
-	{"empty delta is not content", CH("{}"), false},
-	{"null content is not content", CH("{\"content\":null}"), false},
-	{"text is content", CH("{\"content\":\"Hi\"}"), true},
-	{"reasoning is content", CH("{\"reasoning\":\"hm\"}"), true},
-	{"empty reasoning is not", CH("{\"reasoning\":\"\"}"), false},
-	{"a refusal is content", CH("{\"refusal\":\"no\"}"), true},
-	{"tool calls are content",
-	 CH("{\"tool_calls\":[{\"index\":0}]}"), true},
-	{"an empty tool_calls is not", CH("{\"tool_calls\":[]}"), false},
-	{"reasoning details are content",
-	 CH("{\"reasoning_details\":[{\"type\":\"x\"}]}"), true},
-	{"empty reasoning details are not",
-	 CH("{\"reasoning_details\":[]}"), false},
-	{"a non-string content counts", CH("{\"content\":5}"), true},
-	{"a finish reason is content",
-	 "{\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}", true},
-	{"a null finish reason is not",
-	 "{\"choices\":[{\"delta\":{},\"finish_reason\":null}]}", false},
-	{"usage is content", "{\"choices\":[],\"usage\":{}}", true},
-	{"usage null still counts", "{\"usage\":null}", true},
-	{"no choices: not content", "{\"id\":\"x\"}", false},
-	{"no delta: not content", "{\"choices\":[{\"index\":0}]}", false},
-	{"content in a second choice",
-	 "{\"choices\":[{\"delta\":{}},{\"delta\":{\"content\":\"b\"}}]}",
-	 true},
-};
-
-static void
-test_carries_content(void)
-{
-	char what[200];
-	size_t i;
-
-	for (i = 0; i < NROWS(content_rows); i++) {
-		const struct content_row *r = &content_rows[i];
-		cJSON *o = cJSON_Parse(r->chunk);
-
-		snprintf(what, sizeof(what), "carries_content: %s", r->rule);
-		T_ASSERT(what, o != NULL &&
-				       failover_carries_content(o) == r->want);
-		cJSON_Delete(o);
-	}
-}
-
 struct lag_row {
 	const char *rule;
 	bool pinned;
@@ -594,7 +539,6 @@ main(void)
 	test_classify();
 	test_next();
 	test_delay();
-	test_carries_content();
 	test_lagged();
 	test_count();
 	test_breaker_counting();

@@ -180,7 +180,10 @@ test_buckets(void)
 static const char *fixture =
 	"{\"m/a\\\"q\":{"
 	"\"stats\":{\"by_provider\":{\"p1\":{\"spend_usd\":0.5,"
-	"\"saved_usd\":-0.25},\"p0\":{\"requests\":1}}},"
+	"\"saved_usd\":-0.25},\"p0\":{\"requests\":1}},"
+	"\"by_api\":{\"messages\":{\"requests\":4,\"ok\":3,\"tokens\":{"
+	"\"prompt\":100,\"cached\":90,\"cache_write\":6,\"completion\":5},"
+	"\"cost_usd\":0.5},\"chat\":{\"requests\":1}}},"
 	"\"metrics\":{\"providers\":{\"p1\":{\"requests\":{\"ok\":3,"
 	"\"429\":1},\"tokens\":{\"input\":100,\"cache_read\":90,"
 	"\"output\":5},\"breaker_trips\":2}},"
@@ -222,6 +225,16 @@ test_render(void)
 		"# TYPE orgw_request_duration_seconds histogram\n",
 		"orgw_breaker_trips_total{model=\"m/a\\\"q\",provider=\"p1\"} "
 		"2\n",
+		"# TYPE orgw_api_requests_total counter\n",
+		"orgw_api_requests_total{model=\"m/a\\\"q\",api=\"messages\"} "
+		"4\n",
+		"orgw_api_requests_total{model=\"m/a\\\"q\",api=\"chat\"} 1\n",
+		"orgw_api_tokens_total{model=\"m/a\\\"q\",api=\"messages\","
+		"type=\"cache_write\"} 6\n",
+		"orgw_api_tokens_total{model=\"m/a\\\"q\",api=\"messages\","
+		"type=\"output\"} 5\n",
+		"orgw_api_spend_usd_total{model=\"m/a\\\"q\",api=\"messages\"} "
+		"0.5\n",
 		"orgw_cooldowns_active{model=\"m/a\\\"q\"} 1\n",
 		"orgw_cooldowns_active{model=\"idle\"} 0\n",
 		"orgw_lock_changes_total{model=\"m/a\\\"q\"} 1\n",
@@ -249,7 +262,9 @@ test_render(void)
 	}
 	for (p = b.p; p != NULL && (p = strstr(p, "# HELP ")) != NULL; p++)
 		helps++;
-	T_ASSERT("render: eleven families with HELP", helps == 11);
+	T_ASSERT("render: fourteen families with HELP", helps == 14);
+	T_ASSERT("render: an API without tokens has no token sample",
+		 b.p && strstr(b.p, "api=\"chat\",type=") == NULL);
 	T_ASSERT("render: a provider without money has no spend",
 		 b.p && strstr(b.p, "provider=\"p0\"") == NULL);
 	T_ASSERT("render: no duration sample without a record",

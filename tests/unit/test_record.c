@@ -1077,6 +1077,7 @@ test_money_price(void)
 	money_cands(&c, v);
 	memset(&d, 0, sizeof(d));
 	d.usage = true;
+	d.cost_known = true;
 	d.tag = "ds";
 	d.prompt_tokens = 1000;
 	d.cached_tokens = 900;
@@ -1084,6 +1085,8 @@ test_money_price(void)
 	d.cost_usd = 1e-4;
 	d.now = MONEY_DAY + 12 * 3600;
 	record_money_price(&d, &c);
+	T_ASSERT("money: a reported cost is kept",
+		 d.cost_usd == 1e-4 && !d.cost_estimated);
 	T_ASSERT("money: pinned goes to its tag",
 		 d.money_tag && strcmp(d.money_tag, "ds") == 0);
 	T_ASSERT("money: 12:00 base prices, discounted",
@@ -1140,6 +1143,87 @@ test_money_price(void)
 	T_ASSERT("record_day 2000-02-29", strcmp(day, "2000-02-29") == 0);
 	record_day(-1, day);
 	T_ASSERT("record_day 1969-12-31", strcmp(day, "1969-12-31") == 0);
+}
+
+/* An answer whose usage carries no cost (a streamed Messages answer may
+ * not) is priced from the candidate's stored prices: each part of the
+ * prompt at its own price, marked as estimated. */
+static void
+test_money_estimate(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	struct stats_delta d;
+	struct score_terms *t;
+	char *s;
+	cJSON *o, *a;
+
+	money_cands(&c, v);
+	t = &v[0].terms;
+	t->discount = 0;
+	t->n_win = 0;
+	t->base_kind[SCORE_CACHE_READ] = SCORE_PRICE_OK;
+	t->base[SCORE_CACHE_READ] = 1e-7;
+	t->base_kind[SCORE_CACHE_WRITE] = SCORE_PRICE_OK;
+	t->base[SCORE_CACHE_WRITE] = 1.25e-6;
+	memset(&d, 0, sizeof(d));
+	d.usage = true;
+	d.api = "messages";
+	d.requests = d.ok = 1;
+	d.tag = "ds";
+	d.prompt_tokens = 1000;
+	d.cached_tokens = 700;
+	d.cache_write_tokens = 200;
+	d.completion_tokens = 50;
+	d.now = MONEY_DAY + 12 * 3600;
+	d.ttfb_ms = d.total_ms = -1;
+	record_money_price(&d, &c);
+	T_ASSERT("estimate: priced part by part, marked",
+		 d.cost_estimated &&
+			 T_NEAR(d.cost_usd, 100 * 1e-6 + 700 * 1e-7 +
+						    200 * 1.25e-6 + 50 * 2e-6));
+	T_ASSERT("estimate: the saving is against the uncached price",
+		 T_NEAR(d.uncached_usd, 1000 * 1e-6 + 50 * 2e-6));
+	s = record_stats_apply(NULL, &d);
+	o = s ? cJSON_Parse(s) : NULL;
+	a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "by_api"), "messages");
+	T_ASSERT("estimate: STATS marks the estimated cost",
+		 T_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				o, "cost_estimated_usd")),
+			d.cost_usd) &&
+			 T_NEAR(cJSON_GetNumberValue(
+					cJSON_GetObjectItemCaseSensitive(
+						a, "cost_estimated_usd")),
+				d.cost_usd));
+	T_ASSERT("by_api: requests, ok and cache writes of the API",
+		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+			 a, "requests")) == 1 &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 a, "ok")) == 1 &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(a, "tokens"),
+				 "cache_write")) == 200);
+	cJSON_Delete(o);
+	record_free(s);
+
+	/* Cache prices the endpoint lacks are the prompt price. */
+	t->base_kind[SCORE_CACHE_READ] = SCORE_PRICE_NONE;
+	t->base_kind[SCORE_CACHE_WRITE] = SCORE_PRICE_NONE;
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	record_money_price(&d, &c);
+	T_ASSERT("estimate: no cache prices: all input at the prompt price",
+		 d.cost_estimated &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	/* No candidate, no price: nothing estimated. */
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	d.tag = NULL;
+	d.served = "";
+	record_money_price(&d, &c);
+	T_ASSERT("estimate: unattributed: no estimate, cost 0",
+		 !d.cost_estimated && d.cost_usd == 0);
 }
 
 static void
@@ -1351,6 +1435,7 @@ main(void)
 	test_stats_nonfinite();
 	test_stats_order();
 	test_money_price();
+	test_money_estimate();
 	test_money_stats();
 	test_metrics();
 	return T_REPORT();

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "t.h"
+#include "api.h"
 #include "reqval.h"
 
 #define ERRLEN 256
@@ -20,11 +21,11 @@ static char err[ERRLEN];
 static const char *param;
 
 static enum orgw_err
-parse(const char *body, const char *def, struct chat_req *r)
+parse(const char *body, const char *def, struct api_req *r)
 {
 	err[0] = '\0';
 	param = "unset";
-	return reqval_parse(body, strlen(body), def, r, err, sizeof(err),
+	return reqval_parse(&api_chat, body, strlen(body), def, r, err, sizeof(err),
 	                    &param);
 }
 
@@ -32,7 +33,7 @@ parse(const char *body, const char *def, struct chat_req *r)
 static int
 refused(const char *body, const char *def, const char *p)
 {
-	struct chat_req r;
+	struct api_req r;
 	enum orgw_err e = parse(body, def, &r);
 	int ok = e == ORGW_EINVAL && err[0] != '\0' && r.mem == NULL &&
 	         (p == NULL ? param == NULL
@@ -46,7 +47,7 @@ refused(const char *body, const char *def, const char *p)
 static int
 accepted(const char *body, const char *def)
 {
-	struct chat_req r;
+	struct api_req r;
 	enum orgw_err e = parse(body, def, &r);
 
 	reqval_free(&r);
@@ -75,7 +76,7 @@ nested(size_t depth)
 static void
 test_parse(void)
 {
-	struct chat_req r;
+	struct api_req r;
 	char *deep;
 
 	T_ASSERT("valid body parses",
@@ -114,9 +115,9 @@ test_parse(void)
 
 	/* not JSON / not an object */
 	{
-		struct chat_req e;
+		struct api_req e;
 		T_ASSERT("empty body refused",
-		         reqval_parse("", 0, NULL, &e, err, sizeof(err),
+		         reqval_parse(&api_chat, "", 0, NULL, &e, err, sizeof(err),
 		                      &param) == ORGW_EINVAL &&
 		             err[0] != '\0');
 	}
@@ -134,8 +135,8 @@ test_parse(void)
 	{
 		static const char b[] =
 		    "{\"model\":\"a\",\"messages\":[]}\0{\"junk\":1}";
-		struct chat_req e;
-		enum orgw_err rc = reqval_parse(b, sizeof(b) - 1, NULL, &e,
+		struct api_req e;
+		enum orgw_err rc = reqval_parse(&api_chat, b, sizeof(b) - 1, NULL, &e,
 		                                err, sizeof(err), &param);
 		T_ASSERT("bytes after an embedded NUL refused",
 		         rc == ORGW_EINVAL);
@@ -149,14 +150,14 @@ test_parse(void)
 		    "{\"model\":\"a\",\"messages\":[\"x\0y\"]}";
 		static const char as_ws[] =
 		    "{\"model\":\"a\",\0\"messages\":[]}";
-		struct chat_req e;
-		enum orgw_err r1 = reqval_parse(in_str, sizeof(in_str) - 1, NULL,
+		struct api_req e;
+		enum orgw_err r1 = reqval_parse(&api_chat, in_str, sizeof(in_str) - 1, NULL,
 		                                &e, err, sizeof(err), &param);
 		enum orgw_err r2;
 
 		if (r1 == ORGW_OK)
 			reqval_free(&e);
-		r2 = reqval_parse(as_ws, sizeof(as_ws) - 1, NULL, &e, err,
+		r2 = reqval_parse(&api_chat, as_ws, sizeof(as_ws) - 1, NULL, &e, err,
 		                  sizeof(err), &param);
 		if (r2 == ORGW_OK)
 			reqval_free(&e);
@@ -425,7 +426,7 @@ static const char BODY[] =
 static void
 test_forward(void)
 {
-	struct chat_req r;
+	struct api_req r;
 	cJSON *in, *out;
 	char *s;
 
@@ -631,7 +632,7 @@ static int
 forwards(const char *body, const char *def, const char *tag,
          int64_t max_out, const char *want)
 {
-	struct chat_req r;
+	struct api_req r;
 	char *s;
 	int ok;
 
@@ -656,7 +657,7 @@ test_bytes(void)
 		"\xEF\xBB\xBF \n{ \"model\" : \"a/b\",\r\n\t\"messages\":[{\"role\":"
 		"\"user\",\"content\":\"x\\u00e9\\n\\\"y\"}],\"n\":-0.5e+2,"
 		"\"max_tokens\":100}  \n";
-	struct chat_req r;
+	struct api_req r;
 	char *s;
 
 	T_ASSERT("bytes: BOM and whitespace around the object dropped, "
@@ -835,7 +836,7 @@ test_messages(void)
 		"\"model\":\"a/b\",\"x\":01,",		/* not strict JSON */
 		"\"model\":\"a/b\",\"provider\":{\"sort\":\"price\"},",
 	};
-	struct chat_req r;
+	struct api_req r;
 	char *b, *s;
 	size_t i;
 	int ok;
@@ -877,6 +878,236 @@ test_messages(void)
 	                     NULL));
 }
 
+/* Parses body as a request of api; 0 on success. */
+static enum orgw_err
+parse_api(const struct api *api, const char *body, struct api_req *r)
+{
+	err[0] = '\0';
+	param = "unset";
+	return reqval_parse(api, body, strlen(body), NULL, r, err,
+	                    sizeof(err), &param);
+}
+
+static bool
+refused_api(const struct api *api, const char *body, const char *p,
+            const char *msg)
+{
+	struct api_req r;
+	enum orgw_err e = parse_api(api, body, &r);
+
+	if (e == ORGW_OK) {
+		reqval_free(&r);
+		return false;
+	}
+	return e == ORGW_EINVAL && param != NULL && strcmp(param, p) == 0 &&
+	       strcmp(err, msg) == 0;
+}
+
+/* The API's own field names (SPEC 11): Messages needs messages,
+ * Responses input (a string or items); each clamps its own limit. */
+static void
+test_other_apis(void)
+{
+	struct api_req r;
+	cJSON *out;
+	char *s;
+
+	T_ASSERT("messages: 'messages' is required",
+	         refused_api(&api_messages, "{\"model\":\"a/b\"}", "messages",
+	                     "'messages' is required"));
+	T_ASSERT("responses: 'input' is required",
+	         refused_api(&api_responses,
+	                     "{\"model\":\"a/b\",\"messages\":[]}", "input",
+	                     "'input' is required"));
+	T_ASSERT("responses: 'input' must be a string or an array",
+	         refused_api(&api_responses, "{\"model\":\"a/b\",\"input\":5}",
+	                     "input", "'input' must be a string or an array"));
+	T_ASSERT("chat: 'messages' may not be a string",
+	         refused_api(&api_chat,
+	                     "{\"model\":\"a/b\",\"messages\":\"hi\"}",
+	                     "messages", "'messages' must be an array"));
+	T_ASSERT("responses: a string input is a request",
+	         parse_api(&api_responses,
+	                   "{\"model\":\"a/b\",\"input\":\"hi\"}", &r) ==
+	             ORGW_OK);
+	reqval_free(&r);
+	T_ASSERT("responses: max_output_tokens must be positive",
+	         refused_api(&api_responses,
+	                     "{\"model\":\"a/b\",\"input\":[],"
+	                     "\"max_output_tokens\":0}",
+	                     "max_output_tokens",
+	                     "'max_output_tokens' must be a positive integer"));
+	T_ASSERT("responses: a second max_output_tokens is refused",
+	         refused_api(&api_responses,
+	                     "{\"model\":\"a/b\",\"input\":[],"
+	                     "\"max_output_tokens\":5,"
+	                     "\"max_output_tokens\":9}",
+	                     "max_output_tokens",
+	                     "a field orgw reads appears more than once"));
+	T_ASSERT("messages: a second thinking is refused",
+	         refused_api(&api_messages,
+	                     "{\"model\":\"a/b\",\"messages\":[],"
+	                     "\"thinking\":{},\"thinking\":{}}",
+	                     "thinking",
+	                     "a field orgw reads appears more than once"));
+
+	/* Responses: max_output_tokens clamped, max_tokens is not its. */
+	if (parse_api(&api_responses,
+	              "{\"model\":\"a/b\",\"input\":\"hi\","
+	              "\"max_output_tokens\":90000,\"max_tokens\":90000}",
+	              &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "alpha", 32768);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("responses: max_output_tokens clamped to the endpoint's",
+	         num(out, "max_output_tokens") == 32768 &&
+	             num(out, "max_tokens") == 90000 && is_pin(out, "alpha"));
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+}
+
+/* Extended thinking: budget_tokens stays below the clamped max_tokens,
+ * never under 1024 (SPEC 11), with Claude Code's own numbers. */
+static void
+test_thinking(void)
+{
+	static const char CC[] =
+	    "{\"model\":\"anthropic/claude-sonnet-4.5\",\"messages\":[{"
+	    "\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":32000,"
+	    "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":31999},"
+	    "\"stream\":true}";
+	struct api_req r;
+	cJSON *out, *t;
+	char *s;
+
+	if (parse_api(&api_messages, CC, &r) != ORGW_OK)
+		abort();
+	T_ASSERT("thinking: the budget is read", r.budget == 31999);
+	s = reqval_forward(&r, "beta", 16384);
+	out = s ? cJSON_Parse(s) : NULL;
+	t = cJSON_GetObjectItemCaseSensitive(out, "thinking");
+	T_ASSERT("thinking: max_tokens 32000 clamped to 16384",
+	         num(out, "max_tokens") == 16384);
+	T_ASSERT("thinking: budget 31999 lowered to 16383",
+	         num(t, "budget_tokens") == 16383 &&
+	             strcmp(cJSON_GetObjectItemCaseSensitive(t, "type")
+	                        ->valuestring,
+	                    "enabled") == 0);
+	T_ASSERT("thinking: the rest of the body as sent",
+	         s != NULL && strstr(s, "\"stream\":true") != NULL &&
+	             is_pin(out, "beta"));
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, "alpha", 32768);
+	out = s ? cJSON_Parse(s) : NULL;
+	t = cJSON_GetObjectItemCaseSensitive(out, "thinking");
+	T_ASSERT("thinking: no clamp, the budget as sent",
+	         num(out, "max_tokens") == 32000 &&
+	             num(t, "budget_tokens") == 31999 && s != NULL &&
+	             strstr(s, "\"budget_tokens\":31999") != NULL);
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, "tiny", 1024);
+	out = s ? cJSON_Parse(s) : NULL;
+	t = cJSON_GetObjectItemCaseSensitive(out, "thinking");
+	T_ASSERT("thinking: a budget that cannot fit leaves both as sent",
+	         num(out, "max_tokens") == 32000 &&
+	             num(t, "budget_tokens") == 31999);
+	cJSON_Delete(out);
+	cJSON_free(s);
+
+	s = reqval_forward(&r, "small", 1025);
+	out = s ? cJSON_Parse(s) : NULL;
+	t = cJSON_GetObjectItemCaseSensitive(out, "thinking");
+	T_ASSERT("thinking: 1025 gives max 1025 and budget 1024",
+	         num(out, "max_tokens") == 1025 &&
+	             num(t, "budget_tokens") == 1024);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* A budget already below the clamped max stays as sent. */
+	if (parse_api(&api_messages,
+	              "{\"model\":\"a/b\",\"messages\":[],\"max_tokens\":"
+	              "32000,\"thinking\":{\"type\":\"enabled\","
+	              "\"budget_tokens\":4000}}",
+	              &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "beta", 16384);
+	T_ASSERT("thinking: a small budget is left alone",
+	         s != NULL && strstr(s, "\"max_tokens\":16384") != NULL &&
+	             strstr(s, "{\"type\":\"enabled\",\"budget_tokens\":4000}") !=
+	                 NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* Disabled or adaptive thinking has no budget to keep below. */
+	if (parse_api(&api_messages,
+	              "{\"model\":\"a/b\",\"messages\":[],\"max_tokens\":"
+	              "32000,\"thinking\":{\"type\":\"disabled\","
+	              "\"budget_tokens\":31999}}",
+	              &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "beta", 16384);
+	T_ASSERT("thinking: disabled thinking is not edited",
+	         r.budget == 0 && s != NULL &&
+	             strstr(s, "\"budget_tokens\":31999") != NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	/* Chat has no thinking member of its own: never edited. */
+	if (parse_api(&api_chat,
+	              "{\"model\":\"a/b\",\"messages\":[],\"max_tokens\":"
+	              "32000,\"thinking\":{\"type\":\"enabled\","
+	              "\"budget_tokens\":31999}}",
+	              &r) != ORGW_OK)
+		abort();
+	s = reqval_forward(&r, "beta", 16384);
+	T_ASSERT("thinking: chat leaves a thinking member alone",
+	         s != NULL && strstr(s, "\"budget_tokens\":31999") != NULL &&
+	             strstr(s, "\"max_tokens\":16384") != NULL);
+	cJSON_free(s);
+	reqval_free(&r);
+}
+
+/* MODEL_ALIASES: the target is routed and sent, the asked id kept. */
+static void
+test_alias(void)
+{
+	struct api_req r;
+	cJSON *out;
+	char *s;
+
+	if (parse_api(&api_messages,
+	              "{\"model\":\"claude-sonnet-4-5-20250929\","
+	              "\"messages\":[],\"max_tokens\":5}",
+	              &r) != ORGW_OK)
+		abort();
+	reqval_alias(&r, "anthropic/claude-sonnet-4.5");
+	T_ASSERT("alias: the target is the model, the asked id kept",
+	         strcmp(r.model, "anthropic/claude-sonnet-4.5") == 0 &&
+	             strcmp(r.asked, "claude-sonnet-4-5-20250929") == 0);
+	s = reqval_forward(&r, "anthropic", 0);
+	out = s ? cJSON_Parse(s) : NULL;
+	T_ASSERT("alias: the body names the target, once, in place",
+	         count_key(out, "model") == 1 && s != NULL &&
+	             strncmp(s, "{\"model\":\"anthropic/claude-sonnet-4.5\"",
+	                     38) == 0);
+	cJSON_Delete(out);
+	cJSON_free(s);
+	reqval_free(&r);
+
+	if (parse_api(&api_chat, "{\"model\":\"a/b\",\"messages\":[]}", &r) !=
+	    ORGW_OK)
+		abort();
+	reqval_alias(&r, "a/b");
+	T_ASSERT("alias: to itself is no alias", r.asked[0] == '\0');
+	reqval_free(&r);
+}
+
 int
 main(void)
 {
@@ -885,5 +1116,8 @@ main(void)
 	test_forward();
 	test_bytes();
 	test_messages();
+	test_other_apis();
+	test_thinking();
+	test_alias();
 	return T_REPORT();
 }

@@ -184,10 +184,16 @@ test_answer(void)
 	char err[64];
 
 	err[0] = '\0';
-	T_ASSERT("answer: HTTP 404 is an upstream error",
+	T_ASSERT("answer: HTTP 404 is a model OpenRouter does not know",
 		 scorerun_answer(&p, 404, BODY, strlen(BODY), 1200, &res, err,
-				 sizeof(err)) == ORGW_EUPSTREAM &&
+				 sizeof(err)) == ORGW_ENOENT &&
 			 strcmp(err, "endpoints HTTP 404") == 0 &&
+			 res.v == NULL);
+	score_result_free(&res);
+	T_ASSERT("answer: HTTP 500 is an upstream error",
+		 scorerun_answer(&p, 500, BODY, strlen(BODY), 1200, &res, err,
+				 sizeof(err)) == ORGW_EUPSTREAM &&
+			 strcmp(err, "endpoints HTTP 500") == 0 &&
 			 res.v == NULL);
 	score_result_free(&res);
 	T_ASSERT("answer: 200 with garbage is unreadable",

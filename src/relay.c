@@ -1,0 +1,1268 @@
+/*
+ * relay.c - the proxy of the three generation APIs (chat completions,
+ * Messages, Responses): one attempt loop and one relay; what an API's
+ * events, bodies and errors look like is its adapter's (api.h).
+ *
+ * One request runs: validate (reqval) -> route (state_route, maybe an
+ * inline scoring) -> up to MAX_ATTEMPTS upstream attempts (attempt_loop;
+ * failover.c decides what each one means and what comes next) -> the
+ * answer -> one stats transaction (bookkeep).  This file does the I/O and
+ * holds no failover policy.  No state lock is held across network I/O.
+ *
+ * Streaming: the client's header block is held back until the first
+ * token (or for KEEPALIVE_COMMIT_MS at most), so a provider that fails
+ * before its first token can still be replaced without the client
+ * noticing; the events before the first token (a role-only chunk,
+ * message_start and ping, response.created ...) are held until a token
+ * follows them, so a client never sees an answer start twice.  Once
+ * content has been relayed, a failure ends the client's stream with the
+ * API's error event and without its normal end (SPEC sections 5, 11), so
+ * a truncated answer never looks finished.
+ *
+ * Real durations (SPEC 5): a request lasts up to minutes.  The first
+ * token of a stream is its first chunk with content; the first byte of a
+ * non-streamed answer is its first byte, padding included.  Silence, not
+ * length, is a timeout; REQUEST_TIMEOUT_MS bounds the whole request.
+ * The client connection is never silent for long (keep_alive()): web
+ * servers notice a departed client only when they write to it.
+ *
+ * An id OpenRouter does not know (its endpoints answer 404) leaves no
+ * state of its own (SPEC 4 step 2): it goes unpinned, and is counted in
+ * the one STATE_OTHER_MODEL bucket; each process remembers such ids for
+ * UNKNOWN_TTL_MS, so their requests do not each fetch endpoints first.
+ *
+ * Ownership: struct relay owns everything of the request (parsed body,
+ * buffers, forwarded body); relay_free() releases it once.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cJSON.h>
+
+#include "api.h"
+#include "buf.h"
+#include "clock.h"
+#include "failover.h"
+#include "log.h"
+#include "mask.h"
+#include "relay.h"
+#include "reqval.h"
+#include "score.h"
+#include "scorerun.h"
+#include "sse.h"
+#include "state.h"
+#include "upstream.h"
+
+#define KEEPALIVE_COMMIT_MS 3000	/* hold headers at most this long */
+#define KEEPALIVE_EVERY_MS 250		/* then never silent longer: some
+					 * servers see a departed client
+					 * only at their 2nd to 4th write */
+#define WAIT_TICK_MS 50			/* a 429 wait looks around this often */
+#define BODY_MAX_BYTES (64u * 1024 * 1024)	/* non-stream response cap */
+#define CONNECT_TIMEOUT_MS 10000
+#define PLAIN_MAX_BYTES (1u * 1024 * 1024)	/* count_tokens' answer cap */
+#define UNKNOWN_TTL_MS 60000		/* an unknown id is not fetched again
+					 * for this long */
+#define UNKNOWN_SLOTS 64		/* unknown ids a process remembers */
+
+struct attempt {
+	long status;
+	char ctype[128];
+	int retry_after;
+	bool is_sse;
+	struct buf body;	/* non-SSE body (or an error body) */
+	struct sse sse;
+	int64_t t_start;
+	/* Stream: the first and the last token (an event with content).
+	 * Non-streamed: the first and the last body byte, padding
+	 * included.  0 when none came yet.  Silence is measured from
+	 * t_last (a stall) or from t_start (a timeout). */
+	int64_t t_first, t_last;
+	bool nonws;		/* non-streamed: a body byte that is not
+				 * whitespace padding came */
+	bool content;		/* data relayed in this attempt */
+	enum failover_abort why;
+	struct api_answer ans;	/* what the answer said (api.h) */
+};
+
+struct relay {
+	const struct orgw_conf *c;
+	const struct orgw_io *io;
+	const struct relay_in *in;
+	const struct api *api;
+	struct api_req req;
+	struct state_route route;
+	bool unknown;		/* an id OpenRouter does not know: counted
+				 * under STATE_OTHER_MODEL */
+	char used_tag[ORGW_TAG_MAX];	/* pin of the last attempt, "" none */
+	enum route_kind used_route;	/* route of the last attempt */
+	char *fwd;		/* forwarded body (cJSON allocated) */
+	int attempts;
+	bool head_sent;		/* the client has its header block */
+	bool json_head;		/* ... of a non-streamed 200: whitespace and
+				 * then one JSON document follow */
+	int64_t t_wrote;	/* the last write to the client */
+	size_t held_max;	/* bound of what is held back (api.h) */
+	struct buf held;	/* comments held before the header block */
+	struct buf pending;	/* events held until a token follows */
+	struct attempt a;
+	struct failover_verdict v;	/* what the last attempt means */
+	struct stats_delta d;
+	int64_t t0;
+	int final_status;
+	bool ok;		/* a success, for the stats and the breaker */
+	const char *result;	/* outcome= in the log */
+	int rc;			/* what relay_handle returns */
+};
+
+static void
+attempt_reset(struct attempt *a)
+{
+	buf_free(&a->body);
+	sse_free(&a->sse);
+	memset(a, 0, sizeof(*a));
+	a->body.max = BODY_MAX_BYTES;
+	a->retry_after = -1;
+	api_answer_init(&a->ans);
+	sse_init(&a->sse, 0);
+}
+
+static void
+relay_free(struct relay *rl)
+{
+	reqval_free(&rl->req);
+	cJSON_free(rl->fwd);
+	buf_free(&rl->held);
+	buf_free(&rl->pending);
+	buf_free(&rl->a.body);
+	sse_free(&rl->a.sse);
+}
+
+static const char *
+pinned_tag(const struct relay *rl)
+{
+	return rl->route.tag[0] ? rl->route.tag : NULL;
+}
+
+/* The X-Orgw-* response headers (SPEC section 2). */
+static void
+orgw_headers(const struct relay *rl, char *dst, size_t n)
+{
+	snprintf(dst, n,
+		 "X-Orgw-Provider: %s\r\nX-Orgw-Route: %s\r\n"
+		 "X-Orgw-Attempts: %d\r\n",
+		 pinned_tag(rl) ? pinned_tag(rl) : "auto",
+		 route_name(rl->route.kind), rl->attempts);
+}
+
+/* Writes the stream's head and what was held back, unflushed: the
+ * caller flushes after the event that follows, so the head and the first
+ * token leave in one write. */
+static int
+send_stream_head(struct relay *rl)
+{
+	char extra[512], h[700];
+	const struct orgw_io *io = rl->io;
+
+	if (rl->head_sent)
+		return 0;
+	orgw_headers(rl, extra, sizeof(extra));
+	snprintf(h, sizeof(h), "Cache-Control: no-cache\r\n"
+			       "X-Accel-Buffering: no\r\n%s",
+		 extra);
+	rl->head_sent = true;
+	rl->final_status = 200;
+	if (http_head(io, 200, "text/event-stream", h) != 0)
+		return -1;
+	if (rl->held.len && io->write(io->ctx, rl->held.p, rl->held.len))
+		return -1;
+	buf_reset(&rl->held);
+	return 0;
+}
+
+/* Writes n bytes to the client and flushes: 0, or -1 when it is gone. */
+static int
+send_now(struct relay *rl, const char *p, size_t n)
+{
+	const struct orgw_io *io = rl->io;
+
+	if ((n && io->write(io->ctx, p, n)) || io->flush(io->ctx))
+		return -1;
+	rl->t_wrote = clock_mono_ms();
+	return 0;
+}
+
+/*
+ * Commits a non-streamed answer: its 200 head, so that whitespace can
+ * keep the connection alive while upstream pads its own committed 200.
+ * Any later answer is one JSON document after the whitespace, an error
+ * too (as OpenRouter answers).  -1: the client is gone.
+ */
+static int
+send_json_head(struct relay *rl)
+{
+	char extra[512];
+
+	orgw_headers(rl, extra, sizeof(extra));
+	rl->head_sent = true;
+	rl->json_head = true;
+	rl->final_status = 200;
+	if (http_head(rl->io, 200, "application/json", extra) != 0)
+		return -1;
+	return send_now(rl, "\n", 1);
+}
+
+/* How many of the n bytes at p are the whitespace OpenRouter pads a
+ * non-streamed answer with before its JSON (OPENROUTER.md 5). */
+static size_t
+padding_len(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' ||
+			 p[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* True when the attempt is a non-streamed 200 that has sent only
+ * whitespace padding so far: upstream committed and works. */
+static bool
+upstream_pads(const struct attempt *a)
+{
+	return !a->is_sse && a->status == 200 && a->body.len > 0 && !a->nonws;
+}
+
+/*
+ * Keeps the client connection from going silent (SPEC 5, "Keeping the
+ * client connection alive"); called about every 50 ms while upstream
+ * works and while a 429 retry waits.  A stream's head goes out after
+ * KEEPALIVE_COMMIT_MS, with what was held; a non-streamed answer's only
+ * while upstream pads its own committed 200 (before that, failover stays
+ * invisible, status and all).  After the head, a comment (stream; an SSE
+ * comment on every API) or a newline (JSON) whenever nothing was written
+ * for KEEPALIVE_EVERY_MS.  -1: the client is gone.
+ */
+static int
+keep_alive(struct relay *rl, int64_t now)
+{
+	if (!rl->head_sent) {
+		if (now - rl->t0 < KEEPALIVE_COMMIT_MS)
+			return 0;
+		if (rl->req.stream)
+			return send_stream_head(rl) == 0 ? send_now(rl, "", 0) :
+							   -1;
+		return upstream_pads(&rl->a) ? send_json_head(rl) : 0;
+	}
+	if (now - rl->t_wrote < KEEPALIVE_EVERY_MS)
+		return 0;
+	if (rl->json_head)
+		return send_now(rl, "\n", 1);
+	return send_now(rl, ": keep-alive\n\n", 14);
+}
+
+static void
+on_headers(void *arg, long status, const char *ctype, int retry_after)
+{
+	struct relay *rl = arg;
+	struct attempt *a = &rl->a;
+
+	a->status = status;
+	snprintf(a->ctype, sizeof(a->ctype), "%s", ctype);
+	a->retry_after = retry_after;
+	a->is_sse = status == 200 &&
+		    strncasecmp(ctype, "text/event-stream", 17) == 0;
+}
+
+/* The upstream key masked in p[0..n) (mask.c, SPEC 3); t0780 and t0800
+ * check it. */
+static void
+relay_mask(const struct relay *rl, char *p, size_t n)
+{
+	mask_key(rl->c->openrouter_api_key, p, n);
+}
+
+/* Writes the head (once) and the events held for the token that follows
+ * them, unflushed: that token's write flushes.  -1 when the client is
+ * gone. */
+static int
+send_pending(struct relay *rl)
+{
+	const struct orgw_io *io = rl->io;
+
+	if (send_stream_head(rl) != 0)
+		return -1;
+	if (rl->pending.len && io->write(io->ctx, rl->pending.p,
+					 rl->pending.len) != 0)
+		return -1;
+	buf_reset(&rl->pending);
+	return 0;
+}
+
+/* Writes an event as it came (after the held-back head) and flushes: 0,
+ * or -1 when the client is gone. */
+static int
+relay_raw(struct relay *rl, const struct sse_event *ev)
+{
+	if (send_stream_head(rl) != 0)
+		return -1;
+	return send_now(rl, ev->raw, ev->raw_len);
+}
+
+/* A comment (keep-alive) or other event: held back with the head, which
+ * goes out after KEEPALIVE_COMMIT_MS at the latest (keep_alive()).
+ * -1: client gone. */
+static int
+on_comment(struct relay *rl, const struct sse_event *ev)
+{
+	if (rl->head_sent)
+		return relay_raw(rl, ev);
+	if (rl->held.len + ev->raw_len <= rl->held_max)
+		(void)buf_add(&rl->held, ev->raw, ev->raw_len);
+	return keep_alive(rl, clock_mono_ms());
+}
+
+/* An event that is no token: before the first token of the attempt it is
+ * held (so a provider that fails after it can still be replaced without
+ * the client seeing an answer start twice, even once the head went out
+ * with keep-alives), after it relayed as it comes.  1 stops the attempt
+ * (a->why says why). */
+static int
+hold(struct relay *rl, const struct sse_event *ev)
+{
+	struct attempt *a = &rl->a;
+
+	if (a->content) {
+		if (relay_raw(rl, ev) == 0)
+			return 0;
+		a->why = AB_GONE;
+		return 1;
+	}
+	if (rl->pending.len + ev->raw_len > rl->held_max ||
+	    buf_add(&rl->pending, ev->raw, ev->raw_len) != ORGW_OK) {
+		a->why = AB_TOO_BIG;
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg),
+			 "upstream sent more than %zu bytes before its first "
+			 "token",
+			 rl->held_max);
+		return 1;
+	}
+	return 0;
+}
+
+/* A data event, classified by the API's adapter: relayed when it carries
+ * content; 1 stops the attempt (a->why says why). */
+static int
+on_data_event(struct relay *rl, const struct sse_event *ev)
+{
+	struct attempt *a = &rl->a;
+	enum api_ev kind;
+	cJSON *o;
+
+	o = cJSON_ParseWithLength(ev->data, ev->data_len);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		a->why = AB_MALFORMED;
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg),
+			 "upstream sent a malformed event");
+		return 1;
+	}
+	kind = rl->api->event(o, rl->c->openrouter_api_key, &a->ans);
+	cJSON_Delete(o);
+	switch (kind) {
+	case API_EV_ERROR:
+		a->why = AB_ERROR_EVENT;
+		return 1;
+	case API_EV_HOLD:
+		return hold(rl, ev);
+	case API_EV_TOKEN:
+	case API_EV_END:
+		break;
+	}
+	a->t_last = clock_mono_ms();
+	if (a->t_first == 0)
+		a->t_first = a->t_last;
+	if (send_pending(rl) != 0 || relay_raw(rl, ev) != 0) {
+		a->why = AB_GONE;
+		return 1;
+	}
+	a->content = true;
+	return 0;
+}
+
+static int
+on_event(void *arg, const struct sse_event *ev)
+{
+	struct relay *rl = arg;
+
+	/* The event's bytes live in the splitter's buffers (sse.h), which
+	 * are ours to change until we return. */
+	relay_mask(rl, ev->raw, ev->raw_len);
+	relay_mask(rl, ev->data, ev->data_len);
+
+	switch (ev->kind) {
+	case SSE_COMMENT:
+	case SSE_OTHER:
+		if (on_comment(rl, ev) == 0)
+			return 0;
+		break;
+	case SSE_DONE:
+		/* Chat's end of stream; on the other APIs a [DONE] after
+		 * their own last event, relayed like any event. */
+		if (!rl->api->done_sentinel)
+			return hold(rl, ev);
+		rl->a.ans.done = true;
+		if (relay_raw(rl, ev) == 0)
+			return 0;
+		break;
+	case SSE_DATA:
+		return on_data_event(rl, ev);
+	}
+	rl->a.why = AB_GONE;
+	return 1;
+}
+
+static int
+on_data(void *arg, const char *p, size_t n)
+{
+	struct relay *rl = arg;
+	struct attempt *a = &rl->a;
+	enum orgw_err err;
+	int stopped = 0;
+
+	if (!a->is_sse) {
+		/* Padding is a byte too: upstream committed and works. */
+		a->t_last = clock_mono_ms();
+		if (a->t_first == 0)
+			a->t_first = a->t_last;
+		if (!a->nonws && padding_len(p, n) < n)
+			a->nonws = true;
+		if ((err = buf_add(&a->body, p, n)) != ORGW_OK) {
+			a->why = AB_TOO_BIG;
+			return 1;
+		}
+		return 0;
+	}
+	err = sse_feed(&a->sse, p, n, on_event, rl, &stopped);
+	if (err != ORGW_OK) {
+		a->why = AB_TOO_BIG;
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg),
+			 "upstream event too large");
+		return 1;
+	}
+	return stopped;
+}
+
+static int
+on_tick(void *arg, int64_t now)
+{
+	struct relay *rl = arg;
+	struct attempt *a = &rl->a;
+	int64_t limit = rl->c->upstream_timeout_ms;
+
+	if (now - rl->t0 >= rl->c->request_timeout_ms) {
+		a->why = AB_DEADLINE;
+		return 1;
+	}
+	/* A stream needs tokens: comments keep its line open but do not
+	 * answer.  A non-streamed answer's padding does (SPEC 5). */
+	if (a->t_first == 0 && now - a->t_start >= limit) {
+		a->why = AB_TIMEOUT;
+		return 1;
+	}
+	if (a->t_first != 0 && now - a->t_last >= limit) {
+		a->why = AB_STALL;
+		return 1;
+	}
+	if (keep_alive(rl, now) != 0) {
+		a->why = AB_GONE;
+		return 1;
+	}
+	return 0;
+}
+
+static void
+on_client_gone(void *arg)
+{
+	struct relay *rl = arg;
+
+	rl->a.why = AB_GONE;
+}
+
+/* Parses a finished non-SSE body into the attempt's answer: usage,
+ * provider, an embedded error.  False when it is not a JSON object. */
+static bool
+parse_body(struct relay *rl)
+{
+	struct attempt *a = &rl->a;
+	const char *p = a->body.p ? a->body.p : "";
+	cJSON *o;
+
+	p += padding_len(p, a->body.len);
+	o = cJSON_ParseWithLength(p, strlen(p) + 1);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	rl->api->body(o, rl->c->openrouter_api_key, &a->ans);
+	cJSON_Delete(o);
+	return true;
+}
+
+/* Feeds a failure to the breaker; follows a re-lock on a trip. */
+static void
+provider_failed(struct relay *rl, enum failover_kind kind)
+{
+	bool tripped = false;
+	struct state_route next = rl->route;
+	const char *tag = rl->used_tag;
+
+	if (tag[0] == '\0' || rl->route.kind == ROUTE_CLIENT)
+		return;
+	state_failure(rl->c, rl->req.model, tag, failover_kind_name(kind),
+		      clock_now_s(), &tripped, &next);
+	if (tripped) {
+		rl->d.trips++;
+		rl->route = next;
+	}
+}
+
+/* Sleeps for a 429 retry while watching the client and keeping its
+ * connection alive (keep_alive()); -1 if it left. */
+static int
+wait_429(struct relay *rl, int64_t ms)
+{
+	struct pollfd pfd;
+	int64_t now, end = clock_mono_ms() + ms, left;
+
+	while ((left = end - (now = clock_mono_ms())) > 0) {
+		if (keep_alive(rl, now) != 0)
+			return -1;
+		if (left > WAIT_TICK_MS)
+			left = WAIT_TICK_MS;
+		if (rl->io->client_fd < 0) {
+			clock_sleep_ms(left);
+			continue;
+		}
+		pfd.fd = rl->io->client_fd;
+		pfd.events = rl->io->client_events;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)left) > 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Writes text (cJSON-allocated, freed here; NULL: out of memory) to the
+ * client and flushes; 0, or -1 when it is gone. */
+static int
+send_text(struct relay *rl, char *text)
+{
+	int rc = -1;
+
+	if (text != NULL)
+		rc = send_now(rl, text, strlen(text));
+	cJSON_free(text);
+	return rc;
+}
+
+/* Ends a stream broken after content with the API's error event (no
+ * normal end after it, SPEC 5 and 11).  status is what the failure
+ * stands for (502, 504, or the upstream error's). */
+static void
+send_stream_error(struct relay *rl, int status, const char *code,
+		  const char *msg)
+{
+	if (send_stream_head(rl) != 0)
+		return;
+	(void)send_text(rl, rl->api->stream_error(status, code, msg,
+						  rl->req.model, clock_now_s(),
+						  &rl->a.ans));
+}
+
+/* The gateway's own error when no upstream response can be relayed, in
+ * the API's shape: its HTTP error, or inside an answer already
+ * committed. */
+int
+relay_error(const struct orgw_io *io, const struct api *api, int status,
+	    const char *type, const char *code, const char *param,
+	    const char *msg, const char *extra)
+{
+	char *s = api->error_body(status, type, code, param, msg);
+	int rc;
+
+	if (s == NULL)
+		/* Out of memory: a fixed body still tells the client. */
+		return http_json(io, 500, NULL, HTTP_OOM_JSON,
+				 sizeof(HTTP_OOM_JSON) - 1);
+	rc = http_json(io, status, extra, s, strlen(s));
+	cJSON_free(s);
+	return rc;
+}
+
+static int
+relay_gateway_error(struct relay *rl, int status, const char *code,
+		    const char *msg)
+{
+	char extra[512];
+
+	if (rl->json_head)
+		return send_text(rl, rl->api->committed_error(
+					     status, code, msg, rl->req.model,
+					     clock_now_s()));
+	if (rl->head_sent) {
+		send_stream_error(rl, status, code, msg);
+		return 0;
+	}
+	rl->final_status = status;
+	orgw_headers(rl, extra, sizeof(extra));
+	return relay_error(rl->io, rl->api, status, "upstream_error", code,
+			   NULL, msg, extra);
+}
+
+/* The status an error event or an error in a 200 stands for, when it
+ * goes to the client as an HTTP status of its own. */
+static int
+error_status(const struct attempt *a)
+{
+	return a->ans.err_code >= 400 && a->ans.err_code <= 599 ?
+		       (int)a->ans.err_code :
+		       502;
+}
+
+/* Relays a finished non-streamed upstream response (or error body). */
+static int
+relay_body(struct relay *rl)
+{
+	struct attempt *a = &rl->a;
+	const char *p = a->body.p ? a->body.p : "";
+	size_t len = a->body.len, pad;
+	char extra[512];
+	int status = (int)(a->status ? a->status : 502);
+
+	/* OpenRouter pads slow responses with whitespace (OPENROUTER.md 5);
+	 * clients' JSON parsers must not see it. */
+	pad = padding_len(p, len);
+	p += pad;
+	len -= pad;
+	/* A redirect is not followed and has no meaning for the client
+	 * (no Location is relayed): a gateway error. */
+	if (status >= 300 && status <= 399)
+		return relay_gateway_error(rl, 502, "upstream_error",
+					   "upstream answered with a redirect");
+	if (status >= 200 && status <= 299 && a->ans.err_msg[0] != '\0') {
+		/* An error inside a 200 (body or SSE event): the client
+		 * gets it with the status it stands for, not as a 200. */
+		status = error_status(a);
+		if (a->is_sse || len == 0)
+			return relay_gateway_error(rl, status, "upstream_error",
+						   a->ans.err_msg);
+	}
+	if (rl->json_head)	/* committed: the document, as it came */
+		return len ? send_now(rl, p, len) :
+			     relay_gateway_error(rl, status, "upstream_error",
+						 "upstream returned an empty "
+						 "response");
+	if (rl->head_sent) {
+		/* A stream already began (keep-alives); say it in-band. */
+		send_stream_error(rl, status, "upstream_error",
+				  a->ans.err_msg[0] ? a->ans.err_msg :
+						      "upstream request failed");
+		return 0;
+	}
+	if (len == 0)
+		return relay_gateway_error(rl, status, "upstream_error",
+					   "upstream returned an empty "
+					   "response");
+	rl->final_status = status;
+	orgw_headers(rl, extra, sizeof(extra));
+	return http_json(rl->io, status, extra, p, len);
+}
+
+/* The answer when the last attempt failed and no attempt is left. */
+static int
+relay_failure(struct relay *rl)
+{
+	const struct attempt *a = &rl->a;
+
+	if (a->status >= 300 && !a->is_sse && a->body.len > 0)
+		return relay_body(rl);
+	if (rl->v.kind == FK_TIMEOUT)
+		return relay_gateway_error(rl, 504, "upstream_timeout",
+					   "upstream did not answer in time");
+	return relay_gateway_error(rl, 502, "upstream_unavailable",
+				   a->ans.err_msg[0] ? a->ans.err_msg :
+						       "upstream failed");
+}
+
+/*
+ * The ids this process learned OpenRouter does not know (their endpoints
+ * answered 404), for UNKNOWN_TTL_MS each: shared by the threads under
+ * unknown_mu, the oldest slot reused.  Nothing about them goes into the
+ * state (SPEC 4 step 2: invented ids must not grow it).
+ */
+static pthread_mutex_t unknown_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char model[ORGW_MODEL_MAX];
+	int64_t at;
+} unknown_ids[UNKNOWN_SLOTS];
+
+static bool
+unknown_recent(const char *model, int64_t now)
+{
+	bool hit = false;
+	size_t i;
+
+	pthread_mutex_lock(&unknown_mu);
+	for (i = 0; i < UNKNOWN_SLOTS && !hit; i++)
+		hit = unknown_ids[i].at != 0 &&
+		      now - unknown_ids[i].at < UNKNOWN_TTL_MS &&
+		      strcmp(unknown_ids[i].model, model) == 0;
+	pthread_mutex_unlock(&unknown_mu);
+	return hit;
+}
+
+static void
+unknown_note(const char *model, int64_t now)
+{
+	size_t i, old = 0;
+
+	pthread_mutex_lock(&unknown_mu);
+	for (i = 0; i < UNKNOWN_SLOTS; i++) {
+		if (strcmp(unknown_ids[i].model, model) == 0) {
+			old = i;
+			break;
+		}
+		if (unknown_ids[i].at < unknown_ids[old].at)
+			old = i;
+	}
+	snprintf(unknown_ids[old].model, sizeof(unknown_ids[old].model),
+		 "%s", model);
+	unknown_ids[old].at = now != 0 ? now : 1;
+	pthread_mutex_unlock(&unknown_mu);
+}
+
+/* Route the request (SPEC section 4), scoring inline when needed. */
+static void
+route_request(struct relay *rl)
+{
+	struct score_result res;
+	char err[128], m[ORGW_MODEL_MAX * 4];
+	int64_t now = clock_now_s();
+	enum orgw_err e;
+
+	if (!rl->req.has_provider &&
+	    unknown_recent(rl->req.model, clock_mono_ms())) {
+		rl->unknown = true;
+		rl->route.kind = ROUTE_UNPINNED;
+		return;
+	}
+	state_route(rl->c, rl->req.model, rl->req.has_provider, now,
+		    &rl->route);
+	if (rl->route.kind != ROUTE_SCORED)
+		return;
+	e = scorerun_fetch(rl->c, rl->req.model, SCORERUN_INLINE_TIMEOUT_MS,
+			   &res, err, sizeof(err));
+	if (e == ORGW_OK) {
+		state_route_scored(rl->c, rl->req.model, &res, NULL, now,
+				   &rl->route);
+		score_result_free(&res);
+		return;
+	}
+	log_safe(m, sizeof(m), rl->req.model);
+	if (e == ORGW_ENOENT) {
+		/* No such model: forwarded unpinned, OpenRouter's answer
+		 * reaches the client, nothing of it is kept (SPEC 4 step
+		 * 2). */
+		log_info("model %s has no endpoints (%s): unpinned, counted "
+			 "as " STATE_OTHER_MODEL,
+			 m, err);
+		unknown_note(rl->req.model, clock_mono_ms());
+		rl->unknown = true;
+		rl->route.kind = ROUTE_UNPINNED;
+		return;
+	}
+	log_warn("inline scoring of %s failed: %s; unpinned", m, err);
+	state_route_scored(rl->c, rl->req.model, NULL, err, now, &rl->route);
+}
+
+static void
+log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
+	    int64_t total)
+{
+	char m[ORGW_MODEL_MAX * 4], asked[ORGW_MODEL_MAX * 4 + 8];
+	const struct api_usage *u = &rl->a.ans.usage;
+
+	asked[0] = '\0';
+	if (rl->req.asked[0] != '\0') {
+		snprintf(asked, sizeof(asked), " alias_of=");
+		log_safe(asked + 10, sizeof(asked) - 10, rl->req.asked);
+	}
+	log_msg("req",
+		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
+		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
+		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s "
+		"stream=%d outcome=%s",
+		(long long)clock_now_s(), rl->api->name,
+		log_safe(m, sizeof(m), rl->req.model), asked,
+		route_name(rl->attempts ? rl->used_route : rl->route.kind),
+		rl->used_tag[0] ? rl->used_tag : "auto", rl->final_status,
+		rl->attempts, (long long)ttfb, (long long)total,
+		(long long)u->prompt, (long long)u->cached,
+		(long long)u->cache_write, (long long)u->completion,
+		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
+		rl->req.stream ? 1 : 0, outcome);
+}
+
+/* The off-pin check: did the pinned provider really serve? */
+static void
+check_served(struct relay *rl)
+{
+	char m[ORGW_MODEL_MAX * 4], s[ORGW_TAG_MAX * 4];
+	const char *served = rl->a.ans.served;
+
+	if (rl->route.kind == ROUTE_CLIENT || rl->route.kind == ROUTE_UNPINNED ||
+	    rl->route.provider_name[0] == '\0' || served[0] == '\0')
+		return;
+	if (strcasecmp(served, rl->route.provider_name) == 0 ||
+	    strcasecmp(served, rl->route.tag) == 0)
+		return;
+	rl->d.off_pin++;
+	log_warn("off-pin: model=%s pinned=%s served=%s",
+		 log_safe(m, sizeof(m), rl->req.model), rl->route.tag,
+		 log_safe(s, sizeof(s), served));
+}
+
+static enum failover_net
+net_of(enum up_fail f)
+{
+	switch (f) {
+	case UP_OK:
+		return NET_OK;
+	case UP_CONNECT:
+		return NET_CONNECT;
+	case UP_TIMEOUT:
+		return NET_TIMEOUT;
+	case UP_RESET:
+	case UP_ABORTED:
+	case UP_OTHER:
+		break;
+	}
+	return NET_BROKEN;
+}
+
+/* Describes the finished attempt to failover.c and keeps its verdict in
+ * rl->v; fills in the message a failure is reported with. */
+static void
+judge_attempt(struct relay *rl, const struct upstream_result *r)
+{
+	struct attempt *a = &rl->a;
+	struct failover_attempt fa;
+
+	memset(&fa, 0, sizeof(fa));
+	fa.status = a->status;
+	fa.is_sse = a->is_sse;
+	fa.pinned = rl->used_tag[0] != '\0';
+	fa.content = a->content;
+	fa.done = a->ans.done;
+	fa.why = a->why;
+	fa.net = net_of(r->fail);
+	/* Usage, provider and an embedded error are read from a complete
+	 * 2xx body only. */
+	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
+	    a->why == AB_NONE && r->fail == UP_OK)
+		fa.body_ok = parse_body(rl);
+	fa.has_error = a->ans.err_msg[0] != '\0';
+	fa.err_code = a->ans.err_code;
+	fa.finished = a->ans.finished;
+	rl->v = failover_classify(&fa);
+	if (rl->v.mid_msg != NULL && a->ans.err_msg[0] == '\0')
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg), "%s",
+			 rl->v.mid_msg);
+	if (rl->v.out == FO_FAIL && r->fail != UP_OK && a->why == AB_NONE)
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg), "%s",
+			 r->error);
+}
+
+/* The upstream URL of the request: UPSTREAM_URL, the API's path, and the
+ * client's query string.  False when it does not fit. */
+static bool
+upstream_url(const struct orgw_conf *c, const struct relay_in *in,
+	     const char *path, char *dst, size_t n)
+{
+	const char *q = in->query;
+	int k = snprintf(dst, n, "%s%s%s%s", c->upstream_url, path,
+			 q != NULL && q[0] != '\0' ? "?" : "", q ? q : "");
+
+	return k > 0 && (size_t)k < n;
+}
+
+/* One upstream attempt; its verdict in rl->v.  -1 when out of memory. */
+static int
+run_attempt(struct relay *rl)
+{
+	struct upstream_call call;
+	struct upstream_result r;
+	char url[4096];
+
+	attempt_reset(&rl->a);
+	/* What an earlier attempt held back (keep-alives, its first
+	 * events) is dropped: this attempt's stream brings its own. */
+	if (!rl->head_sent)
+		buf_reset(&rl->held);
+	buf_reset(&rl->pending);
+	cJSON_free(rl->fwd);
+	rl->fwd = reqval_forward(&rl->req, pinned_tag(rl), rl->route.max_out);
+	if (rl->fwd == NULL)
+		return -1;
+	if (!upstream_url(rl->c, rl->in, rl->api->upstream_path, url,
+			  sizeof(url)))
+		return -1;
+	memset(&call, 0, sizeof(call));
+	call.url = url;
+	call.key = rl->c->openrouter_api_key;
+	call.headers = rl->in->headers;
+	call.body = rl->fwd;
+	call.body_len = strlen(rl->fwd);
+	call.connect_timeout_ms = CONNECT_TIMEOUT_MS < rl->c->upstream_timeout_ms ?
+					  CONNECT_TIMEOUT_MS :
+					  rl->c->upstream_timeout_ms;
+	call.client_fd = rl->io->client_fd;
+	call.client_events = rl->io->client_events;
+	call.on_headers = on_headers;
+	call.on_data = on_data;
+	call.on_tick = on_tick;
+	call.on_client_gone = on_client_gone;
+	call.arg = rl;
+	/* A failover: this attempt goes to another provider than the last
+	 * one (a trip re-locked the model); one per request.  A trip that
+	 * left the request unpinned moved it to no provider. */
+	if (rl->attempts > 0 && rl->used_tag[0] != '\0' && pinned_tag(rl) &&
+	    strcmp(rl->used_tag, pinned_tag(rl)) != 0)
+		rl->d.failovers = 1;
+	rl->attempts++;
+	/* A trip may re-lock rl->route later on; stats and the log must
+	 * name the provider this attempt really went to. */
+	snprintf(rl->used_tag, sizeof(rl->used_tag), "%s",
+		 pinned_tag(rl) ? pinned_tag(rl) : "");
+	rl->used_route = rl->route.kind;
+	rl->a.t_start = clock_mono_ms();
+	if (upstream_perform(&call, &r) != ORGW_OK)
+		return -1;
+	relay_mask(rl, rl->a.body.p, rl->a.body.len);
+	judge_attempt(rl, &r);
+	return 0;
+}
+
+/* Runs attempts until one is final or none is left (SPEC 5): a 429
+ * waits and retries the same provider, a failure is counted and fails
+ * over.  -1 when out of memory; else 0 with the last verdict in rl->v. */
+static int
+attempt_loop(struct relay *rl)
+{
+	const struct orgw_conf *c = rl->c;
+	size_t n429 = 0;
+	int64_t ms;
+
+	while (rl->attempts < c->max_attempts) {
+		/* No new attempt past the request's deadline. */
+		if (rl->attempts > 0 &&
+		    clock_mono_ms() - rl->t0 >= c->request_timeout_ms) {
+			rl->v.out = FO_DEADLINE;
+			rl->v.kind = FK_TIMEOUT;
+			return 0;
+		}
+		if (run_attempt(rl) != 0)
+			return -1;
+		if (rl->v.out == FO_429)
+			rl->d.e429 = 1;	/* requests that met a 429 */
+		if (rl->v.out == FO_FAIL) {
+			failover_count(&rl->d, rl->v.kind);
+			provider_failed(rl, rl->v.kind);
+		}
+		switch (failover_next(rl->v.out, rl->attempts, c->max_attempts,
+				      n429, c->n_retry_429_delays)) {
+		case FAILOVER_STOP:
+			return 0;
+		case FAILOVER_RETRY:
+			break;
+		case FAILOVER_WAIT_429:
+			/* Jitter so workers limited together do not retry in
+			 * lockstep. */
+			ms = failover_delay_429_ms(c->retry_429_delays[n429],
+						   rl->a.retry_after,
+						   clock_mono_ms() % 251);
+			/* A retry that could not start before the deadline:
+			 * the 429 goes to the client now. */
+			if (clock_mono_ms() + ms - rl->t0 >=
+			    c->request_timeout_ms)
+				return 0;
+			if (wait_429(rl, ms) != 0) {
+				rl->v.out = FO_GONE;
+				return 0;
+			}
+			n429++;
+			rl->d.retries_429++;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Answers the client after the last attempt's verdict. */
+static void
+answer(struct relay *rl)
+{
+	struct attempt *a = &rl->a;
+	const char *close = rl->api->stream_close;
+
+	switch (rl->v.out) {
+	case FO_OK:
+		rl->ok = true;
+		rl->result = "ok";
+		if (!a->is_sse)
+			rl->rc = relay_body(rl);
+		else if (!a->ans.done && close[0] != '\0')
+			/* Complete after its end event (SPEC 5, 11): the
+			 * last event upstream did not send. */
+			rl->rc = send_now(rl, close, strlen(close));
+		break;
+	case FO_DEADLINE:
+		failover_count(&rl->d, FK_TIMEOUT);
+		rl->result = "request_timeout";
+		rl->rc = relay_gateway_error(rl, 504, "request_timeout",
+					     "the request took longer than "
+					     "REQUEST_TIMEOUT_MS");
+		break;
+	case FO_CLIENT:
+	case FO_429:
+		rl->result = rl->v.out == FO_429 ? "rate_limited" :
+						   "upstream_4xx";
+		rl->rc = relay_body(rl);
+		break;
+	case FO_GONE:
+		rl->d.eabort = 1;
+		rl->result = "client_abort";
+		rl->final_status = 499;
+		rl->rc = -1;
+		break;
+	case FO_MID:
+		failover_count(&rl->d, rl->v.kind);
+		provider_failed(rl, rl->v.kind);
+		send_stream_error(rl,
+				  a->why == AB_STALL ? 504 :
+				  a->why == AB_ERROR_EVENT ? error_status(a) :
+							     502,
+				  "mid_stream_failure", a->ans.err_msg);
+		rl->result = "mid_stream";
+		break;
+	case FO_FAIL:
+		rl->result = "failed";
+		rl->rc = relay_failure(rl);
+		break;
+	}
+}
+
+/* The request's end: stats, the lag rule, the breaker reset, the log. */
+static void
+bookkeep(struct relay *rl)
+{
+	const struct orgw_io *io = rl->io;
+	const struct api_usage *u = &rl->a.ans.usage;
+	int64_t ttfb = -1, total = clock_mono_ms() - rl->t0;
+
+	if (rl->a.t_first)
+		ttfb = rl->a.t_first - rl->t0;
+	/* The client has all it will get: let the web server end its
+	 * response now rather than after the state write and the log. */
+	if (io->finish)
+		io->finish(io->ctx);
+	if (rl->ok) {
+		/* Before a possible re-lock below changes rl->route. */
+		check_served(rl);
+		/* Lag: relayed, but counted toward the breaker (SPEC 5). */
+		if (failover_lagged(rl->used_tag[0] != '\0', rl->a.t_start,
+				    rl->a.t_first, rl->c->slow_threshold_ms)) {
+			failover_count(&rl->d, FK_SLOW);
+			provider_failed(rl, FK_SLOW);
+		}
+		rl->d.ok = 1;
+	}
+	rl->d.requests = 1;
+	rl->d.api = rl->api->name;
+	rl->d.tag = rl->used_tag[0] ? rl->used_tag : NULL;
+	rl->d.prompt_tokens = u->prompt;
+	rl->d.cached_tokens = u->cached;
+	rl->d.cache_write_tokens = u->cache_write;
+	rl->d.completion_tokens = u->completion;
+	rl->d.cost_usd = u->cost;
+	rl->d.cost_known = u->have_cost;
+	rl->d.usage = u->have;
+	rl->d.served = rl->a.ans.served;
+	rl->d.now = clock_now_s();
+	rl->d.ttfb_ms = ttfb;
+	rl->d.total_ms = total;
+	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
+		     &rl->d,
+		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
+	log_request(rl, rl->result, ttfb, total);
+}
+
+/* What is held back before the first token is bounded (SPEC 5), and the
+ * bound admits what the API legitimately holds (api.h): Responses' first
+ * two events each echo the request's instructions and tools, so its
+ * bound is 64 KiB more than twice the request body. */
+static size_t
+held_bound(const struct api *api, size_t body_len)
+{
+	size_t n = api->held_min_bytes;
+
+	if (api->held_body_times > 0 &&
+	    body_len <= (SIZE_MAX - n) / api->held_body_times)
+		n += body_len * api->held_body_times;
+	return n;
+}
+
+int
+relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
+	     const struct relay_in *in)
+{
+	struct relay rl;
+	const char *param = NULL, *alias;
+	char err[256];
+	int rc;
+
+	memset(&rl, 0, sizeof(rl));
+	rl.c = c;
+	rl.io = io;
+	rl.in = in;
+	rl.api = in->api;
+	rl.t0 = clock_mono_ms();
+	rl.d.ttfb_ms = -1;
+	rl.v.out = FO_FAIL;
+	rl.v.kind = FK_OTHER;
+	rl.result = "error";
+	rl.held_max = held_bound(in->api, in->len);
+	sse_init(&rl.a.sse, 0);
+	api_answer_init(&rl.a.ans);
+	if (reqval_parse(in->api, in->body, in->len,
+			 c->n_target_models == 1 ? c->target_models[0] : NULL,
+			 &rl.req, err, sizeof(err), &param) != ORGW_OK) {
+		rc = relay_error(io, in->api, 400, "invalid_request_error",
+				 "invalid_request", param, err, NULL);
+		/* Logged too (SPEC 9), as not routed. */
+		rl.route.kind = ROUTE_UNPINNED;
+		rl.final_status = 400;
+		log_request(&rl, "invalid_request", -1,
+			    clock_mono_ms() - rl.t0);
+		goto out;
+	}
+	if ((alias = conf_alias(c, rl.req.model)) != NULL)
+		reqval_alias(&rl.req, alias);
+	route_request(&rl);
+	if (attempt_loop(&rl) == 0) {
+		answer(&rl);
+	} else {
+		rl.rc = relay_gateway_error(&rl, 500, "internal_error",
+					    "out of memory");
+		rl.result = "oom";
+	}
+	bookkeep(&rl);
+	rc = rl.rc;
+out:
+	relay_free(&rl);
+	return rc;
+}
+
+/* What relay_plain collects. */
+struct plain {
+	long status;
+	struct buf body;
+	bool gone;
+};
+
+static void
+plain_headers(void *arg, long status, const char *ctype, int retry_after)
+{
+	struct plain *pl = arg;
+
+	(void)ctype;
+	(void)retry_after;
+	pl->status = status;
+}
+
+static int
+plain_data(void *arg, const char *p, size_t n)
+{
+	struct plain *pl = arg;
+
+	return buf_add(&pl->body, p, n) == ORGW_OK ? 0 : 1;
+}
+
+static void
+plain_gone(void *arg)
+{
+	struct plain *pl = arg;
+
+	pl->gone = true;
+}
+
+int
+relay_plain(const struct orgw_conf *c, const struct orgw_io *io,
+	    const struct relay_in *in, const char *upstream_path)
+{
+	struct upstream_call call;
+	struct upstream_result r;
+	struct plain pl;
+	char url[4096];
+	const char *p;
+	size_t len;
+	int rc, status;
+	int64_t t0 = clock_mono_ms();
+
+	memset(&pl, 0, sizeof(pl));
+	pl.body.max = PLAIN_MAX_BYTES;
+	if (!upstream_url(c, in, upstream_path, url, sizeof(url)))
+		url[0] = '\0';
+	memset(&call, 0, sizeof(call));
+	call.url = url;
+	call.key = c->openrouter_api_key;
+	call.headers = in->headers;
+	call.body = in->body;
+	call.body_len = in->len;
+	call.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+	call.total_timeout_ms = c->upstream_timeout_ms;
+	call.client_fd = io->client_fd;
+	call.client_events = io->client_events;
+	call.on_headers = plain_headers;
+	call.on_data = plain_data;
+	call.on_client_gone = plain_gone;
+	call.arg = &pl;
+	if (url[0] == '\0' || upstream_perform(&call, &r) != ORGW_OK)
+		r.fail = UP_OTHER;
+	mask_key(c->openrouter_api_key, pl.body.p, pl.body.len);
+	p = pl.body.p ? pl.body.p : "";
+	len = pl.body.len;
+	if (pl.gone) {
+		rc = -1;
+		status = 499;
+	} else if (r.fail != UP_OK || pl.status < 200 || pl.status > 599 ||
+		   (pl.status >= 300 && pl.status <= 399) || len == 0) {
+		status = 502;
+		rc = relay_error(io, in->api, 502, "upstream_error",
+				 "upstream_unavailable", NULL,
+				 "no answer from upstream", NULL);
+	} else {
+		status = (int)pl.status;
+		rc = http_json(io, status, NULL, p, len);
+	}
+	log_msg("req", "time=%lld api=%s path=%s status=%d total_ms=%lld",
+		(long long)clock_now_s(), in->api->name, upstream_path, status,
+		(long long)(clock_mono_ms() - t0));
+	buf_free(&pl.body);
+	return rc;
+}
