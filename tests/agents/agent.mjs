@@ -25,8 +25,9 @@
 //              on a refused connection by itself)
 //   --retries  the client's own retry count where it has one: Claude Code
 //              CLAUDE_CODE_MAX_RETRIES, Codex request_max_retries and
-//              stream_max_retries; opencode has none (fixed at 5), ignored.
-//              Default: the client's default (Claude 10, Codex 4 x 5)
+//              stream_max_retries; opencode has no setting, ignored.
+//              Default: the client's own (Claude 10; Codex 4 and 5: 30
+//              requests on a 500), see README.md
 //   --title    opencode only: --title TEXT, which skips its title request
 //   --keep     keep the temporary home (its path is in "home")
 //   --home DIR use DIR as the home (made if missing, kept afterwards): a
