@@ -123,6 +123,36 @@ t_eq "opencode run: exits 0 with the double's answer" "true Hello from $UP_TAG" 
 t_eq "  every request streamed with usage asked for" "$UP_N" \
 	"$(json_get "$UP" 'j.filter((r) => r.body.stream === true && r.body.stream_options?.include_usage === true).length')"
 
+# --- A stream that fails after content: the agent sends it again ------------
+# The double's mid-stream error after two words; orgw tells it in the API's
+# own form (event: error, response.failed, an error chunk), the agent
+# re-sends the whole request, and the retry lands on the same lock.
+for row in "claude anthropic/claude-sonnet-4 messages" "codex openai/gpt-5-codex responses" \
+	"opencode qwen/qwen3-coder-plus chat"; do
+	read -r c m api <<<"$row"
+	double_ctl POST faults "{\"faults\":[{\"kind\":\"midstream_error\",\"chunks\":2,\"match\":{\"model\":\"$m\"}}]}" >/dev/null
+	agent "$c, a stream that fails after 2 words" "$c" "$m" --title no-title-request
+	double_ctl GET "log?since=$S0" >"$ORGW_T/log.json"
+	lock=$(stat "$m" lock.tag)
+	# opencode retries a chat error chunk only when its error.code is a
+	# number, as OpenRouter sends it (502); orgw's own chunk has the string
+	# "mid_stream_failure", so opencode gives up (tests/agents/README.md).
+	# Exactly that outcome is reported as a skip until orgw changes; any
+	# other outcome is checked below.
+	if [ "$c" = opencode ] && json_ok "$OUT" '!j.ok && /mid_stream_failure/.test(j.error ?? "")' &&
+		[ "$(json_get "$ORGW_T/log.json" 'j.requests.filter((x) => x.api === "chat").length')" = 1 ]; then
+		t_skip "opencode: gives up on orgw's mid-stream error chunk (error.code \"mid_stream_failure\", not a number), no retry: an orgw issue"
+		continue
+	fi
+	t_eq "$c: a mid-stream failure: answered by its own retry" "true Hello from $lock" \
+		"$(json_get "$OUT" 'j.ok + " " + j.answer')"
+	t_eq "  2 requests upstream, the failed one and the retry, both pinned to the lock" \
+		"2 midstream_error,none $lock,$lock" \
+		"$(json_get "$ORGW_T/log.json" "((r) => r.length + ' ' + r.map((x) => x.fault ?? 'none').join(',') + ' ' + r.map((x) => JSON.stringify(x.body.provider) === JSON.stringify({ order: [x.tag], allow_fallbacks: false }) ? x.tag : 'unpinned').join(','))(j.requests.filter((x) => x.api === '$api'))")"
+	t_eq "  /stats: 2 requests, 1 ok, 1 mid-stream failure, the lock kept" "2 1 1 $lock" \
+		"$(json_get "$(orgw_curl /stats)" "((m) => [m.by_api.$api.requests, m.by_api.$api.ok, m.errors.mid_stream, m.lock.tag].join(' '))(j.models['$m'])")"
+done
+
 # --- A wrong key: each agent fails, nobody upstream is asked ------------------
 S0=$(since)
 for c in claude claude-token codex opencode; do
