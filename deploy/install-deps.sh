@@ -9,7 +9,11 @@
 #   ORGW_DEPS_TEST=1   also install the servers and tools only the tests use
 #                      (make test, make check): redis-server, caddy,
 #                      nginx-light, apache2 and mod_fcgid, systemd, chromium,
-#                      prometheus (below).  make run needs none of them.
+#                      prometheus (below), and the real coding agents in
+#                      tests/agents (Claude Code, Codex CLI, opencode: npm
+#                      ci, 479 MB to fetch, 1.2 GB unpacked, 11 s on 2 cores
+#                      when npm's cache has them).  make run needs none of
+#                      them.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
 #                      clang-tidy and cppcheck (make format-check, make lint).
@@ -175,5 +179,28 @@ if [ ! -f "$js/node_modules/openai/package.json" ] ||
 	if ! (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
 		echo "install-deps: npm ci failed, trying npm install"
 		(cd "$js" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
+fi
+
+# The coding agents the client tests run (tests/agents/README.md): each npm
+# package brings its native binary as a platform package among its
+# optionalDependencies, and the postinstalls (allowed by name in its
+# package.json) only copy that binary into place: nothing is fetched from
+# outside the npm registry.  Only for the tests: they are large.
+ag=tests/agents
+if [ "${ORGW_DEPS_TEST:-0}" = 1 ] && {
+    [ ! -f "$ag/node_modules/@anthropic-ai/claude-code/package.json" ] ||
+    [ ! -f "$ag/node_modules/@openai/codex/package.json" ] ||
+    [ ! -f "$ag/node_modules/opencode-ai/package.json" ] ||
+    [ ! -f "$ag/node_modules/.package-lock.json" ] ||
+    [ -n "$(find "$ag/package-lock.json" -newer "$ag/node_modules/.package-lock.json")" ]; }; then
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "install-deps: node is present but npm is not; install npm for $ag" >&2
+		exit 1
+	fi
+	echo "install-deps: npm ci in $ag"
+	if ! (cd "$ag" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		echo "install-deps: npm ci failed, trying npm install"
+		(cd "$ag" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 	fi
 fi
