@@ -138,17 +138,20 @@ chat_body(const cJSON *o, const char *key, struct api_answer *ans)
 	read_meta(o, key, ans);
 }
 
-/* The chunk that ends a broken stream: an OpenAI error object and a
- * finish_reason "error" (SPEC 5). */
+/* The chunk that ends a broken stream: an error object and a
+ * finish_reason "error" (SPEC 5), in OpenRouter's own form
+ * (OPENROUTER.md 5): a numeric code, the HTTP status the failure stands
+ * for, and orgw's name of it in metadata.error_type.  Clients decide on
+ * the number: opencode re-sends a request whose stream ended with a
+ * numeric code and gives up on any other. */
 static char *
 chat_stream_error(int status, const char *code, const char *msg,
 		  const char *model, int64_t now, const struct api_answer *ans)
 {
-	cJSON *o = cJSON_CreateObject(), *ch0, *arr, *e;
+	cJSON *o = cJSON_CreateObject(), *ch0, *arr, *e, *md;
 	char *out = NULL;
 	bool ok;
 
-	(void)status;
 	(void)ans;
 	ok = o && cJSON_AddStringToObject(o, "id", "orgw-error") &&
 	     cJSON_AddStringToObject(o, "object", "chat.completion.chunk") &&
@@ -161,9 +164,13 @@ chat_stream_error(int status, const char *code, const char *msg,
 	     cJSON_AddObjectToObject(ch0, "delta") &&
 	     cJSON_AddStringToObject(ch0, "finish_reason", "error") &&
 	     (e = cJSON_AddObjectToObject(o, "error")) != NULL &&
+	     cJSON_AddNumberToObject(e, "code",
+				     status >= 400 && status <= 599 ? status :
+								      502) &&
 	     cJSON_AddStringToObject(e, "message", msg) &&
 	     cJSON_AddStringToObject(e, "type", "upstream_error") &&
-	     cJSON_AddStringToObject(e, "code", code);
+	     (md = cJSON_AddObjectToObject(e, "metadata")) != NULL &&
+	     cJSON_AddStringToObject(md, "error_type", code);
 	if (ok)
 		out = api_sse(NULL, cJSON_PrintUnformatted(o));
 	cJSON_Delete(o);

@@ -134,16 +134,8 @@ for row in "claude anthropic/claude-sonnet-4 messages" "codex openai/gpt-5-codex
 	agent "$c, a stream that fails after 2 words" "$c" "$m" --title no-title-request
 	double_ctl GET "log?since=$S0" >"$ORGW_T/log.json"
 	lock=$(stat "$m" lock.tag)
-	# opencode retries a chat error chunk only when its error.code is a
-	# number, as OpenRouter sends it (502); orgw's own chunk has the string
-	# "mid_stream_failure", so opencode gives up (tests/agents/README.md).
-	# Exactly that outcome is reported as a skip until orgw changes; any
-	# other outcome is checked below.
-	if [ "$c" = opencode ] && json_ok "$OUT" '!j.ok && /mid_stream_failure/.test(j.error ?? "")' &&
-		[ "$(json_get "$ORGW_T/log.json" 'j.requests.filter((x) => x.api === "chat").length')" = 1 ]; then
-		t_skip "opencode: gives up on orgw's mid-stream error chunk (error.code \"mid_stream_failure\", not a number), no retry: an orgw issue"
-		continue
-	fi
+	# opencode re-sends only when the error chunk's code is a number,
+	# as OpenRouter sends it (tests/agents/README.md): orgw's is.
 	t_eq "$c: a mid-stream failure: answered by its own retry" "true Hello from $lock" \
 		"$(json_get "$OUT" 'j.ok + " " + j.answer')"
 	t_eq "  2 requests upstream, the failed one and the retry, both pinned to the lock" \

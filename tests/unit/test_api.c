@@ -575,9 +575,15 @@ test_writers(void)
 	s = api_chat.stream_error(502, "mid_stream_failure", "cut", "m/x", 7,
 				  &a);
 	o = sse_json(s, NULL);
-	T_ASSERT("chat: a mid-stream failure is an error chunk",
-		 strcmp(str_at(o, "error", "code"), "mid_stream_failure") ==
-				 0 &&
+	T_ASSERT("chat: a mid-stream failure is an error chunk, its code a "
+		 "number (OpenRouter's form)",
+		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+			 cJSON_GetObjectItemCaseSensitive(o, "error"),
+			 "code")) == 502 &&
+			 strcmp(str_at(cJSON_GetObjectItemCaseSensitive(
+					       o, "error"),
+				       "metadata", "error_type"),
+				"mid_stream_failure") == 0 &&
 			 strcmp(str_at(o, "error", "message"), "cut") == 0 &&
 			 strstr(s, "\"finish_reason\":\"error\"") != NULL);
 	cJSON_Delete(o);
