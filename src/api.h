@@ -56,6 +56,9 @@ enum api_ev {
 struct api_usage {
 	bool have;		/* a usage object was seen */
 	int64_t prompt, cached, cache_write, completion;
+	int64_t reasoning;	/* of completion: thinking the answer
+				 * does not show (0 for Messages, whose
+				 * usage does not say) */
 	bool have_cost;		/* upstream said what it billed */
 	double cost;		/* USD */
 };

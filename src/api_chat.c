@@ -107,6 +107,10 @@ read_meta(const cJSON *o, const char *key, struct api_answer *ans)
 		ans->usage.cache_write = api_count(
 			cJSON_GetObjectItemCaseSensitive(d,
 							 "cache_write_tokens"));
+		d = cJSON_GetObjectItemCaseSensitive(
+			u, "completion_tokens_details");
+		ans->usage.reasoning = api_count(
+			cJSON_GetObjectItemCaseSensitive(d, "reasoning_tokens"));
 		api_take_cost(ans, u);
 	}
 	if ((e = error_of(o)) != NULL)

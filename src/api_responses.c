@@ -52,6 +52,9 @@ fold_usage(const cJSON *u, struct api_answer *ans)
 		api_count(cJSON_GetObjectItemCaseSensitive(d, "cached_tokens"));
 	ans->usage.cache_write = api_count(
 		cJSON_GetObjectItemCaseSensitive(d, "cache_write_tokens"));
+	d = cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details");
+	ans->usage.reasoning = api_count(
+		cJSON_GetObjectItemCaseSensitive(d, "reasoning_tokens"));
 	api_take_cost(ans, u);
 }
 

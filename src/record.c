@@ -664,73 +664,20 @@ bump(cJSON *o, const char *k, double d)
 	return add_num(o, k, d);
 }
 
-/* o[k] = max(o[k], d). */
-static bool
-bump_max(cJSON *o, const char *k, double d)
-{
-	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (cJSON_IsNumber(it)) {
-		/* A stored inf (cJSON reads 1e999 as one) would print as
-		 * null and stick forever. */
-		if (d > it->valuedouble || !isfinite(it->valuedouble))
-			cJSON_SetNumberValue(it, isfinite(d) ? d : 0);
-		return true;
-	}
-	return bump(o, k, d);
-}
-
-/* The tokens and cost of d in o (the model, a provider, an API). */
-static bool
-bump_tokens(cJSON *o, const struct stats_delta *d)
-{
-	cJSON *t = child_obj(o, "tokens");
-
-	return bump(t, "prompt", (double)d->prompt_tokens) &&
-	       bump(t, "cached", (double)d->cached_tokens) &&
-	       bump(t, "cache_write", (double)d->cache_write_tokens) &&
-	       bump(t, "completion", (double)d->completion_tokens) &&
-	       bump(o, "cost_usd", d->cost_usd) &&
-	       bump(o, "cost_estimated_usd", d->cost_estimated ? d->cost_usd :
-								 0);
-}
-
-/* The stored "hit" of provider object p into h (zero when absent). */
+/* A hit-rate object's fields into h (zero when absent). */
 static void
-hit_get(const cJSON *p, struct score_hit *h)
+hit_get_fields(const cJSON *o, struct score_hit *h)
 {
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(p, "hit");
-
 	h->rate = get_dbl(o, "rate");
 	h->weight = get_dbl(o, "weight");
 	h->tokens = get_i64(o, "tokens");
 }
 
-/* Adds d's answer to the measured hit rate of provider object p. */
-static bool
-hit_update(cJSON *p, const struct stats_delta *d)
+/* The stored "hit" of an old STATS provider object p into h. */
+static void
+hit_get(const cJSON *p, struct score_hit *h)
 {
-	struct score_hit h;
-	cJSON *n;
-
-	memset(&h, 0, sizeof(h));
-	hit_get(p, &h);
-	score_hit_add(&h, d->prompt_tokens, d->cached_tokens,
-		      d->hit_half_life_tokens);
-	if ((n = cJSON_CreateObject()) == NULL)
-		return false;
-	if (!add_num(n, "rate", h.rate) || !add_num(n, "weight", h.weight) ||
-	    !add_num(n, "tokens", (double)h.tokens)) {
-		cJSON_Delete(n);
-		return false;
-	}
-	if (cJSON_GetObjectItemCaseSensitive(p, "hit") != NULL ?
-		    !replace(p, "hit", n) :
-		    !cJSON_AddItemToObject(p, "hit", n)) {
-		cJSON_Delete(n);
-		return false;
-	}
-	return true;
+	hit_get_fields(cJSON_GetObjectItemCaseSensitive(p, "hit"), h);
 }
 
 enum orgw_err
@@ -795,99 +742,6 @@ record_day(int64_t t, char dst[11])
 	dst[10] = '\0';
 }
 
-void
-record_money_price(struct stats_delta *d, const struct rec_cands *c)
-{
-	const struct rec_cand *e = NULL;
-	size_t i, n = c != NULL ? c->n : 0;
-
-	d->money_tag = NULL;
-	d->uncached_usd = 0;
-	if (!d->usage)
-		return;
-	if (d->tag != NULL && d->tag[0] != '\0' && d->off_pin == 0) {
-		d->money_tag = d->tag;
-		for (i = 0; i < n && e == NULL; i++)
-			if (strcmp(c->v[i].tag, d->tag) == 0)
-				e = &c->v[i];
-	} else if (d->served != NULL && d->served[0] != '\0') {
-		for (i = 0; i < n && e == NULL; i++)
-			if (strcasecmp(c->v[i].provider_name, d->served) == 0 ||
-			    strcasecmp(c->v[i].tag, d->served) == 0)
-				e = &c->v[i];
-		if (e != NULL)
-			d->money_tag = e->tag;
-	}
-	if (d->money_tag == NULL)
-		d->money_tag = RECORD_MONEY_UNKNOWN;
-	if (e != NULL && !d->cost_known &&
-	    score_estimate_cost(&e->terms, score_hhmm(d->now), d->prompt_tokens,
-				d->cached_tokens, d->cache_write_tokens,
-				d->completion_tokens, &d->cost_usd))
-		d->cost_estimated = true;
-	if (e == NULL ||
-	    !score_uncached_cost(&e->terms, score_hhmm(d->now),
-				 d->prompt_tokens, d->completion_tokens,
-				 &d->uncached_usd))
-		d->uncached_usd = d->cost_usd;
-}
-
-/* Adds d's spend, uncached cost and saving to o. */
-static bool
-bump_money(cJSON *o, const struct stats_delta *d)
-{
-	double spend = isfinite(d->cost_usd) ? d->cost_usd : 0;
-	double unc = isfinite(d->uncached_usd) ? d->uncached_usd : 0;
-
-	return bump(o, "spend_usd", spend) && bump(o, "uncached_usd", unc) &&
-	       bump(o, "saved_usd", unc - spend);
-}
-
-/* True when s is "YYYY-MM-DD" in digits and dashes. */
-static bool
-day_ok(const char *s)
-{
-	int i;
-
-	for (i = 0; i < 10; i++)
-		if (i == 4 || i == 7 ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
-			return false;
-	return s[10] == '\0';
-}
-
-/* The money of d in o: totals, by_provider.<tag> and days.<day>.<tag>;
- * days before the RECORD_MONEY_DAYS last are dropped. */
-static bool
-money_update(cJSON *o, const struct stats_delta *d)
-{
-	char day[11], first[11];
-	cJSON *days, *it, *next, *t;
-
-	record_day(d->now, day);
-	record_day(d->now - (int64_t)(RECORD_MONEY_DAYS - 1) * 86400, first);
-	if (!bump_money(o, d))
-		return false;
-	t = child_obj(o, "by_provider");
-	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
-	if (t == NULL || !bump_money(t, d))
-		return false;
-	if ((days = child_obj(o, "days")) == NULL)
-		return false;
-	for (it = days->child; it != NULL; it = next) {
-		next = it->next;
-		if (it->string == NULL || !day_ok(it->string) ||
-		    strcmp(it->string, first) < 0 || !cJSON_IsObject(it))
-			cJSON_Delete(cJSON_DetachItemViaPointer(days, it));
-	}
-	t = child_obj(days, day);
-	t = t != NULL ? child_obj(t, d->money_tag) : NULL;
-	/* The day's prompt and cached tokens give /status its measured hit
-	 * rate day by day (issue 17 item 5). */
-	return t != NULL && bump_money(t, d) && bump(t, "requests", 1) &&
-	       bump(t, "prompt_tokens", (double)d->prompt_tokens) &&
-	       bump(t, "cached_tokens", (double)d->cached_tokens);
-}
-
 char *
 record_lock_log_add(const char *text, int64_t at, const char *from,
 		    const char *to, const char *reason)
@@ -921,204 +775,27 @@ record_lock_log_add(const char *text, int64_t at, const char *from,
 }
 
 char *
-record_stats_apply(const char *text, const struct stats_delta *d)
+record_hit_encode(const struct score_hit *h)
 {
-	cJSON *o = parse_obj(text), *e, *lat, *bp, *p;
-	bool ok;
+	cJSON *o = cJSON_CreateObject();
 
-	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
-		return NULL;
-	ok = bump(o, "v", 0) && bump(o, "requests", (double)d->requests) &&
-	     bump(o, "ok", (double)d->ok);
-	e = ok ? child_obj(o, "errors") : NULL;
-	ok = ok && bump(e, "429", (double)d->e429) &&
-	     bump(e, "5xx", (double)d->e5xx) &&
-	     bump(e, "timeout", (double)d->etimeout) &&
-	     bump(e, "slow", (double)d->eslow) &&
-	     bump(e, "mid_stream", (double)d->emid) &&
-	     bump(e, "client_abort", (double)d->eabort) &&
-	     bump(e, "other", (double)d->eother);
-	ok = ok && bump(o, "retries_429", (double)d->retries_429) &&
-	     bump(o, "failovers", (double)d->failovers) &&
-	     bump(o, "breaker_trips", (double)d->trips) &&
-	     bump(o, "off_pin", (double)d->off_pin) && bump_tokens(o, d);
-	lat = ok ? child_obj(o, "latency") : NULL;
-	if (ok && d->ttfb_ms >= 0)
-		ok = bump(lat, "ttfb_ms_sum", (double)d->ttfb_ms) &&
-		     bump(lat, "ttfb_count", 1) &&
-		     bump_max(lat, "ttfb_ms_max", (double)d->ttfb_ms);
-	if (ok && d->total_ms >= 0)
-		ok = bump(lat, "total_ms_sum", (double)d->total_ms) &&
-		     bump(lat, "total_count", 1) &&
-		     bump_max(lat, "total_ms_max", (double)d->total_ms);
-	if (ok && d->tag != NULL && d->tag[0] != '\0') {
-		bp = child_obj(o, "by_provider");
-		p = bp ? child_obj(bp, d->tag) : NULL;
-		ok = p != NULL && bump(p, "requests", (double)d->requests) &&
-		     bump(p, "ok", (double)d->ok) && bump_tokens(p, d);
-		/* Issue 17: only what the pinned provider itself served
-		 * with usage measures its cache. */
-		if (ok && d->ok > 0 && d->off_pin == 0 && d->prompt_tokens > 0)
-			ok = hit_update(p, d);
-	}
-	if (ok && d->api != NULL && d->api[0] != '\0') {
-		/* SPEC 11: the break-down per API. */
-		bp = child_obj(o, "by_api");
-		p = bp ? child_obj(bp, d->api) : NULL;
-		ok = p != NULL && bump(p, "requests", (double)d->requests) &&
-		     bump(p, "ok", (double)d->ok) && bump_tokens(p, d);
-	}
-	if (ok && d->money_tag != NULL && d->money_tag[0] != '\0')
-		ok = money_update(o, d);
-	if (ok) {
-		cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "v");
-		cJSON_SetNumberValue(v, RECORD_VERSION);
-	}
-	return finish(o, ok);
+	return finish(o, o != NULL && add_num(o, "v", RECORD_VERSION) &&
+				 add_num(o, "rate", h->rate) &&
+				 add_num(o, "weight", h->weight) &&
+				 add_num(o, "tokens", (double)h->tokens));
 }
 
-/*
- * METRICS:<model> (issue 17 item 4), what GET /metrics adds to STATS:
- * {"v":1,
- *  "providers":{"<p>":{"requests":{"<outcome>":n},
- *                      "tokens":{"input":n,"cache_read":n,
- *                                "cache_write":n,"output":n},
- *                      "breaker_trips":n}},
- *  "ttfb":{"buckets":[n per prom.h slot],"sum_ms":n,"count":n},
- *  "duration":{...},
- *  "lock_changes":n}
- * Bucket counts are per slot, not cumulative; prom_render() adds them up.
- */
-
-const char *
-record_outcome(const struct stats_delta *d)
-{
-	/* One outcome per request, so they add up to STATS "requests"; a
-	 * request that met several failures is named by what ended it,
-	 * most final first (slow answers were delivered: ok). */
-	if (d->ok > 0)
-		return "ok";
-	if (d->eabort > 0)
-		return "client_abort";
-	if (d->emid > 0)
-		return "mid_stream";
-	if (d->etimeout > 0)
-		return "timeout";
-	if (d->e5xx > 0)
-		return "5xx";
-	if (d->eother > 0)
-		return "other";
-	if (d->e429 > 0)
-		return "429";
-	return "client_error";
-}
-
-const char *
-record_metrics_provider(const struct stats_delta *d)
-{
-	if (d->money_tag != NULL && d->money_tag[0] != '\0')
-		return d->money_tag;
-	if (d->tag != NULL && d->tag[0] != '\0')
-		return d->tag;
-	return RECORD_MONEY_UNKNOWN;
-}
-
-/* Counts a duration of ms into histogram object o[k]. */
-static bool
-hist_add(cJSON *o, const char *k, int64_t ms)
-{
-	cJSON *h = child_obj(o, k), *b, *it;
-	size_t slot = prom_bucket_slot(ms), i;
-
-	if (h == NULL)
-		return false;
-	b = cJSON_GetObjectItemCaseSensitive(h, "buckets");
-	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != PROM_N_SLOTS) {
-		/* Absent or damaged: start the buckets again. */
-		cJSON *n = cJSON_CreateArray();
-		bool ok = n != NULL;
-
-		for (i = 0; ok && i < PROM_N_SLOTS; i++)
-			ok = cJSON_AddItemToArray(n, cJSON_CreateNumber(0));
-		if (!ok || (b != NULL ? !replace(h, "buckets", n) :
-					!cJSON_AddItemToObject(h, "buckets",
-							       n))) {
-			cJSON_Delete(n);
-			return false;
-		}
-		b = n;
-	}
-	it = cJSON_GetArrayItem(b, (int)slot);
-	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
-		cJSON_SetNumberValue(it, 1);
-	else
-		cJSON_SetNumberValue(it, it->valuedouble + 1);
-	return bump(h, "sum_ms", (double)ms) && bump(h, "count", 1);
-}
-
-/* Parses METRICS text (NULL or undecodable = empty) with "v" last
- * bumped to the version by metrics_finish. */
-static cJSON *
-metrics_open(const char *text)
+enum orgw_err
+record_hit_decode(const char *text, struct score_hit *h)
 {
 	cJSON *o = parse_obj(text);
 
+	h->tag[0] = '\0';
+	h->rate = h->weight = 0;
+	h->tokens = 0;
 	if (o == NULL)
-		o = cJSON_CreateObject();
-	if (o != NULL && !bump(o, "v", 0)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-static char *
-metrics_finish(cJSON *o, bool ok)
-{
-	if (ok)
-		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "v"),
-				     RECORD_VERSION);
-	return finish(o, ok);
-}
-
-char *
-record_metrics_apply(const char *text, const struct stats_delta *d)
-{
-	cJSON *o = metrics_open(text), *p, *r, *t;
-	bool ok;
-
-	if (o == NULL)
-		return NULL;
-	p = child_obj(o, "providers");
-	p = p != NULL ? child_obj(p, record_metrics_provider(d)) : NULL;
-	r = p != NULL ? child_obj(p, "requests") : NULL;
-	ok = r != NULL && bump(r, record_outcome(d), (double)d->requests);
-	t = ok ? child_obj(p, "tokens") : NULL;
-	ok = ok && bump(t, "input", (double)d->prompt_tokens) &&
-	     bump(t, "cache_read", (double)d->cached_tokens) &&
-	     bump(t, "cache_write", (double)d->cache_write_tokens) &&
-	     bump(t, "output", (double)d->completion_tokens);
-	if (ok && d->ttfb_ms >= 0)
-		ok = hist_add(o, "ttfb", d->ttfb_ms);
-	if (ok && d->total_ms >= 0)
-		ok = hist_add(o, "duration", d->total_ms);
-	return metrics_finish(o, ok);
-}
-
-char *
-record_metrics_event(const char *text, const char *trip_tag)
-{
-	cJSON *o = metrics_open(text), *p;
-	bool ok;
-
-	if (o == NULL)
-		return NULL;
-	if (trip_tag != NULL) {
-		p = child_obj(o, "providers");
-		p = p != NULL ? child_obj(p, trip_tag) : NULL;
-		ok = p != NULL && bump(p, "breaker_trips", 1);
-	} else {
-		ok = bump(o, "lock_changes", 1);
-	}
-	return metrics_finish(o, ok);
+		return ORGW_EINVAL;
+	hit_get_fields(o, h);
+	cJSON_Delete(o);
+	return ORGW_OK;
 }

@@ -65,7 +65,7 @@ struct rec_cooldown {		/* PROVIDER_COOLDOWN:<model>:<tag> */
 	char reason[REC_REASON_MAX];
 };
 
-/* One request's contribution to STATS:<model>. */
+/* One request's counts (ledger.h). */
 struct stats_delta {
 	const char *tag;	/* provider that served, or NULL (unpinned) */
 	const char *api;	/* the API it came by (api.h name: "chat",
@@ -76,23 +76,24 @@ struct stats_delta {
 	int64_t retries_429, failovers, trips, off_pin;
 	int64_t prompt_tokens, cached_tokens, cache_write_tokens;
 	int64_t completion_tokens;
+	int64_t reasoning_tokens;	/* of completion_tokens */
 	double cost_usd;
 	/* cost_known: the answer's usage said what it cost.  Else
-	 * record_money_price() prices it from the stored prices of the
+	 * ledger_price() prices it from the stored prices of the
 	 * candidate it attributes the answer to, sets cost_usd and
-	 * cost_estimated, and STATS counts that cost under
+	 * cost_estimated, and the ledger counts that cost under
 	 * cost_estimated_usd too. */
 	bool cost_known;
 	bool cost_estimated;
 	int64_t ttfb_ms, total_ms;	/* -1 when not measured */
 	/* HIT_RATE_HALF_LIFE_TOKENS: an ok answer of tag, on its pin
 	 * (off_pin 0), with prompt tokens, updates the provider's measured
-	 * hit rate "hit" (score_hit_add) with this half-life. */
+	 * hit rate HIT:<model>:<tag> (score_hit_add) with this half-life. */
 	double hit_half_life_tokens;
-	/* Issue 17, money saved.  The caller sets usage (the answer
+	/* Money saved.  The caller sets usage (the answer
 	 * reported usage), served (its "provider" display name, or NULL)
 	 * and now (unix seconds: the UTC day and the price time);
-	 * record_money_price() sets money_tag and uncached_usd.  A NULL
+	 * ledger_price() sets money_tag and uncached_usd.  A NULL
 	 * money_tag records no money. */
 	bool usage;
 	const char *served;
@@ -100,9 +101,6 @@ struct stats_delta {
 	const char *money_tag;	/* a candidate's tag, or "unknown" */
 	double uncached_usd;
 };
-
-/* The days of STATS "days" kept: today (UTC) and the 29 before. */
-#define RECORD_MONEY_DAYS 30
 
 /* The provider that money goes to when no candidate matches. */
 #define RECORD_MONEY_UNKNOWN "unknown"
@@ -166,33 +164,6 @@ size_t record_seen_each(const char *text,
 			void *arg);
 
 /*
- * Applies d to STATS text (NULL or undecodable = zeroes): every counter
- * grows by its delta (a non-finite delta counts as 0; a stored value
- * that is not a finite number starts again from the delta), a missing
- * key is added at the end of its object, "v" becomes 1.  text is
- * borrowed for the call.  Returns the new text, to be freed with
- * record_free(), or NULL (out of memory).  The text is parsed with
- * cJSON, edited in the tree and printed with cJSON_PrintUnformatted(),
- * so members keep their order and new ones go last.
- */
-char *record_stats_apply(const char *text, const struct stats_delta *d);
-
-/*
- * Attributes d's money (issue 17) using the candidates c (may be NULL):
- * an answer with usage goes to its pin d->tag when served on it
- * (off_pin 0), else to the first candidate whose provider_name (or tag)
- * is the response's display name d->served (case-insensitive), else to
- * RECORD_MONEY_UNKNOWN.  d->uncached_usd is the attributed candidate's
- * score_uncached_cost() at the UTC hhmm of d->now, or d->cost_usd when
- * no price is known (nothing saved).  An answer with usage but no cost
- * (d->cost_known false) is priced from that candidate's prices
- * (score_estimate_cost): d->cost_usd and d->cost_estimated.  No usage:
- * money_tag NULL.
- * d->money_tag borrows from d->tag, c, or a static string.
- */
-void record_money_price(struct stats_delta *d, const struct rec_cands *c);
-
-/*
  * LOCK_LOG:<model>, the recent lock changes (issue 17 item 5):
  * {"v":1,"changes":[{"at","from","to","reason"}...]}, oldest first, the
  * last RECORD_LOCK_LOG_MAX kept.  Adds one change at unix time at (from
@@ -207,36 +178,22 @@ char *record_lock_log_add(const char *text, int64_t at, const char *from,
 void record_day(int64_t t, char dst[11]);
 
 /*
- * The measured hit rates of STATS text (by_provider.<tag>.hit, kept by
- * record_stats_apply): *v is malloc'd (caller frees; NULL when none),
- * *n its length.  Text that is absent or not an object gives none.
- * ORGW_ENOMEM leaves *v NULL, *n 0.
+ * The measured hit rates of an old release's STATS text
+ * (by_provider.<tag>.hit), read until the provider has a HIT key: *v is
+ * malloc'd (caller frees; NULL when none), *n its length.  Text that is
+ * absent or not an object gives none.  ORGW_ENOMEM leaves *v NULL, *n 0.
  */
 enum orgw_err record_stats_hits(const char *text, struct score_hit **v,
 				size_t *n);
 
 /*
- * METRICS:<model> (issue 17 item 4; layout in record.c): what GET
- * /metrics needs beyond STATS, written in the same transactions.
- * record_metrics_apply counts d, one request, under provider
- * record_metrics_provider(d) and outcome record_outcome(d), with its
- * tokens and its latencies in the prom.h histogram slots.
- * record_metrics_event counts a breaker trip of trip_tag, or with
- * trip_tag NULL a lock change.  text (NULL or undecodable = empty) is
- * borrowed; both return new text (free with record_free) or NULL (out
- * of memory).
+ * HIT:<model>:<tag>, a provider's measured prompt-cache hit rate
+ * (score_hit_add): {"v":1,"rate":r,"weight":w,"tokens":n}.  encode
+ * returns cJSON-allocated text (free with record_free) or NULL; decode
+ * empties h->tag; ORGW_EINVAL for text that is not an
+ * object.
  */
-char *record_metrics_apply(const char *text, const struct stats_delta *d);
-char *record_metrics_event(const char *text, const char *trip_tag);
-
-/* The request's one outcome: "ok", else what ended it (client_abort,
- * mid_stream, timeout, 5xx, other, 429), else "client_error" (an
- * upstream 4xx relayed as it came).  Static string. */
-const char *record_outcome(const struct stats_delta *d);
-
-/* The provider d is counted under: d->money_tag (set by
- * record_money_price when the answer had usage), else d->tag, else
- * RECORD_MONEY_UNKNOWN.  Borrowed from d or static. */
-const char *record_metrics_provider(const struct stats_delta *d);
+char *record_hit_encode(const struct score_hit *h);
+enum orgw_err record_hit_decode(const char *text, struct score_hit *h);
 
 #endif

@@ -1099,6 +1099,7 @@ bookkeep(struct relay *rl)
 	rl->d.cached_tokens = u->cached;
 	rl->d.cache_write_tokens = u->cache_write;
 	rl->d.completion_tokens = u->completion;
+	rl->d.reasoning_tokens = u->reasoning;
 	rl->d.cost_usd = u->cost;
 	rl->d.cost_known = u->have_cost;
 	rl->d.usage = u->have;

@@ -169,33 +169,32 @@ exclude_cooling(const struct orgw_conf *c, const char *model,
 }
 
 /*
- * The measured hit rates of model (STATS:<model>, issue 17) into *hits
- * (malloc'd, caller frees; NULL when none), read in one reader
- * transaction that never repairs the store.  A store that cannot be
- * read gives none, with a warning: the model is scored with HIT_RATE.
+ * The measured hit rates of model (state_hits) into *hits (malloc'd,
+ * caller frees; NULL when none), read in one reader transaction that
+ * never repairs the store.  A store that cannot be read gives none, with
+ * a warning: the model is scored with HIT_RATE.
  */
 static void
 read_hits(const struct orgw_conf *c, const char *model,
 	  struct score_hit **hits, size_t *n)
 {
 	struct store *s = NULL;
-	char k[ORGW_MODEL_MAX + 32], *v = NULL;
 	enum orgw_err err;
 
 	*hits = NULL;
 	*n = 0;
-	snprintf(k, sizeof(k), "STATS:%s", model);
 	err = store_open(&s, c, false, STORE_LOCK_TIMEOUT_MS);
 	if (err == ORGW_OK)
-		err = store_get(s, k, &v);
+		err = state_hits(s, model, hits, n);
 	if (s != NULL && store_close(s) != ORGW_OK && err == ORGW_OK)
 		err = ORGW_EIO;
-	if (err == ORGW_OK)
-		err = record_stats_hits(v, hits, n);
-	free(v);
-	if (err != ORGW_OK)
+	if (err != ORGW_OK) {
+		free(*hits);
+		*hits = NULL;
+		*n = 0;
 		log_warn("scorer: %s: hit rates not read from %s: %s", model,
 			 c->state_path, orgw_strerror(err));
+	}
 }
 
 /* fetchmany done(): score model i and write its candidates. */

@@ -10,11 +10,13 @@
  * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
- * PROVIDER_COOLDOWN:<model>:<tag>, STATS:<model>, METRICS:<model> (GET
- * /metrics, issue 17 item 4) and LOCK_LOG:<model> (the recent lock
- * changes for /status): each written in the same transaction as the
- * event it counts (the request's STATS, the trip's cooldown, the lock's
- * move), so its counters are as exact as STATS.
+ * PROVIDER_COOLDOWN:<model>:<tag>, the ledger's cells
+ * LEDGER:<model>:<day>:<api>:<tag> (ledger.h), HIT:<model>:<tag> (a
+ * provider's measured hit rate) and LOCK_LOG:<model> (the recent lock
+ * changes for /status): each counter is written in the same transaction
+ * as the event it counts (the request, the trip's cooldown, the lock's
+ * move), so it is exact.  The old release's STATS:<model> and
+ * METRICS:<model> are read (hit rates, /stats) and never written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 #include "clock.h"
 #include "failover.h"
+#include "ledger.h"
 #include "log.h"
 #include "redisconf.h"
 #include "reqval.h"
@@ -102,24 +105,42 @@ put_text(struct store *s, const char *key, char *text)
 }
 
 /*
- * Counts into METRICS:<model>: the request d when d is not NULL, else a
- * breaker trip of trip_tag, else (both NULL) a lock change.
+ * Adds cell c to the ledger cell of model, the UTC day of now, api and
+ * tag (ledger.h).  A cell key that cannot be made (a model too long for
+ * it) counts nothing: ORGW_OK, as for a key GDBM would refuse.
  */
 static enum orgw_err
-metrics_count(struct store *s, const char *model, const struct stats_delta *d,
-	      const char *trip_tag)
+cell_add(struct store *s, const char *model, int64_t now, const char *api,
+	 const char *tag, const struct ledger_cell *c)
 {
-	char k[KEY_MAX], *v = NULL;
+	char k[KEY_MAX + 64], day[11], *v = NULL;
+	struct ledger_cell have;
 	enum orgw_err err;
 
-	key2(k, "METRICS", model);
+	record_day(now, day);
+	if (!ledger_key(k, sizeof(k), model, day, api, tag))
+		return ORGW_OK;
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	err = put_text(s, k,
-		       d != NULL ? record_metrics_apply(v, d) :
-				   record_metrics_event(v, trip_tag));
+	/* Damaged text starts the cell again (decode zeroes it). */
+	(void)ledger_cell_decode(v, &have);
 	free(v);
-	return err;
+	ledger_cell_add(&have, c);
+	return put_text(s, k, ledger_cell_encode(&have));
+}
+
+/* Counts one event of row ix (LX_TRIPS of tag, LX_LOCK_CHANGES with tag
+ * NULL) in the ledger. */
+static enum orgw_err
+event_count(struct store *s, const char *model, int64_t now,
+	    enum ledger_ix ix, const char *tag)
+{
+	struct ledger_cell c;
+
+	memset(&c, 0, sizeof(c));
+	c.v[ix] = 1;
+	return cell_add(s, model, now, LEDGER_NONE, tag ? tag : LEDGER_NONE,
+			&c);
 }
 
 static enum orgw_err lock_log(struct store *s, const char *model,
@@ -128,8 +149,8 @@ static enum orgw_err lock_log(struct store *s, const char *model,
 
 /*
  * Writes model's new lock (NULL: drops it) at now.  A move off a lock on
- * another provider counts a lock change in METRICS (SPEC 7; a first lock
- * is none), and every move from one tag to another goes to LOCK_LOG with
+ * another provider counts a lock change in the ledger (SPEC 7; a first
+ * lock is none), and every move from one tag to another goes to LOCK_LOG with
  * why.
  */
 static enum orgw_err
@@ -145,7 +166,7 @@ lock_write(struct store *s, const char *model, const struct rec_lock *old,
 			     store_del(s, k);
 	if (err == ORGW_OK && had_old &&
 	    (lock == NULL || strcmp(old->tag, lock->tag) != 0))
-		err = metrics_count(s, model, NULL, NULL);
+		err = event_count(s, model, now, LX_LOCK_CHANGES, NULL);
 	if (err == ORGW_OK)
 		err = lock_log(s, model, now, had_old ? old->tag : "",
 			       lock != NULL ? lock->tag : "", why);
@@ -263,9 +284,9 @@ lock_log(struct store *s, const char *model, int64_t now, const char *from,
 
 /*
  * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves,
- * with the measured hit rates of STATS:<model> (issue 17) where their
- * evidence suffices.  Out of memory keeps the stored order, and STATS
- * unreadable the assumed HIT_RATE: a lock moves either way.
+ * with the measured hit rates of model (state_hits) where their evidence
+ * suffices.  Out of memory keeps the stored order, and hit rates that
+ * cannot be read the assumed HIT_RATE: a lock moves either way.
  */
 static enum orgw_err
 rerank(struct store *s, const struct orgw_conf *c, const char *model,
@@ -274,15 +295,13 @@ rerank(struct store *s, const struct orgw_conf *c, const char *model,
 	struct score_params p;
 	struct score_hit *hits = NULL;
 	size_t n_hits = 0;
-	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	key2(k, "STATS", model);
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
-		return err;
-	if (record_stats_hits(v, &hits, &n_hits) != ORGW_OK)
+	err = state_hits(s, model, &hits, &n_hits);
+	if (err == ORGW_ENOMEM)
 		log_warn("out of memory: lock moves by the assumed HIT_RATE");
-	free(v);
+	else if (err != ORGW_OK)
+		return err;
 	memset(&p, 0, sizeof(p));
 	p.hit_rate = c->hit_rate;
 	p.cache_bonus = c->cache_bonus;
@@ -599,7 +618,8 @@ do_failure(struct store *s, void *arg)
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
 	if ((err = put_text(s, k, record_cooldown_encode(&cd))))
 		return err;
-	if ((err = metrics_count(s, a->model, NULL, a->tag)) != ORGW_OK)
+	if ((err = event_count(s, a->model, a->now, LX_TRIPS, a->tag)) !=
+	    ORGW_OK)
 		return err;
 	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
 			      &have_cands);
@@ -673,12 +693,151 @@ lost_add(struct store *s, int64_t n)
 	return store_put(s, STATE_LOST_KEY, num);
 }
 
+/* The old release's measured hit rate of tag in STATS:<model> into h
+ * (zero when none), so a HIT key starts from it. */
+static enum orgw_err
+legacy_hit(struct store *s, const char *model, const char *tag,
+	   struct score_hit *h)
+{
+	struct score_hit *v = NULL;
+	size_t n = 0, i;
+	char k[KEY_MAX], *text = NULL;
+	enum orgw_err err;
+
+	key2(k, "STATS", model);
+	if ((err = store_get(s, k, &text)) != ORGW_OK)
+		return err;
+	err = record_stats_hits(text, &v, &n);
+	free(text);
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i].tag, tag) == 0)
+			*h = v[i];
+	free(v);
+	return err;
+}
+
+/*
+ * Adds d's answer to its provider's measured hit rate: only what the
+ * pinned provider itself served, with usage, measures its cache.
+ */
+static enum orgw_err
+hit_count(struct store *s, const char *model, const struct stats_delta *d)
+{
+	struct score_hit h;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
+	    d->tag == NULL || d->tag[0] == '\0')
+		return ORGW_OK;
+	memset(&h, 0, sizeof(h));
+	key3(k, "HIT", model, d->tag);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (v == NULL || record_hit_decode(v, &h) != ORGW_OK)
+		err = legacy_hit(s, model, d->tag, &h);
+	free(v);
+	if (err != ORGW_OK)
+		return err;
+	score_hit_add(&h, d->prompt_tokens, d->cached_tokens,
+		      d->hit_half_life_tokens);
+	return put_text(s, k, record_hit_encode(&h));
+}
+
+struct hits_ctx {
+	size_t prefix_len;
+	struct score_hit *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static struct score_hit *
+hits_push(struct hits_ctx *h)
+{
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 8;
+		struct score_hit *v = realloc(h->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			h->oom = true;
+			return NULL;
+		}
+		h->v = v;
+		h->cap = cap;
+	}
+	memset(&h->v[h->n], 0, sizeof(h->v[0]));
+	return &h->v[h->n++];
+}
+
+static int
+hits_cb(void *arg, const char *key, const char *val)
+{
+	struct hits_ctx *h = arg;
+	const char *tag = key + h->prefix_len;
+	struct score_hit *e;
+
+	/* "HIT:a/b:" also begins the keys of a model "a/b:free". */
+	if (strchr(tag, ':') != NULL || strlen(tag) >= ORGW_TAG_MAX)
+		return 0;
+	if ((e = hits_push(h)) == NULL)
+		return 1;
+	if (record_hit_decode(val, e) != ORGW_OK) {
+		h->n--;
+		return 0;
+	}
+	memcpy(e->tag, tag, strlen(tag) + 1);
+	return 0;
+}
+
+enum orgw_err
+state_hits(struct store *s, const char *model, struct score_hit **v,
+	   size_t *n)
+{
+	struct hits_ctx h;
+	struct score_hit *old = NULL;
+	size_t n_old = 0, i, j;
+	char k[KEY_MAX], *text = NULL;
+	enum orgw_err err;
+
+	memset(&h, 0, sizeof(h));
+	*v = NULL;
+	*n = 0;
+	key2(k, "HIT", model);
+	strcat(k, ":");
+	h.prefix_len = strlen(k);
+	if ((err = store_each(s, k, hits_cb, &h)) == ORGW_OK && !h.oom) {
+		key2(k, "STATS", model);
+		err = store_get(s, k, &text);
+	}
+	if (err == ORGW_OK && !h.oom)
+		err = record_stats_hits(text, &old, &n_old);
+	free(text);
+	for (i = 0; err == ORGW_OK && !h.oom && i < n_old; i++) {
+		for (j = 0; j < h.n; j++)
+			if (strcmp(h.v[j].tag, old[i].tag) == 0)
+				break;
+		if (j == h.n && hits_push(&h) != NULL)
+			h.v[h.n - 1] = old[i];
+	}
+	free(old);
+	if (err == ORGW_OK && h.oom)
+		err = ORGW_ENOMEM;
+	if (err != ORGW_OK) {
+		free(h.v);
+		return err;
+	}
+	*v = h.v;
+	*n = h.n;
+	return ORGW_OK;
+}
+
 static enum orgw_err
 do_finish(struct store *s, void *arg)
 {
 	struct finish_args *a = arg;
 	struct rec_failure f;
 	struct rec_cands cands;
+	struct ledger_cell cell;
 	bool have_cands;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
@@ -686,21 +845,18 @@ do_finish(struct store *s, void *arg)
 	if (a->lost > 0 && (err = lost_add(s, a->lost)) != ORGW_OK)
 		return err;
 	/* The candidates' prices and names attribute and price the
-	 * request's money (issue 17); without them it is "unknown".
-	 * a->d.money_tag may point into cands: they live until both STATS
-	 * and METRICS are written. */
+	 * request's money; without them it is "unknown".  a->d.money_tag
+	 * may point into cands: they live until the cell is written. */
 	if ((err = read_cands(s, a->model, &cands, &have_cands)) != ORGW_OK)
 		return err;
-	record_money_price(&a->d, have_cands ? &cands : NULL);
-	key2(k, "STATS", a->model);
-	if ((err = store_get(s, k, &v)) == ORGW_OK)
-		err = put_text(s, k, record_stats_apply(v, &a->d));
-	free(v);
-	v = NULL;
-	if (err == ORGW_OK)
-		err = metrics_count(s, a->model, &a->d, NULL);
+	ledger_price(&a->d, have_cands ? &cands : NULL);
+	ledger_from_delta(&cell, &a->d);
+	err = cell_add(s, a->model, a->d.now, ledger_api(&a->d),
+		       ledger_provider(&a->d), &cell);
 	a->d.money_tag = NULL;
 	record_cands_clear(&cands);
+	if (err == ORGW_OK)
+		err = hit_count(s, a->model, &a->d);
 	if (err != ORGW_OK || a->ok_tag == NULL)
 		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->ok_tag);

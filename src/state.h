@@ -103,11 +103,11 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 			    bool *tripped, struct state_route *r);
 
 /*
- * The request's end: adds d to STATS:<model> and, when ok_tag is not
- * NULL, resets that provider's consecutive failure count.  A cost the
- * answer did not report is priced in the transaction (record.h,
- * record_money_price): d->cost_usd and d->cost_estimated say what was
- * counted, for the request's log line.
+ * The request's end: adds d to its ledger cell (ledger.h) and its
+ * provider's measured hit rate and, when ok_tag is not NULL, resets that
+ * provider's consecutive failure count.  A cost the answer did not
+ * report is priced in the transaction (ledger_price): d->cost_usd and
+ * d->cost_estimated say what was counted, for the request's log line.
  */
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   struct stats_delta *d, const char *ok_tag);
@@ -115,6 +115,15 @@ enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 /* Checks that the store could be opened for writing (for /healthz),
  * with a shared lock at most (store_check); ORGW_OK or the error, with a
  * reason naming paths in why. */
+/*
+ * The measured hit rates of model, in a transaction s already open: its
+ * HIT:<model>:<tag> keys, and for providers without one the old
+ * release's STATS:<model>.  *v is malloc'd (caller frees; NULL when
+ * none), *n its length.
+ */
+enum orgw_err state_hits(struct store *s, const char *model,
+			 struct score_hit **v, size_t *n);
+
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
 /*

@@ -1,11 +1,13 @@
 /*
  * stats.c - the GET /stats document (SPEC section 7): every model the
  * state knows, with its lock, candidates, failure counts, live
- * cooldowns, STATS counters and recent lock changes (LOCK_LOG), read
- * in one shared-lock transaction (state_txn) and built with cJSON.
- * GET /status renders the same tree (statuspage.c).  GET /metrics
- * (issue 17 item 4) reads the same way: STATS and METRICS records and
- * the live cooldowns into a tree that prom_render() formats.
+ * cooldowns, counters (the ledger's cells and hit rates, with the old
+ * release's STATS records added in) and recent lock changes (LOCK_LOG),
+ * read in one shared-lock transaction (state_txn) and built with cJSON.
+ * GET /status renders the same tree (statuspage.c).  GET /metrics reads
+ * the same way: the counters in the shapes prom.h names "stats" and
+ * "metrics" and the live cooldowns, into a tree that prom_render()
+ * formats.
  *
  * Ownership: the document is built under a cJSON root owned by
  * stats_json() and printed once; values read from the store are
@@ -18,6 +20,7 @@
 #include <cJSON.h>
 
 #include "failover.h"
+#include "ledger.h"
 #include "prom.h"
 #include "record.h"
 #include "state.h"
@@ -113,59 +116,92 @@ add_cands(cJSON *m, const char *val, bool *ok)
 	cJSON_Delete(o);
 }
 
-static void
-add_stats(cJSON *m, const char *val, bool *ok)
+/* The model's hidden accumulator m[name] ("stats" or "metrics"). */
+static cJSON *
+acc(struct stats_args *a, cJSON *m, const char *name)
 {
-	cJSON *o = cJSON_Parse(val), *it, *next, *lat,
-	      *tok;
-	double prompt, cached, n;
+	cJSON *o = cJSON_GetObjectItemCaseSensitive(m, name);
 
-	if (!cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		return;
+	if (o == NULL && (o = cJSON_AddObjectToObject(m, name)) == NULL)
+		a->ok = false;
+	return o;
+}
+
+/*
+ * The counters' keys, the same for /stats and /metrics: a ledger cell,
+ * a measured hit rate, or an old release's STATS or METRICS record
+ * (added in; ledger.h).  Returns true when key was one of them.
+ */
+static bool
+count_key(struct stats_args *a, const char *key, const char *val,
+	  bool metrics)
+{
+	struct ledger_key_parts p;
+	struct ledger_cell c;
+	struct score_hit h;
+	char model[ORGW_MODEL_MAX];
+	const char *tag;
+	cJSON *m;
+
+	if (ledger_key_split(key, &p)) {
+		if (ledger_cell_decode(val, &c) == ORGW_OK &&
+		    (m = model_obj(a, p.model)) != NULL &&
+		    !ledger_render_cell(acc(a, m, "stats"),
+					metrics ? acc(a, m, "metrics") : NULL,
+					&p, &c, a->now))
+			a->ok = false;
+		return true;
 	}
-	lat = cJSON_GetObjectItemCaseSensitive(o, "latency");
-	if (cJSON_IsObject(lat)) {
-		n = cJSON_GetNumberValue(
-			cJSON_GetObjectItemCaseSensitive(lat, "ttfb_count"));
-		if (n > 0 &&
-		    !cJSON_AddNumberToObject(
-			    lat, "ttfb_ms_avg",
-			    cJSON_GetNumberValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    lat, "ttfb_ms_sum")) /
-				    n))
-			*ok = false;
-		n = cJSON_GetNumberValue(
-			cJSON_GetObjectItemCaseSensitive(lat, "total_count"));
-		if (n > 0 &&
-		    !cJSON_AddNumberToObject(
-			    lat, "total_ms_avg",
-			    cJSON_GetNumberValue(
-				    cJSON_GetObjectItemCaseSensitive(
-					    lat, "total_ms_sum")) /
-				    n))
-			*ok = false;
+	if (strncmp(key, "HIT:", 4) == 0) {
+		if (split_model_tag(key + 4, model, sizeof(model), &tag) &&
+		    record_hit_decode(val, &h) == ORGW_OK &&
+		    (m = model_obj(a, model)) != NULL &&
+		    !ledger_render_hit(acc(a, m, "stats"), tag, &h))
+			a->ok = false;
+		return true;
 	}
-	tok = cJSON_GetObjectItemCaseSensitive(o, "tokens");
-	prompt = cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(tok, "prompt"));
-	cached = cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(tok, "cached"));
-	if (!cJSON_AddNumberToObject(o, "cache_hit_rate",
-				     prompt > 0 ? cached / prompt : 0))
-		*ok = false;
-	cJSON_DeleteItemFromObjectCaseSensitive(o, "v");
-	/* Move every counter into the model's object. */
-	for (it = o->child; it != NULL; it = next) {
-		next = it->next;
-		cJSON_DetachItemViaPointer(o, it);
-		if (!cJSON_AddItemToObject(m, it->string, it)) {
-			cJSON_Delete(it);
-			*ok = false;
+	if (strncmp(key, "STATS:", 6) == 0) {
+		if ((m = model_obj(a, key + 6)) != NULL &&
+		    !ledger_merge_legacy(acc(a, m, "stats"), val))
+			a->ok = false;
+		return true;
+	}
+	if (strncmp(key, "METRICS:", 8) == 0) {
+		if (metrics && (m = model_obj(a, key + 8)) != NULL &&
+		    !ledger_merge_legacy(acc(a, m, "metrics"), val))
+			a->ok = false;
+		return true;
+	}
+	return false;
+}
+
+/* Completes each model's "stats" (ledger_render_finish); with flatten,
+ * moves its members into the model's object, as /stats shows them. */
+static void
+finish_models(struct stats_args *a, bool flatten)
+{
+	cJSON *m, *st, *it, *next;
+
+	cJSON_ArrayForEach(m, a->models)
+	{
+		st = cJSON_GetObjectItemCaseSensitive(m, "stats");
+		if (st == NULL)
+			continue;
+		if (!ledger_render_finish(st, a->now))
+			a->ok = false;
+		if (!flatten)
+			continue;
+		cJSON_DetachItemViaPointer(m, st);
+		for (it = st->child; it != NULL; it = next) {
+			next = it->next;
+			cJSON_DetachItemViaPointer(st, it);
+			if (!cJSON_AddItemToObject(m, it->string, it)) {
+				cJSON_Delete(it);
+				a->ok = false;
+			}
 		}
+		cJSON_Delete(st);
 	}
-	cJSON_Delete(o);
 }
 
 static void
@@ -240,10 +276,7 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	} else if (strncmp(key, "LOCK_LOG:", 9) == 0) {
 		if ((m = model_obj(a, key + 9)) != NULL)
 			add_lock_log(m, val, &a->ok);
-	} else if (strncmp(key, "STATS:", 6) == 0) {
-		if ((m = model_obj(a, key + 6)) != NULL)
-			add_stats(m, val, &a->ok);
-	} else {
+	} else if (!count_key(a, key, val, false)) {
 		for (i = 0; i < 2; i++) {
 			size_t pl = strlen(tagged[i].prefix);
 			if (strncmp(key, tagged[i].prefix, pl) != 0 ||
@@ -287,6 +320,8 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 	       (a.models = cJSON_AddObjectToObject(root, "models")) != NULL;
 	if (a.ok) {
 		err = state_txn(c, false, do_stats, &a);
+		if (err == ORGW_OK)
+			finish_models(&a, true);
 		if (err != ORGW_OK &&
 		    !cJSON_AddStringToObject(root, "state_error",
 					     orgw_strerror(err)))
@@ -316,23 +351,6 @@ stats_json(const struct orgw_conf *c, int64_t now)
 	return out;
 }
 
-/* Adds the record text under m[field], parsed; undecodable is left out. */
-static void
-metrics_add_rec(cJSON *m, const char *field, const char *val, bool *ok)
-{
-	cJSON *o = cJSON_Parse(val);
-
-	if (o == NULL || !cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		return;
-	}
-	cJSON_DeleteItemFromObjectCaseSensitive(m, field);
-	if (!cJSON_AddItemToObject(m, field, o)) {
-		cJSON_Delete(o);
-		*ok = false;
-	}
-}
-
 static int
 metrics_key_cb(void *arg, const char *key, const char *val)
 {
@@ -346,12 +364,8 @@ metrics_key_cb(void *arg, const char *key, const char *val)
 		a->lost = strtoll(val, NULL, 10);
 	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
 		(void)model_obj(a, key + 11);
-	} else if (strncmp(key, "STATS:", 6) == 0) {
-		if ((m = model_obj(a, key + 6)) != NULL)
-			metrics_add_rec(m, "stats", val, &a->ok);
-	} else if (strncmp(key, "METRICS:", 8) == 0) {
-		if ((m = model_obj(a, key + 8)) != NULL)
-			metrics_add_rec(m, "metrics", val, &a->ok);
+	} else if (count_key(a, key, val, true)) {
+		/* counted */
 	} else if (strncmp(key, "PROVIDER_COOLDOWN:", 18) == 0 &&
 		   split_model_tag(key + 18, model, sizeof(model), &tag) &&
 		   record_cooldown_decode(val, &cd) == ORGW_OK &&
@@ -386,6 +400,8 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	if (!a.ok)
 		return ORGW_ENOMEM;
 	err = state_txn(c, false, do_metrics, &a);
+	if (err == ORGW_OK)
+		finish_models(&a, false);
 	if (err == ORGW_OK && !a.ok)
 		err = ORGW_ENOMEM;
 	if (err == ORGW_OK)

@@ -19,10 +19,11 @@
 #include <string.h>
 
 #include "buf.h"
+#include "ledger.h"
 #include "record.h"
 #include "statuspage.h"
 
-#define DAYS RECORD_MONEY_DAYS
+#define DAYS LEDGER_DAYS
 #define MAX_PROVIDERS 16
 
 /* Chart geometry (SVG user units; the SVG scales to the page width). */

@@ -3,7 +3,8 @@
  * record_decode), the codec of the GDBM values of SPEC section 7.
  *
  * The input, with a NUL after it, is taken as a stored value and given to
- * every decoder, to MODELS_SEEN add/list and to record_stats_apply().
+ * every decoder, to MODELS_SEEN add/list and to the ledger (a cell, an
+ * old STATS or METRICS record, a cell key, a hit rate).
  * Invariants (a violation aborts):
  *   - decoded strings are NUL-terminated within their arrays, doubles are
  *     finite, counts are >= 0, a decoded lock has a tag, candidates have
@@ -11,17 +12,20 @@
  *   - decode(encode(decode(x))) equals decode(x) (numbers within the
  *     15 significant digits cJSON prints);
  *   - seen_add of a new model lists it, and adding it again is refused;
- *   - stats_apply gives an object whose counters (every key it updated)
- *     are finite numbers, never NaN, inf or null, and "requests" grows
- *     by exactly the delta (a damaged counter starts again from it).
+ *   - a cell's counters are finite, never NaN or inf, and "requests"
+ *     grows by exactly one request's delta; what /stats and /metrics
+ *     render from a cell and an old record holds only finite numbers
+ *     and no null; a cell key that splits is made back the same.
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
 
+#include "ledger.h"
 #include "record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -195,88 +199,48 @@ fuzz_seen(const char *text)
 	record_free(s);
 }
 
+/* Every number in j is finite and j holds no null. */
 static void
-need_finite(const cJSON *o, const char *k)
+need_finite_tree(const cJSON *j)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *it;
 
-	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+	if (cJSON_IsNull(j))
 		abort();
+	if (cJSON_IsNumber(j) && !isfinite(j->valuedouble))
+		abort();
+	cJSON_ArrayForEach(it, j) need_finite_tree(it);
 }
 
-/* Every counter stats_apply() updated for d is present in o and a finite
- * number.  (Keys it did not touch, such as a latency field of a request
- * without that measurement, are carried through as they were.) */
 static void
-check_counters(const cJSON *o, const struct stats_delta *d)
+need_finite_cell(const struct ledger_cell *c)
 {
-	static const char *const top[] = {"v", "requests", "ok",
-	                                  "retries_429", "failovers",
-	                                  "breaker_trips", "off_pin",
-	                                  "cost_usd"};
-	static const char *const errs[] = {"429", "5xx", "timeout", "slow",
-	                                   "mid_stream", "client_abort",
-	                                   "other"};
-	static const char *const toks[] = {"prompt", "cached", "completion"};
-	static const char *const ttfb[] = {"ttfb_ms_sum", "ttfb_count",
-	                                   "ttfb_ms_max"};
-	static const char *const total[] = {"total_ms_sum", "total_count",
-	                                    "total_ms_max"};
-	const cJSON *e, *t, *l, *p;
 	size_t i;
 
-	e = cJSON_GetObjectItemCaseSensitive(o, "errors");
-	t = cJSON_GetObjectItemCaseSensitive(o, "tokens");
-	l = cJSON_GetObjectItemCaseSensitive(o, "latency");
-	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++)
-		need_finite(o, top[i]);
-	for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
-		need_finite(e, errs[i]);
-	for (i = 0; i < 3; i++) {
-		need_finite(t, toks[i]);
-		if (d->ttfb_ms >= 0)
-			need_finite(l, ttfb[i]);
-		if (d->total_ms >= 0)
-			need_finite(l, total[i]);
-	}
-	if (!cJSON_IsObject(l))
-		abort();
-	if (d->tag == NULL || d->tag[0] == '\0')
-		return;
-	p = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(o, "by_provider"), d->tag);
-	need_finite(p, "requests");
-	need_finite(p, "ok");
-	need_finite(p, "cost_usd");
-	t = cJSON_GetObjectItemCaseSensitive(p, "tokens");
-	for (i = 0; i < 3; i++)
-		need_finite(t, toks[i]);
+	for (i = 0; i < LX_N; i++)
+		if (!isfinite(c->v[i]))
+			abort();
+	for (i = 0; i < PROM_N_SLOTS; i++)
+		if (!isfinite(c->ttfb[i]) || !isfinite(c->dur[i]))
+			abort();
 }
 
-/* The "requests" counter of stats text t, or 0. */
-static double
-requests_of(const char *t)
-{
-	cJSON *o = cJSON_Parse(t);
-	const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "requests");
-	double v = 0;
-
-	if (cJSON_IsObject(o) && cJSON_IsNumber(r) && isfinite(r->valuedouble))
-		v = r->valuedouble;
-	cJSON_Delete(o);
-	return v;
-}
-
+/* The input as a ledger cell, an old STATS or METRICS record, a key and
+ * a hit rate: a cell's counters stay finite and grow by exactly one
+ * request, the rendered trees hold only finite numbers. */
 static void
-fuzz_stats(const char *text, const uint8_t *data, size_t size)
+fuzz_ledger(const char *text, const uint8_t *data, size_t size)
 {
 	struct stats_delta d;
-	char *s, *t;
-	cJSON *o;
+	struct ledger_cell c, one, back;
+	struct ledger_key_parts p;
+	struct score_hit h;
+	char *s, k[512];
 	double before;
+	cJSON *st, *mt;
 
 	memset(&d, 0, sizeof(d));
-	d.tag = size % 3 == 0 ? NULL : size % 3 == 1 ? "deepseek" : "";
+	d.tag = size % 3 == 0 ? NULL : "deepseek";
 	d.requests = 1;
 	d.ok = size % 2;
 	d.e5xx = 1;
@@ -284,28 +248,46 @@ fuzz_stats(const char *text, const uint8_t *data, size_t size)
 	d.cost_usd = size % 5 == 0 ? NAN : size % 5 == 1 ? INFINITY : 0.001;
 	d.ttfb_ms = size % 7 == 0 ? -1 : (int64_t)size;
 	d.total_ms = (int64_t)size * 3;
-	if ((s = record_stats_apply(text, &d)) == NULL)
+	d.money_tag = size % 2 ? "deepseek" : NULL;
+	(void)ledger_cell_decode(text, &c);
+	need_finite_cell(&c);
+	before = c.v[LX_REQUESTS];
+	ledger_from_delta(&one, &d);
+	ledger_cell_add(&c, &one);
+	need_finite_cell(&c);
+	if ((s = ledger_cell_encode(&c)) == NULL)
 		abort();
-	o = cJSON_Parse(s);
-	if (!cJSON_IsObject(o))
+	if (ledger_cell_decode(s, &back) != ORGW_OK)
 		abort();
-	check_counters(o, &d);
-	cJSON_Delete(o);
-	before = requests_of(text);
-	if (!near(requests_of(s), before + 1) && isfinite(before + 1))
+	need_finite_cell(&back);
+	if (!near(back.v[LX_REQUESTS], before + 1) && isfinite(before + 1))
 		abort();
-	/* and once more on our own output */
-	if ((t = record_stats_apply(s, &d)) == NULL)
-		abort();
-	if (!near(requests_of(t), requests_of(s) + 1))
-		abort();
-	o = cJSON_Parse(t);
-	if (!cJSON_IsObject(o))
-		abort();
-	check_counters(o, &d);
-	cJSON_Delete(o);
-	record_free(t);
 	record_free(s);
+
+	st = cJSON_CreateObject();
+	mt = cJSON_CreateObject();
+	memset(&p, 0, sizeof(p));
+	snprintf(p.model, sizeof(p.model), "m");
+	snprintf(p.day, sizeof(p.day), "2026-12-01");
+	snprintf(p.api, sizeof(p.api), "chat");
+	snprintf(p.tag, sizeof(p.tag), "deepseek");
+	if (st == NULL || mt == NULL || !ledger_merge_legacy(st, text) ||
+	    !ledger_merge_legacy(mt, text) ||
+	    !ledger_render_cell(st, mt, &p, &back, 1796083200) ||
+	    !ledger_render_finish(st, 1796083200))
+		abort();
+	need_finite_tree(st);
+	need_finite_tree(mt);
+	cJSON_Delete(st);
+	cJSON_Delete(mt);
+
+	if (ledger_key_split(text, &p) &&
+	    ledger_key(k, sizeof(k), p.model, p.day, p.api, p.tag) &&
+	    strcmp(k, text) != 0)
+		abort();
+	if (record_hit_decode(text, &h) == ORGW_OK &&
+	    (!isfinite(h.rate) || !isfinite(h.weight)))
+		abort();
 }
 
 int
@@ -322,7 +304,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_cands(text);
 	fuzz_failure_cooldown(text);
 	fuzz_seen(text);
-	fuzz_stats(text, data, size);
+	fuzz_ledger(text, data, size);
 	free(text);
 	return 0;
 }

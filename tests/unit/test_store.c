@@ -379,7 +379,7 @@ test_twin(void)
 }
 
 /* An unpinned answer whose "provider" names a candidate is counted in
- * METRICS under that candidate's tag (the tag lives in the candidates
+ * the ledger under that candidate's tag (the tag lives in the candidates
  * read inside the transaction: this ran on freed memory once, which
  * ASan reports). */
 static void
@@ -418,12 +418,26 @@ test_finish_unpinned(void)
 	d.now = (int64_t)time(NULL);
 	d.ttfb_ms = d.total_ms = 5;
 	T_ASSERT("finish: counted", state_finish(&c, M, &d, NULL) == ORGW_OK);
-	m = get("METRICS:" M);
-	T_ASSERT("finish: METRICS counts it under beta",
-		 m != NULL && strstr(m, "\"beta\":{") != NULL);
-	T_ASSERT("finish: ...and under no other provider",
-		 m != NULL && strstr(m, "\"alpha\"") == NULL &&
-			 strstr(m, "unknown") == NULL);
+	{
+		char day[11], k[256];
+
+		record_day(d.now, day);
+		snprintf(k, sizeof(k), "LEDGER:" M ":%s:-:beta", day);
+		m = get(k);
+		T_ASSERT("finish: the ledger counts it under beta",
+			 m != NULL && strstr(m, "\"r\":1") != NULL);
+		free(m);
+		snprintf(k, sizeof(k), "LEDGER:" M ":%s:-:alpha", day);
+		m = get(k);
+		T_ASSERT("finish: ...and under no other provider",
+			 m == NULL);
+		free(m);
+		snprintf(k, sizeof(k), "LEDGER:" M ":%s:-:unknown", day);
+		m = get(k);
+		T_ASSERT("finish: ...not even unknown", m == NULL);
+		T_ASSERT("finish: no old STATS or METRICS record is written",
+			 get("STATS:" M) == NULL && get("METRICS:" M) == NULL);
+	}
 	free(m);
 	conf_free(&c);
 }

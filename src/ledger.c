@@ -1,0 +1,771 @@
+/*
+ * ledger.c - what orgw counts: the cells a request adds to and the
+ * /stats and /metrics trees rendered from them (ledger.h).  Pure.
+ *
+ * A cell's text is {"v":1,"<key>":n,...,"t<slot>":n,"d<slot>":n}: only
+ * the non-zero counters of ledger_fields, then the non-zero histogram
+ * slots of the time to first byte (t) and the duration (d).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ledger.h"
+#include "score.h"
+
+const struct ledger_field ledger_fields[LX_N] = {
+	[LX_REQUESTS] = {"r", "requests", LS_PROVIDER | LS_API, NULL, NULL,
+			 false},
+	[LX_OK] = {"ok", "ok", LS_PROVIDER | LS_API, NULL, "requests.ok",
+		   false},
+	[LX_E429] = {"e429", "errors.429", 0, NULL, NULL, false},
+	[LX_E5XX] = {"e5xx", "errors.5xx", 0, NULL, NULL, false},
+	[LX_ETIMEOUT] = {"eto", "errors.timeout", 0, NULL, NULL, false},
+	[LX_ESLOW] = {"eslow", "errors.slow", 0, NULL, NULL, false},
+	[LX_EMID] = {"emid", "errors.mid_stream", 0, NULL, NULL, false},
+	[LX_EABORT] = {"eab", "errors.client_abort", 0, NULL, NULL, false},
+	[LX_EOTHER] = {"eoth", "errors.other", 0, NULL, NULL, false},
+	[LX_RETRIES_429] = {"r429", "retries_429", 0, NULL, NULL, false},
+	[LX_FAILOVERS] = {"fo", "failovers", 0, NULL, NULL, false},
+	[LX_TRIPS] = {"trip", "breaker_trips", 0, NULL, "breaker_trips",
+		      false},
+	[LX_OFF_PIN] = {"off", "off_pin", 0, NULL, NULL, false},
+	[LX_PROMPT] = {"pt", "tokens.prompt", LS_PROVIDER | LS_API,
+		       "prompt_tokens", "tokens.input", false},
+	[LX_CACHED] = {"ct", "tokens.cached", LS_PROVIDER | LS_API,
+		       "cached_tokens", "tokens.cache_read", false},
+	[LX_CACHE_WRITE] = {"cw", "tokens.cache_write", LS_PROVIDER | LS_API,
+			    NULL, "tokens.cache_write", false},
+	[LX_COMPLETION] = {"out", "tokens.completion", LS_PROVIDER | LS_API,
+			   NULL, "tokens.output", false},
+	[LX_REASONING] = {"rt", "tokens.reasoning", LS_PROVIDER | LS_API,
+			  NULL, "tokens.reasoning", false},
+	[LX_COST] = {"usd", "cost_usd", LS_PROVIDER | LS_API, NULL, NULL,
+		     false},
+	[LX_COST_EST] = {"eusd", "cost_estimated_usd", LS_PROVIDER | LS_API,
+			 NULL, NULL, false},
+	[LX_TTFB_SUM] = {"tbs", "latency.ttfb_ms_sum", 0, NULL, "ttfb.sum_ms",
+			 true},
+	[LX_TTFB_N] = {"tbn", "latency.ttfb_count", 0, NULL, "ttfb.count",
+		       true},
+	[LX_TTFB_MAX] = {"tbx", "latency.ttfb_ms_max", LS_MAX, NULL, NULL,
+			 false},
+	[LX_TOTAL_SUM] = {"tts", "latency.total_ms_sum", 0, NULL,
+			  "duration.sum_ms", true},
+	[LX_TOTAL_N] = {"ttn", "latency.total_count", 0, NULL,
+			"duration.count", true},
+	[LX_TOTAL_MAX] = {"ttx", "latency.total_ms_max", LS_MAX, NULL, NULL,
+			  false},
+	[LX_SPEND] = {"sp", "spend_usd", LS_PROVIDER, "spend_usd", NULL,
+		      false},
+	[LX_UNCACHED] = {"un", "uncached_usd", LS_PROVIDER, "uncached_usd",
+			 NULL, false},
+	[LX_SAVED] = {"sv", "saved_usd", LS_PROVIDER, "saved_usd", NULL,
+		      false},
+	[LX_PRICED] = {"pr", NULL, 0, "requests", NULL, false},
+	[LX_O_ABORT] = {"oab", NULL, 0, NULL, "requests.client_abort", false},
+	[LX_O_MID] = {"omid", NULL, 0, NULL, "requests.mid_stream", false},
+	[LX_O_TIMEOUT] = {"oto", NULL, 0, NULL, "requests.timeout", false},
+	[LX_O_5XX] = {"o5xx", NULL, 0, NULL, "requests.5xx", false},
+	[LX_O_OTHER] = {"ooth", NULL, 0, NULL, "requests.other", false},
+	[LX_O_429] = {"o429", NULL, 0, NULL, "requests.429", false},
+	[LX_O_CLIENT] = {"ocl", NULL, 0, NULL, "requests.client_error",
+			 false},
+	[LX_LOCK_CHANGES] = {"lock", NULL, 0, NULL, "lock_changes", true},
+};
+
+static double
+fin(double v)
+{
+	return isfinite(v) ? v : 0;
+}
+
+/* The row named key, or -1. */
+static int
+field_of(const char *key)
+{
+	int i;
+
+	for (i = 0; i < LX_N; i++)
+		if (strcmp(ledger_fields[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+/* A histogram member "t<slot>" or "d<slot>": the slot array, else NULL. */
+static double *
+slot_of(struct ledger_cell *c, const char *key)
+{
+	char *end;
+	long i;
+
+	if ((key[0] != 't' && key[0] != 'd') || key[1] < '0' || key[1] > '9')
+		return NULL;
+	i = strtol(key + 1, &end, 10);
+	if (*end != '\0' || i < 0 || i >= PROM_N_SLOTS)
+		return NULL;
+	return key[0] == 't' ? &c->ttfb[i] : &c->dur[i];
+}
+
+enum orgw_err
+ledger_cell_decode(const char *text, struct ledger_cell *c)
+{
+	cJSON *o, *it;
+	double *slot;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	if (text == NULL)
+		return ORGW_OK;
+	o = cJSON_Parse(text);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return ORGW_EINVAL;
+	}
+	cJSON_ArrayForEach(it, o)
+	{
+		if (it->string == NULL || !cJSON_IsNumber(it))
+			continue;
+		if ((i = field_of(it->string)) >= 0)
+			c->v[i] = fin(it->valuedouble);
+		else if ((slot = slot_of(c, it->string)) != NULL)
+			*slot = fin(it->valuedouble);
+	}
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+static bool
+put_num(cJSON *o, const char *k, double v)
+{
+	return v == 0 || cJSON_AddNumberToObject(o, k, v) != NULL;
+}
+
+static bool
+put_slots(cJSON *o, char kind, const double *v)
+{
+	char k[8];
+	size_t i;
+
+	for (i = 0; i < PROM_N_SLOTS; i++) {
+		snprintf(k, sizeof(k), "%c%zu", kind, i);
+		if (!put_num(o, k, v[i]))
+			return false;
+	}
+	return true;
+}
+
+char *
+ledger_cell_encode(const struct ledger_cell *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL && cJSON_AddNumberToObject(o, "v", RECORD_VERSION);
+	char *text;
+	int i;
+
+	for (i = 0; ok && i < LX_N; i++)
+		ok = put_num(o, ledger_fields[i].key, fin(c->v[i]));
+	ok = ok && put_slots(o, 't', c->ttfb) && put_slots(o, 'd', c->dur);
+	text = ok ? cJSON_PrintUnformatted(o) : NULL;
+	cJSON_Delete(o);
+	return text;
+}
+
+void
+ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src)
+{
+	size_t i;
+
+	for (i = 0; i < LX_N; i++) {
+		double s = fin(src->v[i]);
+
+		if (ledger_fields[i].scope & LS_MAX) {
+			if (s > dst->v[i])
+				dst->v[i] = s;
+		} else {
+			dst->v[i] = fin(dst->v[i] + s);
+		}
+	}
+	for (i = 0; i < PROM_N_SLOTS; i++) {
+		dst->ttfb[i] = fin(dst->ttfb[i] + fin(src->ttfb[i]));
+		dst->dur[i] = fin(dst->dur[i] + fin(src->dur[i]));
+	}
+}
+
+const char *
+ledger_outcome(const struct stats_delta *d)
+{
+	/* One outcome per request, so they add up to the requests; a
+	 * request that met several failures is named by what ended it,
+	 * most final first (slow answers were delivered: ok). */
+	if (d->ok > 0)
+		return "ok";
+	if (d->eabort > 0)
+		return "client_abort";
+	if (d->emid > 0)
+		return "mid_stream";
+	if (d->etimeout > 0)
+		return "timeout";
+	if (d->e5xx > 0)
+		return "5xx";
+	if (d->eother > 0)
+		return "other";
+	if (d->e429 > 0)
+		return "429";
+	return "client_error";
+}
+
+/* The outcome row of d (LX_OK for "ok"). */
+static enum ledger_ix
+outcome_ix(const struct stats_delta *d)
+{
+	static const struct {
+		const char *name;
+		enum ledger_ix ix;
+	} v[] = {{"ok", LX_OK},		  {"client_abort", LX_O_ABORT},
+		 {"mid_stream", LX_O_MID}, {"timeout", LX_O_TIMEOUT},
+		 {"5xx", LX_O_5XX},	  {"other", LX_O_OTHER},
+		 {"429", LX_O_429}};
+	const char *o = ledger_outcome(d);
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (strcmp(v[i].name, o) == 0)
+			return v[i].ix;
+	return LX_O_CLIENT;
+}
+
+void
+ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
+{
+	double spend = fin(d->cost_usd);
+
+	memset(c, 0, sizeof(*c));
+	c->v[LX_REQUESTS] = (double)d->requests;
+	c->v[LX_OK] = (double)d->ok;
+	c->v[LX_E429] = (double)d->e429;
+	c->v[LX_E5XX] = (double)d->e5xx;
+	c->v[LX_ETIMEOUT] = (double)d->etimeout;
+	c->v[LX_ESLOW] = (double)d->eslow;
+	c->v[LX_EMID] = (double)d->emid;
+	c->v[LX_EABORT] = (double)d->eabort;
+	c->v[LX_EOTHER] = (double)d->eother;
+	c->v[LX_RETRIES_429] = (double)d->retries_429;
+	c->v[LX_FAILOVERS] = (double)d->failovers;
+	c->v[LX_OFF_PIN] = (double)d->off_pin;
+	c->v[LX_PROMPT] = (double)d->prompt_tokens;
+	c->v[LX_CACHED] = (double)d->cached_tokens;
+	c->v[LX_CACHE_WRITE] = (double)d->cache_write_tokens;
+	c->v[LX_COMPLETION] = (double)d->completion_tokens;
+	c->v[LX_REASONING] = (double)d->reasoning_tokens;
+	c->v[LX_COST] = spend;
+	c->v[LX_COST_EST] = d->cost_estimated ? spend : 0;
+	if (d->ok == 0 && d->requests > 0)
+		c->v[outcome_ix(d)] = (double)d->requests;
+	if (d->ttfb_ms >= 0) {
+		c->v[LX_TTFB_SUM] = (double)d->ttfb_ms;
+		c->v[LX_TTFB_N] = 1;
+		c->v[LX_TTFB_MAX] = (double)d->ttfb_ms;
+		c->ttfb[prom_bucket_slot(d->ttfb_ms)] = 1;
+	}
+	if (d->total_ms >= 0) {
+		c->v[LX_TOTAL_SUM] = (double)d->total_ms;
+		c->v[LX_TOTAL_N] = 1;
+		c->v[LX_TOTAL_MAX] = (double)d->total_ms;
+		c->dur[prom_bucket_slot(d->total_ms)] = 1;
+	}
+	if (d->money_tag != NULL && d->money_tag[0] != '\0') {
+		double unc = fin(d->uncached_usd);
+
+		c->v[LX_SPEND] = spend;
+		c->v[LX_UNCACHED] = unc;
+		c->v[LX_SAVED] = unc - spend;
+		c->v[LX_PRICED] = 1;
+	}
+}
+
+const char *
+ledger_provider(const struct stats_delta *d)
+{
+	if (d->money_tag != NULL && d->money_tag[0] != '\0')
+		return d->money_tag;
+	if (d->tag != NULL && d->tag[0] != '\0')
+		return d->tag;
+	return RECORD_MONEY_UNKNOWN;
+}
+
+const char *
+ledger_api(const struct stats_delta *d)
+{
+	return d->api != NULL && d->api[0] != '\0' ? d->api : LEDGER_NONE;
+}
+
+static bool
+part_ok(const char *s, bool colon_ok)
+{
+	return s != NULL && s[0] != '\0' && (colon_ok || !strchr(s, ':'));
+}
+
+bool
+ledger_key(char *k, size_t n, const char *model, const char *day,
+	   const char *api, const char *tag)
+{
+	int len;
+
+	if (!part_ok(model, true) || !part_ok(day, false) ||
+	    !part_ok(api, false) || !part_ok(tag, false))
+		return false;
+	len = snprintf(k, n, LEDGER_PREFIX "%s:%s:%s:%s", model, day, api,
+		       tag);
+	return len > 0 && (size_t)len < n;
+}
+
+/* The last ':' in [s, e), or NULL. */
+static const char *
+last_colon(const char *s, const char *e)
+{
+	while (e > s)
+		if (*--e == ':')
+			return e;
+	return NULL;
+}
+
+/* Copies the part [s, e) into dst (n bytes); false when empty or too
+ * long. */
+static bool
+part_copy(char *dst, size_t n, const char *s, const char *e)
+{
+	size_t len = (size_t)(e - s);
+
+	if (len == 0 || len >= n)
+		return false;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return true;
+}
+
+bool
+ledger_key_split(const char *key, struct ledger_key_parts *p)
+{
+	const char *s, *e, *c1, *c2, *c3;
+
+	if (strncmp(key, LEDGER_PREFIX, strlen(LEDGER_PREFIX)) != 0)
+		return false;
+	s = key + strlen(LEDGER_PREFIX);
+	e = s + strlen(s);
+	if ((c3 = last_colon(s, e)) == NULL ||
+	    (c2 = last_colon(s, c3)) == NULL ||
+	    (c1 = last_colon(s, c2)) == NULL)
+		return false;
+	return part_copy(p->model, sizeof(p->model), s, c1) &&
+	       part_copy(p->day, sizeof(p->day), c1 + 1, c2) &&
+	       part_copy(p->api, sizeof(p->api), c2 + 1, c3) &&
+	       part_copy(p->tag, sizeof(p->tag), c3 + 1, e);
+}
+
+/* True when s is "YYYY-MM-DD" in digits and dashes. */
+static bool
+day_ok(const char *s)
+{
+	int i;
+
+	for (i = 0; i < 10; i++)
+		if (i == 4 || i == 7 ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+			return false;
+	return s[10] == '\0';
+}
+
+/* The first day /stats shows day by day at now. */
+static void
+first_day(int64_t now, char dst[11])
+{
+	record_day(now - (int64_t)(LEDGER_DAYS - 1) * 86400, dst);
+}
+
+bool
+ledger_day_old(const char *day, int64_t now)
+{
+	char first[11];
+
+	if (!day_ok(day))
+		return false;
+	first_day(now, first);
+	return strcmp(day, first) < 0;
+}
+
+/* The object o[k], made when absent or not an object; NULL when out of
+ * memory. */
+static cJSON *
+child(cJSON *o, const char *k)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k), *n;
+
+	if (o == NULL)
+		return NULL;
+	if (cJSON_IsObject(it))
+		return it;
+	if ((n = cJSON_CreateObject()) == NULL)
+		return NULL;
+	if (it != NULL ? !cJSON_ReplaceItemInObjectCaseSensitive(o, k, n) :
+			 !cJSON_AddItemToObject(o, k, n)) {
+		cJSON_Delete(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* o[k] += v (max: o[k] = max(o[k], v)), made when absent. */
+static bool
+bump(cJSON *o, const char *k, double v, bool max)
+{
+	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (o == NULL)
+		return false;
+	v = fin(v);
+	if (cJSON_IsNumber(it)) {
+		double have = fin(it->valuedouble);
+		cJSON_SetNumberValue(it, max ? (v > have ? v : have) :
+					       fin(have + v));
+		return true;
+	}
+	if (it != NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+	return cJSON_AddNumberToObject(o, k, v) != NULL;
+}
+
+/* Adds v at the dotted path in o ("a.b": o.a.b). */
+static bool
+bump_path(cJSON *o, const char *path, double v, bool max)
+{
+	char part[64];
+	const char *dot;
+
+	while ((dot = strchr(path, '.')) != NULL) {
+		if (!part_copy(part, sizeof(part), path, dot))
+			return false;
+		if ((o = child(o, part)) == NULL)
+			return false;
+		path = dot + 1;
+	}
+	return bump(o, path, v, max);
+}
+
+/* The counters of c that show at one level of /stats: every row with
+ * all of need in its scope (zero rows too when fill). */
+static bool
+stats_rows(cJSON *o, const struct ledger_cell *c, unsigned need, bool fill)
+{
+	int i;
+
+	for (i = 0; i < LX_N; i++) {
+		const struct ledger_field *f = &ledger_fields[i];
+
+		if (f->stats == NULL || (f->scope & need) != need)
+			continue;
+		if ((c->v[i] != 0 || fill) &&
+		    !bump_path(o, f->stats, c->v[i], f->scope & LS_MAX))
+			return false;
+	}
+	return true;
+}
+
+/* Adds a histogram's slot counts to o.buckets (made with PROM_N_SLOTS
+ * zeroes when absent or of another size). */
+static bool
+hist_add(cJSON *o, const double *v)
+{
+	cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "buckets"), *it;
+	size_t i;
+
+	if (o == NULL)
+		return false;
+	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != PROM_N_SLOTS) {
+		double zero[PROM_N_SLOTS] = {0};
+
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "buckets");
+		b = cJSON_CreateDoubleArray(zero, PROM_N_SLOTS);
+		if (b == NULL || !cJSON_AddItemToObject(o, "buckets", b)) {
+			cJSON_Delete(b);
+			return false;
+		}
+	}
+	for (i = 0, it = b->child; it != NULL && i < PROM_N_SLOTS;
+	     i++, it = it->next)
+		if (v[i] != 0)
+			cJSON_SetNumberValue(it, fin(fin(it->valuedouble) + v[i]));
+	return true;
+}
+
+static bool
+any(const double *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] != 0)
+			return true;
+	return false;
+}
+
+bool
+ledger_render_cell(cJSON *stats, cJSON *metrics,
+		   const struct ledger_key_parts *p,
+		   const struct ledger_cell *c, int64_t now)
+{
+	bool tagged = strcmp(p->tag, LEDGER_NONE) != 0;
+	bool api = strcmp(p->api, LEDGER_NONE) != 0;
+	cJSON *prov = NULL, *o;
+	char first[11];
+	int i;
+
+	if (stats != NULL) {
+		if (!stats_rows(stats, c, 0, false))
+			return false;
+		if (tagged && ((o = child(child(stats, "by_provider"),
+					  p->tag)) == NULL ||
+			       !stats_rows(o, c, LS_PROVIDER, false)))
+			return false;
+		if (api && ((o = child(child(stats, "by_api"), p->api)) ==
+				    NULL ||
+			    !stats_rows(o, c, LS_API, false)))
+			return false;
+		first_day(now, first);
+		if (tagged && c->v[LX_PRICED] != 0 && day_ok(p->day) &&
+		    strcmp(p->day, first) >= 0) {
+			o = child(child(child(stats, "days"), p->day), p->tag);
+			for (i = 0; i < LX_N; i++)
+				if (ledger_fields[i].day != NULL &&
+				    !bump(o, ledger_fields[i].day, c->v[i],
+					  false))
+					return false;
+		}
+	}
+	if (metrics == NULL)
+		return true;
+	if (tagged && (prov = child(child(metrics, "providers"), p->tag)) ==
+			      NULL)
+		return false;
+	for (i = 0; i < LX_N; i++) {
+		const struct ledger_field *f = &ledger_fields[i];
+		cJSON *at = f->metrics_model ? metrics : prov;
+
+		if (f->metrics == NULL || at == NULL || c->v[i] == 0)
+			continue;
+		if (!bump_path(at, f->metrics, c->v[i], false))
+			return false;
+	}
+	if (any(c->ttfb, PROM_N_SLOTS) && !hist_add(child(metrics, "ttfb"),
+						    c->ttfb))
+		return false;
+	if (any(c->dur, PROM_N_SLOTS) &&
+	    !hist_add(child(metrics, "duration"), c->dur))
+		return false;
+	return true;
+}
+
+bool
+ledger_render_hit(cJSON *stats, const char *tag, const struct score_hit *h)
+{
+	cJSON *p = child(child(stats, "by_provider"), tag), *o;
+
+	if (p == NULL || (o = cJSON_CreateObject()) == NULL)
+		return false;
+	if (!cJSON_AddNumberToObject(o, "rate", h->rate) ||
+	    !cJSON_AddNumberToObject(o, "weight", h->weight) ||
+	    !cJSON_AddNumberToObject(o, "tokens", (double)h->tokens) ||
+	    (cJSON_GetObjectItemCaseSensitive(p, "hit") != NULL ?
+		     !cJSON_ReplaceItemInObjectCaseSensitive(p, "hit", o) :
+		     !cJSON_AddItemToObject(p, "hit", o))) {
+		cJSON_Delete(o);
+		return false;
+	}
+	return true;
+}
+
+/* True when k ends in "_max": a maximum, not a sum. */
+static bool
+is_max(const char *k)
+{
+	size_t n = strlen(k);
+
+	return n > 4 && strcmp(k + n - 4, "_max") == 0;
+}
+
+/* An array of n zeroes as dst[k]; NULL when out of memory. */
+static cJSON *
+zero_array(cJSON *dst, const char *k, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	int i;
+
+	for (i = 0; a != NULL && i < n; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(0))) {
+			cJSON_Delete(a);
+			a = NULL;
+		}
+	if (a != NULL && !cJSON_AddItemToObject(dst, k, a)) {
+		cJSON_Delete(a);
+		a = NULL;
+	}
+	return a;
+}
+
+/* dst += src member by member: numbers added (maxima kept), objects
+ * merged, arrays of numbers (histogram slots) added slot by slot when
+ * both have the same size; strings and other arrays are left out, and a
+ * non-finite number counts 0.  A "hit" object is taken only where dst
+ * has none (a HIT key's rate is newer than an old record's). */
+static bool
+tree_add(cJSON *dst, const cJSON *src)
+{
+	const cJSON *it;
+
+	if (dst == NULL)
+		return false;
+	cJSON_ArrayForEach(it, src)
+	{
+		cJSON *have;
+
+		if (it->string == NULL || strcmp(it->string, "v") == 0)
+			continue;
+		have = cJSON_GetObjectItemCaseSensitive(dst, it->string);
+		if (cJSON_IsNumber(it)) {
+			if (!bump(dst, it->string, it->valuedouble,
+				  is_max(it->string)))
+				return false;
+		} else if (cJSON_IsObject(it)) {
+			if (strcmp(it->string, "hit") == 0 && have != NULL)
+				continue;
+			if (!tree_add(child(dst, it->string), it))
+				return false;
+		} else if (cJSON_IsArray(it) && strcmp(it->string, "buckets") == 0) {
+			int n = cJSON_GetArraySize(it);
+			cJSON *a;
+			const cJSON *b;
+
+			if (have == NULL &&
+			    (have = zero_array(dst, it->string, n)) == NULL)
+				return false;
+			if (!cJSON_IsArray(have) || cJSON_GetArraySize(have) != n)
+				continue;
+			for (a = have->child, b = it->child;
+			     a != NULL && b != NULL; a = a->next, b = b->next)
+				if (cJSON_IsNumber(a) && cJSON_IsNumber(b))
+					cJSON_SetNumberValue(
+						a, fin(fin(a->valuedouble) +
+						       fin(b->valuedouble)));
+		}
+	}
+	return true;
+}
+
+bool
+ledger_merge_legacy(cJSON *dst, const char *text)
+{
+	cJSON *o = text != NULL ? cJSON_Parse(text) : NULL;
+	bool ok = true;
+
+	if (cJSON_IsObject(o) && dst != NULL)
+		ok = tree_add(dst, o);
+	cJSON_Delete(o);
+	return ok;
+}
+
+/* avg = sum / n under o, when n > 0. */
+static bool
+average(cJSON *o, const char *sum, const char *n, const char *avg)
+{
+	double c = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, n));
+	double s =
+		cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, sum));
+
+	if (!(c > 0))
+		return true;
+	cJSON_DeleteItemFromObjectCaseSensitive(o, avg);
+	return cJSON_AddNumberToObject(o, avg, s / c) != NULL;
+}
+
+bool
+ledger_render_finish(cJSON *stats, int64_t now)
+{
+	struct ledger_cell zero;
+	cJSON *days = cJSON_GetObjectItemCaseSensitive(stats, "days"), *it,
+	      *next, *lat, *tok;
+	char first[11];
+	double prompt, cached;
+
+	memset(&zero, 0, sizeof(zero));
+	first_day(now, first);
+	for (it = days != NULL ? days->child : NULL; it != NULL; it = next) {
+		next = it->next;
+		if (it->string == NULL || !day_ok(it->string) ||
+		    strcmp(it->string, first) < 0 || !cJSON_IsObject(it))
+			cJSON_Delete(cJSON_DetachItemViaPointer(days, it));
+	}
+	if (!stats_rows(stats, &zero, 0, true))
+		return false;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(stats,
+								"by_provider"))
+	{
+		if (cJSON_IsObject(it) && !stats_rows(it, &zero, LS_PROVIDER, true))
+			return false;
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(stats, "by_api"))
+	{
+		if (cJSON_IsObject(it) && !stats_rows(it, &zero, LS_API, true))
+			return false;
+	}
+	lat = cJSON_GetObjectItemCaseSensitive(stats, "latency");
+	if (!average(lat, "ttfb_ms_sum", "ttfb_count", "ttfb_ms_avg") ||
+	    !average(lat, "total_ms_sum", "total_count", "total_ms_avg"))
+		return false;
+	tok = cJSON_GetObjectItemCaseSensitive(stats, "tokens");
+	prompt = cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(tok, "prompt"));
+	cached = cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(tok, "cached"));
+	cJSON_DeleteItemFromObjectCaseSensitive(stats, "cache_hit_rate");
+	return cJSON_AddNumberToObject(stats, "cache_hit_rate",
+				       prompt > 0 ? cached / prompt : 0) !=
+	       NULL;
+}
+
+void
+ledger_price(struct stats_delta *d, const struct rec_cands *c)
+{
+	const struct rec_cand *e = NULL;
+	size_t i, n = c != NULL ? c->n : 0;
+
+	d->money_tag = NULL;
+	d->uncached_usd = 0;
+	if (!d->usage)
+		return;
+	if (d->tag != NULL && d->tag[0] != '\0' && d->off_pin == 0) {
+		d->money_tag = d->tag;
+		for (i = 0; i < n && e == NULL; i++)
+			if (strcmp(c->v[i].tag, d->tag) == 0)
+				e = &c->v[i];
+	} else if (d->served != NULL && d->served[0] != '\0') {
+		for (i = 0; i < n && e == NULL; i++)
+			if (strcasecmp(c->v[i].provider_name, d->served) == 0 ||
+			    strcasecmp(c->v[i].tag, d->served) == 0)
+				e = &c->v[i];
+		if (e != NULL)
+			d->money_tag = e->tag;
+	}
+	if (d->money_tag == NULL)
+		d->money_tag = RECORD_MONEY_UNKNOWN;
+	if (e != NULL && !d->cost_known &&
+	    score_estimate_cost(&e->terms, score_hhmm(d->now), d->prompt_tokens,
+				d->cached_tokens, d->cache_write_tokens,
+				d->completion_tokens, &d->cost_usd))
+		d->cost_estimated = true;
+	if (e == NULL ||
+	    !score_uncached_cost(&e->terms, score_hhmm(d->now),
+				 d->prompt_tokens, d->completion_tokens,
+				 &d->uncached_usd))
+		d->uncached_usd = d->cost_usd;
+}

@@ -1,0 +1,208 @@
+/*
+ * ledger.h - what orgw counts (SPEC section 7), pure.
+ *
+ * A request adds its counts to one small cell: the counters of one
+ * model, UTC day, API and provider, stored under
+ *   LEDGER:<model>:<day>:<api>:<tag>
+ * (the model may hold ':', the last three parts never do).  A cell holds
+ * only its non-zero counters, so what a request reads and writes stays
+ * the same size however long the state has been counting: history lives
+ * in the other days' cells, which no request rewrites.  Events that are
+ * not requests (a breaker trip, a lock change) go to the cell of their
+ * day with the API LEDGER_NONE, the trip under its provider, the lock
+ * change under the provider LEDGER_NONE.  Cells of days before the
+ * LEDGER_DAYS last are folded by the scorer into the day LEDGER_TOTAL.
+ *
+ * Every counter is one row of ledger_fields: its name in a cell, where
+ * /stats shows it (a path in the model's object, and whether it is also
+ * broken down by provider, by API and by day) and where /metrics reads
+ * it.  /stats, /status and /metrics are all rendered from these rows, so
+ * a new counter is one row here and one line where the request sets it.
+ *
+ * The records of earlier releases (STATS:<model>, METRICS:<model>) are
+ * read and added in (ledger_merge_legacy), never written.
+ */
+#ifndef ORGW_LEDGER_H
+#define ORGW_LEDGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "orgw.h"
+#include "prom.h"
+#include "record.h"
+
+/* The days /stats shows day by day: today (UTC) and the 29 before. */
+#define LEDGER_DAYS 30
+
+/* The API or provider part of an event's cell. */
+#define LEDGER_NONE "-"
+
+/* The day part of the cell that holds the folded older days. */
+#define LEDGER_TOTAL "total"
+
+#define LEDGER_PREFIX "LEDGER:"
+
+enum ledger_ix {
+	LX_REQUESTS,
+	LX_OK,
+	LX_E429,
+	LX_E5XX,
+	LX_ETIMEOUT,
+	LX_ESLOW,
+	LX_EMID,
+	LX_EABORT,
+	LX_EOTHER,
+	LX_RETRIES_429,
+	LX_FAILOVERS,
+	LX_TRIPS,
+	LX_OFF_PIN,
+	LX_PROMPT,
+	LX_CACHED,
+	LX_CACHE_WRITE,
+	LX_COMPLETION,
+	LX_REASONING,
+	LX_COST,
+	LX_COST_EST,
+	LX_TTFB_SUM,
+	LX_TTFB_N,
+	LX_TTFB_MAX,
+	LX_TOTAL_SUM,
+	LX_TOTAL_N,
+	LX_TOTAL_MAX,
+	LX_SPEND,
+	LX_UNCACHED,
+	LX_SAVED,
+	LX_PRICED,		/* requests with usage: money's requests */
+	LX_O_ABORT,		/* the request's one outcome, for /metrics */
+	LX_O_MID,
+	LX_O_TIMEOUT,
+	LX_O_5XX,
+	LX_O_OTHER,
+	LX_O_429,
+	LX_O_CLIENT,
+	LX_LOCK_CHANGES,
+	LX_N
+};
+
+/* Where a row shows in /stats: the model's object always; these add the
+ * break-downs (by_provider.<tag>, by_api.<api>, days.<day>.<tag>). */
+#define LS_PROVIDER 1u
+#define LS_API 2u
+#define LS_MAX 4u		/* a maximum, not a sum */
+
+struct ledger_field {
+	const char *key;	/* name in a cell */
+	const char *stats;	/* path in /stats' model object ("a.b"), or
+				 * NULL: not shown there */
+	unsigned scope;		/* LS_* */
+	const char *day;	/* name under days.<day>.<tag>, or NULL */
+	const char *metrics;	/* path in the /metrics provider object
+				 * (metrics_model false) or model object,
+				 * or NULL */
+	bool metrics_model;
+};
+
+extern const struct ledger_field ledger_fields[LX_N];
+
+struct ledger_cell {
+	double v[LX_N];
+	double ttfb[PROM_N_SLOTS];	/* histogram counts per slot */
+	double dur[PROM_N_SLOTS];
+};
+
+/* Cell text, parsed: absent or damaged text (or members) count as 0.
+ * Returns ORGW_EINVAL for text that is not a JSON object (c zeroed). */
+enum orgw_err ledger_cell_decode(const char *text, struct ledger_cell *c);
+
+/* The text of c (cJSON-allocated: free with record_free), or NULL when
+ * out of memory. */
+char *ledger_cell_encode(const struct ledger_cell *c);
+
+/* dst += src (a maximum for LS_MAX rows); non-finite values count 0. */
+void ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src);
+
+/* The cell of one request d (money already priced by
+ * ledger_price()).  The breaker trips of d are not in it: the trip's
+ * own transaction counts them (ledger_event). */
+void ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d);
+
+/* The provider a request's counts go to: the one its money went to,
+ * else its pin, else RECORD_MONEY_UNKNOWN.  Borrowed from d or static. */
+const char *ledger_provider(const struct stats_delta *d);
+
+/* The API part of d's cell: d->api, or LEDGER_NONE. */
+const char *ledger_api(const struct stats_delta *d);
+
+/*
+ * The key of a cell into k (n bytes): false when it does not fit or a
+ * part is empty or holds ':' where it must not.  day is "YYYY-MM-DD" or
+ * LEDGER_TOTAL.
+ */
+bool ledger_key(char *k, size_t n, const char *model, const char *day,
+		const char *api, const char *tag);
+
+struct ledger_key_parts {
+	char model[ORGW_MODEL_MAX];
+	char day[16];
+	char api[32];
+	char tag[ORGW_TAG_MAX];
+};
+
+/* Splits a LEDGER: key; false when it is not one. */
+bool ledger_key_split(const char *key, struct ledger_key_parts *p);
+
+/* True when day (a cell's day part) is older than the LEDGER_DAYS
+ * days that end on today's UTC date at now: the scorer folds it. */
+bool ledger_day_old(const char *day, int64_t now);
+
+/*
+ * Rendering.  A model's counters are added up in two cJSON objects, the
+ * /stats one and the /metrics one (prom.h "stats" and "metrics"), by
+ * ledger_render_cell() for each of its cells and
+ * ledger_merge_legacy() for its old records, in any order; then
+ * ledger_render_finish() completes them.  Each returns false when out
+ * of memory.
+ */
+bool ledger_render_cell(cJSON *stats, cJSON *metrics,
+			const struct ledger_key_parts *p,
+			const struct ledger_cell *c, int64_t now);
+
+/* A provider's measured hit rate (HIT:<model>:<tag>) into
+ * stats.by_provider.<tag>.hit. */
+bool ledger_render_hit(cJSON *stats, const char *tag,
+		       const struct score_hit *h);
+
+/* Adds an old STATS (metrics false) or METRICS record's text: every
+ * number added in (a maximum for *_max), the measured hit rate kept
+ * where no HIT key gave one.  Undecodable text adds nothing. */
+bool ledger_merge_legacy(cJSON *dst, const char *text);
+
+/* Drops days older than LEDGER_DAYS, fills in the counters every model,
+ * provider and API shows even at 0, and adds the averages and the
+ * cache hit rate /stats shows. */
+bool ledger_render_finish(cJSON *stats, int64_t now);
+
+/*
+ * Attributes and prices d's money using the candidates c (may be NULL):
+ * an answer with usage goes to its pin d->tag when served on it
+ * (off_pin 0), else to the first candidate whose provider_name (or tag)
+ * is the response's display name d->served (case-insensitive), else to
+ * RECORD_MONEY_UNKNOWN.  d->uncached_usd is the attributed candidate's
+ * score_uncached_cost() at the UTC hhmm of d->now, or d->cost_usd when
+ * no price is known (nothing saved).  An answer with usage but no cost
+ * (d->cost_known false) is priced from that candidate's prices
+ * (score_estimate_cost): d->cost_usd and d->cost_estimated.  No usage:
+ * money_tag NULL.  d->money_tag borrows from d->tag, c, or a static
+ * string.
+ */
+void ledger_price(struct stats_delta *d, const struct rec_cands *c);
+
+/* The request's one outcome: "ok", else what ended it (client_abort,
+ * mid_stream, timeout, 5xx, other, 429), else "client_error" (an
+ * upstream 4xx relayed as it came).  Static string. */
+const char *ledger_outcome(const struct stats_delta *d);
+
+#endif

@@ -1,0 +1,579 @@
+/*
+ * test_ledger.c - unit tests for ledger.c: cells (sparse text, damaged
+ * text, sums and maxima), a request's cell, the cell keys of models with
+ * ':' in their ids, /stats and /metrics rendered from cells in any order
+ * with an old release's records added in, money attribution and pricing.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "t.h"
+#include "ledger.h"
+#include "prom.h"
+#include "record.h"
+#include "score.h"
+
+#define MONEY_DAY 1796083200 /* 2026-12-01 00:00:00 UTC */
+
+/* Reads a number at a dotted path ("a.b.c"); NAN when absent. */
+static double
+at(const cJSON *o, const char *path)
+{
+	char buf[128], *p, *dot;
+	const cJSON *it = o;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf; it != NULL; p = dot + 1) {
+		dot = strchr(p, '.');
+		if (dot)
+			*dot = '\0';
+		it = cJSON_GetObjectItemCaseSensitive(it, p);
+		if (!dot)
+			break;
+	}
+	return cJSON_IsNumber(it) ? it->valuedouble : NAN;
+}
+
+/* A delta of one ok request of 1000 prompt tokens (400 cached), 50 out. */
+static void
+delta_ok(struct stats_delta *d, const char *tag)
+{
+	memset(d, 0, sizeof(*d));
+	d->tag = tag;
+	d->api = "chat";
+	d->requests = d->ok = 1;
+	d->prompt_tokens = 1000;
+	d->cached_tokens = 400;
+	d->completion_tokens = 50;
+	d->reasoning_tokens = 20;
+	d->cost_usd = 0.002;
+	d->cost_known = d->usage = true;
+	d->ttfb_ms = 300;
+	d->total_ms = 4000;
+	d->now = MONEY_DAY + 3600;
+	d->money_tag = tag;
+	d->uncached_usd = 0.003;
+}
+
+/* The /stats object of the one request d, as cell (api, tag) of its day,
+ * finished; the caller deletes it. */
+static cJSON *
+render_one(const struct stats_delta *d, const char *api, const char *tag)
+{
+	struct ledger_key_parts p;
+	struct ledger_cell c;
+	cJSON *st = cJSON_CreateObject();
+
+	memset(&p, 0, sizeof(p));
+	record_day(d->now, p.day);
+	snprintf(p.model, sizeof(p.model), "m");
+	snprintf(p.api, sizeof(p.api), "%s", api);
+	snprintf(p.tag, sizeof(p.tag), "%s", tag);
+	ledger_from_delta(&c, d);
+	if (!ledger_render_cell(st, NULL, &p, &c, d->now) ||
+	    !ledger_render_finish(st, d->now)) {
+		cJSON_Delete(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void
+test_cell_text(void)
+{
+	struct ledger_cell c, back;
+	struct stats_delta d;
+	char *t;
+	cJSON *o;
+	int i, same = 1;
+
+	delta_ok(&d, "p");
+	ledger_from_delta(&c, &d);
+	t = ledger_cell_encode(&c);
+	o = t ? cJSON_Parse(t) : NULL;
+	T_ASSERT("cell: v 1, only non-zero counters",
+		 o && at(o, "v") == 1 && at(o, "r") == 1 && at(o, "pt") == 1000 &&
+			 cJSON_GetObjectItemCaseSensitive(o, "e429") == NULL &&
+			 cJSON_GetObjectItemCaseSensitive(o, "trip") == NULL);
+	{
+		char tk[8], dk[8];
+
+		snprintf(tk, sizeof(tk), "t%zu", prom_bucket_slot(300));
+		snprintf(dk, sizeof(dk), "d%zu", prom_bucket_slot(4000));
+		T_ASSERT("cell: one slot of each histogram",
+			 o && at(o, tk) == 1 && at(o, dk) == 1 &&
+				 cJSON_GetArraySize(o) < 30);
+	}
+	T_ASSERT("cell: decodes what it encoded",
+		 t && ledger_cell_decode(t, &back) == ORGW_OK);
+	for (i = 0; i < LX_N; i++)
+		same = same && back.v[i] == c.v[i];
+	for (i = 0; i < PROM_N_SLOTS; i++)
+		same = same && back.ttfb[i] == c.ttfb[i] && back.dur[i] == c.dur[i];
+	T_ASSERT("cell: every counter and slot comes back", same);
+	cJSON_Delete(o);
+	record_free(t);
+
+	T_ASSERT("cell: absent text is zero",
+		 ledger_cell_decode(NULL, &back) == ORGW_OK && back.v[LX_REQUESTS] == 0);
+	T_ASSERT("cell: not an object is refused, zeroed",
+		 ledger_cell_decode("[1,2]", &back) == ORGW_EINVAL &&
+			 back.v[LX_REQUESTS] == 0 &&
+			 ledger_cell_decode("{\"r\":", &back) == ORGW_EINVAL);
+	T_ASSERT("cell: odd members are skipped, inf reads 0",
+		 ledger_cell_decode("{\"r\":\"x\",\"ok\":1e999,\"pt\":7,"
+				    "\"zz\":3,\"t99\":1,\"t3\":2,\"d\":1}",
+				    &back) == ORGW_OK &&
+			 back.v[LX_REQUESTS] == 0 && back.v[LX_OK] == 0 &&
+			 back.v[LX_PROMPT] == 7 && back.ttfb[3] == 2);
+	t = ledger_cell_encode(&back);
+	T_ASSERT("cell: damage does not survive a write",
+		 t && strstr(t, "zz") == NULL && strstr(t, "inf") == NULL &&
+			 strstr(t, "null") == NULL);
+	record_free(t);
+}
+
+static void
+test_cell_add(void)
+{
+	struct ledger_cell a, b;
+	struct stats_delta d;
+	int i;
+
+	delta_ok(&d, "p");
+	ledger_from_delta(&a, &d);
+	d.ttfb_ms = 100;
+	d.total_ms = 9000;
+	ledger_from_delta(&b, &d);
+	ledger_cell_add(&a, &b);
+	T_ASSERT("add: sums add", a.v[LX_REQUESTS] == 2 &&
+					  a.v[LX_PROMPT] == 2000 &&
+					  a.v[LX_TTFB_SUM] == 400 &&
+					  a.v[LX_REASONING] == 40);
+	T_ASSERT("add: maxima keep the larger",
+		 a.v[LX_TTFB_MAX] == 300 && a.v[LX_TOTAL_MAX] == 9000);
+	T_ASSERT("add: histogram slots add",
+		 a.ttfb[prom_bucket_slot(300)] + a.ttfb[prom_bucket_slot(100)] ==
+			 2);
+	memset(&b, 0, sizeof(b));
+	b.v[LX_REQUESTS] = INFINITY;
+	b.v[LX_TTFB_MAX] = NAN;
+	ledger_cell_add(&a, &b);
+	T_ASSERT("add: non-finite adds nothing",
+		 a.v[LX_REQUESTS] == 2 && a.v[LX_TTFB_MAX] == 300);
+	for (i = 0; i < LX_N; i++)
+		if (ledger_fields[i].key == NULL)
+			break;
+	T_ASSERT("table: every row has a cell name", i == LX_N);
+}
+
+/* One outcome per request: what ended it, most final first. */
+static void
+test_outcome(void)
+{
+	static const struct {
+		int64_t ok, eabort, emid, etimeout, e5xx, eother, e429;
+		const char *want;
+		enum ledger_ix ix;
+	} rows[] = {
+		{1, 0, 1, 0, 1, 0, 1, "ok", LX_OK},
+		{0, 1, 1, 1, 0, 0, 0, "client_abort", LX_O_ABORT},
+		{0, 0, 1, 1, 1, 0, 0, "mid_stream", LX_O_MID},
+		{0, 0, 0, 1, 1, 0, 1, "timeout", LX_O_TIMEOUT},
+		{0, 0, 0, 0, 1, 1, 1, "5xx", LX_O_5XX},
+		{0, 0, 0, 0, 0, 1, 1, "other", LX_O_OTHER},
+		{0, 0, 0, 0, 0, 0, 1, "429", LX_O_429},
+		{0, 0, 0, 0, 0, 0, 0, "client_error", LX_O_CLIENT},
+	};
+	struct stats_delta d;
+	struct ledger_cell c;
+	size_t i;
+	char what[96];
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		memset(&d, 0, sizeof(d));
+		d.requests = 1;
+		d.ok = rows[i].ok;
+		d.eabort = rows[i].eabort;
+		d.emid = rows[i].emid;
+		d.etimeout = rows[i].etimeout;
+		d.e5xx = rows[i].e5xx;
+		d.eother = rows[i].eother;
+		d.e429 = rows[i].e429;
+		d.trips = 1;
+		d.ttfb_ms = d.total_ms = -1;
+		ledger_from_delta(&c, &d);
+		snprintf(what, sizeof(what), "outcome: %s, counted once",
+			 rows[i].want);
+		T_ASSERT(what, strcmp(ledger_outcome(&d), rows[i].want) == 0 &&
+				       c.v[rows[i].ix] == 1 &&
+				       c.v[LX_TRIPS] == 0 &&
+				       c.v[LX_TTFB_N] == 0);
+	}
+	d.money_tag = NULL;
+	T_ASSERT("provider: no money, no pin: unknown",
+		 strcmp(ledger_provider(&d), RECORD_MONEY_UNKNOWN) == 0 &&
+			 strcmp(ledger_api(&d), LEDGER_NONE) == 0);
+	d.tag = "pin";
+	T_ASSERT("provider: the pin", strcmp(ledger_provider(&d), "pin") == 0);
+	d.money_tag = "served";
+	T_ASSERT("provider: who the money went to",
+		 strcmp(ledger_provider(&d), "served") == 0);
+}
+
+static void
+test_keys(void)
+{
+	struct ledger_key_parts p;
+	char k[256];
+
+	T_ASSERT("key: made and split back",
+		 ledger_key(k, sizeof(k), "a/b:free", "2026-12-01", "chat",
+			    "deepinfra/fp8") &&
+			 strcmp(k, "LEDGER:a/b:free:2026-12-01:chat:deepinfra/fp8") ==
+				 0 &&
+			 ledger_key_split(k, &p) &&
+			 strcmp(p.model, "a/b:free") == 0 &&
+			 strcmp(p.day, "2026-12-01") == 0 &&
+			 strcmp(p.api, "chat") == 0 &&
+			 strcmp(p.tag, "deepinfra/fp8") == 0);
+	T_ASSERT("key: a tag or api with ':' is refused",
+		 !ledger_key(k, sizeof(k), "m", "2026-12-01", "chat", "a:b") &&
+			 !ledger_key(k, sizeof(k), "m", "2026-12-01", "c:d", "a") &&
+			 !ledger_key(k, sizeof(k), "", "2026-12-01", "c", "a"));
+	T_ASSERT("key: too long for the buffer is refused",
+		 !ledger_key(k, 20, "model", "2026-12-01", "chat", "t"));
+	T_ASSERT("split: other keys and short ones are not cells",
+		 !ledger_key_split("STATS:m", &p) &&
+			 !ledger_key_split("LEDGER:m:d:a", &p) &&
+			 !ledger_key_split("LEDGER::d:a:t", &p) &&
+			 !ledger_key_split("LEDGER:m:d::t", &p));
+	T_ASSERT("day: 30 days shown, the 31st is old",
+		 !ledger_day_old("2026-12-01", MONEY_DAY) &&
+			 !ledger_day_old("2026-11-02", MONEY_DAY) &&
+			 ledger_day_old("2026-11-01", MONEY_DAY) &&
+			 !ledger_day_old(LEDGER_TOTAL, MONEY_DAY));
+}
+
+/* Cells of two days, two APIs and two providers, an event cell, a hit
+ * rate and an old STATS record, added in a shuffled order. */
+static void
+test_render(void)
+{
+	const char *old_stats =
+		"{\"v\":1,\"requests\":10,\"ok\":9,\"errors\":{\"429\":1},"
+		"\"tokens\":{\"prompt\":5000,\"cached\":1000},"
+		"\"latency\":{\"ttfb_ms_sum\":1000,\"ttfb_count\":10,"
+		"\"ttfb_ms_max\":900},"
+		"\"by_provider\":{\"a\":{\"requests\":10,\"hit\":{\"rate\":0.1,"
+		"\"weight\":1,\"tokens\":5000}},\"b\":{\"requests\":0,"
+		"\"hit\":{\"rate\":0.9,\"weight\":1,\"tokens\":7}}},"
+		"\"days\":{\"2026-11-30\":{\"a\":{\"requests\":2,\"spend_usd\":1}},"
+		"\"2026-10-01\":{\"a\":{\"requests\":5}}}}";
+	const char *old_metrics =
+		"{\"v\":1,\"providers\":{\"a\":{\"requests\":{\"ok\":9,"
+		"\"429\":1},\"breaker_trips\":2}},\"lock_changes\":3,"
+		"\"ttfb\":{\"buckets\":[1,1,1,1,1,1,1,1,1,1,1,1,1],"
+		"\"sum_ms\":5,\"count\":13}}";
+	struct stats_delta d;
+	struct ledger_cell c[4];
+	struct ledger_key_parts p[4];
+	struct score_hit h = {"", 0.4, 100, 3000};
+	cJSON *st = cJSON_CreateObject(), *mt = cJSON_CreateObject();
+	int64_t now = MONEY_DAY + 7200;
+	int order[4] = {2, 0, 3, 1}, i, ok = 1;
+
+	memset(p, 0, sizeof(p));
+	delta_ok(&d, "a");
+	ledger_from_delta(&c[0], &d);
+	snprintf(p[0].day, sizeof(p[0].day), "2026-12-01");
+	snprintf(p[0].api, sizeof(p[0].api), "chat");
+	snprintf(p[0].tag, sizeof(p[0].tag), "a");
+	delta_ok(&d, "b");
+	d.api = "messages";
+	d.ok = 0;
+	d.e5xx = 1;
+	d.ttfb_ms = 2000;
+	ledger_from_delta(&c[1], &d);
+	snprintf(p[1].day, sizeof(p[1].day), "2026-11-20");
+	snprintf(p[1].api, sizeof(p[1].api), "messages");
+	snprintf(p[1].tag, sizeof(p[1].tag), "b");
+	memset(&c[2], 0, sizeof(c[2]));
+	c[2].v[LX_TRIPS] = 1;
+	snprintf(p[2].day, sizeof(p[2].day), "2026-12-01");
+	snprintf(p[2].api, sizeof(p[2].api), LEDGER_NONE);
+	snprintf(p[2].tag, sizeof(p[2].tag), "b");
+	memset(&c[3], 0, sizeof(c[3]));
+	c[3].v[LX_LOCK_CHANGES] = 1;
+	snprintf(p[3].day, sizeof(p[3].day), "2026-10-05");
+	snprintf(p[3].api, sizeof(p[3].api), LEDGER_NONE);
+	snprintf(p[3].tag, sizeof(p[3].tag), LEDGER_NONE);
+	for (i = 0; i < 4; i++) {
+		snprintf(p[order[i]].model, sizeof(p[0].model), "m");
+		ok = ok && ledger_render_cell(st, mt, &p[order[i]], &c[order[i]],
+					      now);
+		if (i == 1)
+			ok = ok && ledger_render_hit(st, "a", &h) &&
+			     ledger_merge_legacy(st, old_stats) &&
+			     ledger_merge_legacy(mt, old_metrics);
+	}
+	ok = ok && ledger_merge_legacy(st, "not json") &&
+	     ledger_merge_legacy(st, NULL) && ledger_render_finish(st, now);
+	T_ASSERT("render: every part rendered", ok);
+	T_ASSERT("render: totals add cells and the old record",
+		 at(st, "requests") == 12 && at(st, "ok") == 10 &&
+			 at(st, "errors.5xx") == 1 && at(st, "errors.429") == 1 &&
+			 at(st, "tokens.prompt") == 7000 &&
+			 at(st, "tokens.reasoning") == 40 &&
+			 at(st, "breaker_trips") == 1);
+	T_ASSERT("render: zero counters are shown",
+		 at(st, "errors.timeout") == 0 && at(st, "failovers") == 0 &&
+			 at(st, "by_api.chat.tokens.cache_write") == 0);
+	T_ASSERT("render: latency sums, maximum, average",
+		 at(st, "latency.ttfb_ms_sum") == 3300 &&
+			 at(st, "latency.ttfb_ms_max") == 2000 &&
+			 T_NEAR(at(st, "latency.ttfb_ms_avg"), 3300.0 / 12));
+	T_ASSERT("render: cache hit rate of the whole",
+		 T_NEAR(at(st, "cache_hit_rate"), 1800.0 / 7000));
+	T_ASSERT("render: by provider and by API",
+		 at(st, "by_provider.a.requests") == 11 &&
+			 at(st, "by_provider.b.requests") == 1 &&
+			 at(st, "by_api.chat.requests") == 1 &&
+			 at(st, "by_api.messages.ok") == 0 &&
+			 at(st, "by_api.messages.tokens.reasoning") == 20);
+	T_ASSERT("render: a HIT key wins over the old record's",
+		 at(st, "by_provider.a.hit.rate") == 0.4 &&
+			 at(st, "by_provider.b.hit.rate") == 0.9);
+	T_ASSERT("render: days in the window only, old ones added in",
+		 at(st, "days.2026-12-01.a.requests") == 1 &&
+			 at(st, "days.2026-11-20.b.spend_usd") == 0.002 &&
+			 at(st, "days.2026-11-30.a.spend_usd") == 1 &&
+			 isnan(at(st, "days.2026-10-01.a.requests")) &&
+			 at(st, "days.2026-12-01.a.prompt_tokens") == 1000);
+	T_ASSERT("render: events are in no API and no day",
+		 cJSON_GetObjectItemCaseSensitive(
+			 cJSON_GetObjectItemCaseSensitive(st, "by_api"),
+			 LEDGER_NONE) == NULL &&
+			 isnan(at(st, "days.2026-12-01.b.requests")));
+	T_ASSERT("metrics: outcomes per provider",
+		 at(mt, "providers.a.requests.ok") == 10 &&
+			 at(mt, "providers.a.requests.429") == 1 &&
+			 at(mt, "providers.b.requests.5xx") == 1 &&
+			 at(mt, "providers.b.tokens.input") == 1000 &&
+			 at(mt, "providers.b.tokens.reasoning") == 20);
+	T_ASSERT("metrics: trips per provider, lock changes per model",
+		 at(mt, "providers.b.breaker_trips") == 1 &&
+			 at(mt, "providers.a.breaker_trips") == 2 &&
+			 at(mt, "lock_changes") == 4);
+	{
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(mt, "ttfb"), "buckets");
+		double sum = 0;
+		const cJSON *it;
+
+		cJSON_ArrayForEach(it, b) sum += it->valuedouble;
+		T_ASSERT("metrics: histogram slots add with the old record's",
+			 cJSON_GetArraySize(b) == PROM_N_SLOTS && sum == 15 &&
+				 at(mt, "ttfb.count") == 15 &&
+				 at(mt, "ttfb.sum_ms") == 2305);
+	}
+	cJSON_Delete(st);
+	cJSON_Delete(mt);
+}
+
+static void
+money_cands(struct rec_cands *c, struct rec_cand v[2])
+{
+	struct score_terms *t;
+
+	memset(c, 0, sizeof(*c));
+	memset(v, 0, 2 * sizeof(*v));
+	snprintf(v[0].tag, sizeof(v[0].tag), "ds");
+	snprintf(v[0].provider_name, sizeof(v[0].provider_name), "DeepSeek");
+	t = &v[0].terms;
+	t->base_kind[SCORE_PROMPT] = t->base_kind[SCORE_COMPLETION] =
+		SCORE_PRICE_OK;
+	t->base[SCORE_PROMPT] = 1e-6;
+	t->base[SCORE_COMPLETION] = 2e-6;
+	t->n_win = 1;
+	t->win[0].utc_start = 1630;
+	t->win[0].utc_end = 30;
+	t->win[0].kind[SCORE_PROMPT] = t->win[0].kind[SCORE_COMPLETION] =
+		SCORE_PRICE_OK;
+	t->win[0].price[SCORE_PROMPT] = 5e-7;
+	t->win[0].price[SCORE_COMPLETION] = 1e-6;
+	t->discount = 0.2;
+	snprintf(v[1].tag, sizeof(v[1].tag), "di/fp8");
+	snprintf(v[1].provider_name, sizeof(v[1].provider_name),
+		 "Deep Infra");
+	v[1].terms.base_kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+	v[1].terms.base[SCORE_PROMPT] = 3e-7;
+	c->n = 2;
+	c->v = v;
+}
+
+
+static void
+test_money_price(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	struct stats_delta d;
+	char day[11];
+
+	money_cands(&c, v);
+	memset(&d, 0, sizeof(d));
+	d.usage = true;
+	d.cost_known = true;
+	d.tag = "ds";
+	d.prompt_tokens = 1000;
+	d.cached_tokens = 900;
+	d.completion_tokens = 100;
+	d.cost_usd = 1e-4;
+	d.now = MONEY_DAY + 12 * 3600;
+	ledger_price(&d, &c);
+	T_ASSERT("money: a reported cost is kept",
+		 d.cost_usd == 1e-4 && !d.cost_estimated);
+	T_ASSERT("money: pinned goes to its tag",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0);
+	T_ASSERT("money: 12:00 base prices, discounted",
+		 T_NEAR(d.uncached_usd, (1000 * 1e-6 + 100 * 2e-6) * 0.8));
+	d.now = MONEY_DAY + 17 * 3600;
+	ledger_price(&d, &c);
+	T_ASSERT("money: 17:00 the window's prices, discounted",
+		 T_NEAR(d.uncached_usd, (1000 * 5e-7 + 100 * 1e-6) * 0.8));
+	d.now = MONEY_DAY + 16 * 3600 + 29 * 60;
+	ledger_price(&d, &c);
+	T_ASSERT("money: 16:29 is before the window",
+		 T_NEAR(d.uncached_usd, (1000 * 1e-6 + 100 * 2e-6) * 0.8));
+	d.now = MONEY_DAY + 86400 + 15 * 60; /* 00:15 next day: wraps */
+	ledger_price(&d, &c);
+	T_ASSERT("money: 00:15 still in the wrapping window",
+		 T_NEAR(d.uncached_usd, (1000 * 5e-7 + 100 * 1e-6) * 0.8));
+
+	d.tag = NULL;
+	d.served = "deepseek";
+	ledger_price(&d, &c);
+	T_ASSERT("money: unpinned goes by display name (any case)",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0 &&
+			 T_NEAR(d.uncached_usd,
+				(1000 * 5e-7 + 100 * 1e-6) * 0.8));
+	d.tag = "di/fp8";
+	d.off_pin = 1;
+	d.served = "DeepSeek";
+	ledger_price(&d, &c);
+	T_ASSERT("money: served off its pin goes to who served",
+		 d.money_tag && strcmp(d.money_tag, "ds") == 0);
+	d.tag = NULL;
+	d.off_pin = 0;
+	d.served = "Nobody";
+	ledger_price(&d, &c);
+	T_ASSERT("money: an unmatched name is unknown, nothing saved",
+		 d.money_tag && strcmp(d.money_tag, "unknown") == 0 &&
+			 d.uncached_usd == d.cost_usd);
+	d.served = "";
+	ledger_price(&d, NULL);
+	T_ASSERT("money: no name, no candidates: unknown",
+		 d.money_tag && strcmp(d.money_tag, "unknown") == 0);
+	d.served = "Deep Infra";
+	ledger_price(&d, &c);
+	T_ASSERT("money: a candidate without a completion price: spend",
+		 d.money_tag && strcmp(d.money_tag, "di/fp8") == 0 &&
+			 d.uncached_usd == d.cost_usd);
+	d.usage = false;
+	ledger_price(&d, &c);
+	T_ASSERT("money: no usage records no money", d.money_tag == NULL);
+
+	record_day(MONEY_DAY, day);
+	T_ASSERT("record_day 2026-12-01", strcmp(day, "2026-12-01") == 0);
+	record_day(951782400 + 86399, day);
+	T_ASSERT("record_day 2000-02-29", strcmp(day, "2000-02-29") == 0);
+	record_day(-1, day);
+	T_ASSERT("record_day 1969-12-31", strcmp(day, "1969-12-31") == 0);
+}
+
+/* An answer whose usage carries no cost (a streamed Messages answer may
+ * not) is priced from the candidate's stored prices: each part of the
+ * prompt at its own price, marked as estimated. */
+static void
+test_money_estimate(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	struct stats_delta d;
+	struct score_terms *t;
+	cJSON *o, *a;
+
+	money_cands(&c, v);
+	t = &v[0].terms;
+	t->discount = 0;
+	t->n_win = 0;
+	t->base_kind[SCORE_CACHE_READ] = SCORE_PRICE_OK;
+	t->base[SCORE_CACHE_READ] = 1e-7;
+	t->base_kind[SCORE_CACHE_WRITE] = SCORE_PRICE_OK;
+	t->base[SCORE_CACHE_WRITE] = 1.25e-6;
+	memset(&d, 0, sizeof(d));
+	d.usage = true;
+	d.api = "messages";
+	d.requests = d.ok = 1;
+	d.tag = "ds";
+	d.prompt_tokens = 1000;
+	d.cached_tokens = 700;
+	d.cache_write_tokens = 200;
+	d.completion_tokens = 50;
+	d.now = MONEY_DAY + 12 * 3600;
+	d.ttfb_ms = d.total_ms = -1;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: priced part by part, marked",
+		 d.cost_estimated &&
+			 T_NEAR(d.cost_usd, 100 * 1e-6 + 700 * 1e-7 +
+						    200 * 1.25e-6 + 50 * 2e-6));
+	T_ASSERT("estimate: the saving is against the uncached price",
+		 T_NEAR(d.uncached_usd, 1000 * 1e-6 + 50 * 2e-6));
+	o = render_one(&d, "messages", "ds");
+	a = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "by_api"), "messages");
+	T_ASSERT("estimate: the ledger marks the estimated cost",
+		 T_NEAR(at(o, "cost_estimated_usd"), d.cost_usd) &&
+			 T_NEAR(at(a, "cost_estimated_usd"), d.cost_usd));
+	T_ASSERT("by_api: requests, ok and cache writes of the API",
+		 at(a, "requests") == 1 && at(a, "ok") == 1 &&
+			 at(a, "tokens.cache_write") == 200);
+	cJSON_Delete(o);
+
+	/* Cache prices the endpoint lacks are the prompt price. */
+	t->base_kind[SCORE_CACHE_READ] = SCORE_PRICE_NONE;
+	t->base_kind[SCORE_CACHE_WRITE] = SCORE_PRICE_NONE;
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: no cache prices: all input at the prompt price",
+		 d.cost_estimated &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	/* No candidate, no price: nothing estimated. */
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	d.tag = NULL;
+	d.served = "";
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: unattributed: no estimate, cost 0",
+		 !d.cost_estimated && d.cost_usd == 0);
+}
+
+int
+main(void)
+{
+	test_cell_text();
+	test_cell_add();
+	test_outcome();
+	test_keys();
+	test_render();
+	test_money_price();
+	test_money_estimate();
+	return T_REPORT();
+}
