@@ -134,7 +134,7 @@ bool failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
 
 /*
  * Marks the error class of failure kind k in d (its counter becomes 1):
- * STATS' errors.<class> count requests that met that error at least
+ * The ledger's errors.<class> count requests that met that error at least
  * once, not the attempts that did (SPEC section 7, README "Stats").
  */
 void failover_count(struct stats_delta *d, enum failover_kind k);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger.h"
 #include "prom.h"
 
 const int64_t prom_bucket_ms[PROM_N_BUCKETS] = {
@@ -202,8 +203,8 @@ provider_counts(struct emit *e, const cJSON *models, const char *name,
 	}
 }
 
-/* A per-provider number: from the STATS record's by_provider (money) or
- * the METRICS record's providers. */
+/* A per-provider number: from the "stats" tree's by_provider (money) or
+ * the "metrics" tree's providers. */
 static void
 provider_value(struct emit *e, const cJSON *models, const char *rec,
 	       const char *obj, const char *field, const char *name)
@@ -241,18 +242,12 @@ model_value(struct emit *e, const cJSON *models, const char *rec,
 	}
 }
 
-/* The per-API counters of the STATS record's by_api (SPEC 11): one
+/* The per-API counters of the "stats" tree's by_api (SPEC 11): one
  * sample per model and API, or per model, API and token type. */
 static void
 api_counts(struct emit *e, const cJSON *models, const char *field,
 	   const char *name)
 {
-	static const struct {
-		const char *stored, *type;
-	} types[] = {{"prompt", "input"},
-		     {"cached", "cache_read"},
-		     {"cache_write", "cache_write"},
-		     {"completion", "output"}};
 	const cJSON *m, *a;
 	double v;
 	size_t i;
@@ -269,11 +264,18 @@ api_counts(struct emit *e, const cJSON *models, const char *field,
 					sample(e, name, lv, v);
 				continue;
 			}
+			/* Every token row of the ledger, under the type
+			 * name orgw_tokens_total gives it. */
 			lv[4] = "type";
-			for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-				lv[5] = types[i].type;
-				if (count_of(get(get(a, "tokens"),
-						 types[i].stored),
+			for (i = 0; i < LX_N; i++) {
+				const struct ledger_field *f = &ledger_fields[i];
+
+				if (f->stats == NULL || f->metrics == NULL ||
+				    strncmp(f->stats, "tokens.", 7) != 0 ||
+				    strncmp(f->metrics, "tokens.", 7) != 0)
+					continue;
+				lv[5] = f->metrics + 7;
+				if (count_of(get(get(a, "tokens"), f->stats + 7),
 					     &v))
 					sample(e, name, lv, v);
 			}
@@ -342,7 +344,8 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	       "Tokens by model, provider and type (OpenTelemetry GenAI: "
 	       "input = prompt tokens, cache_read = the cached part of the "
 	       "input, cache_write = the part written to a cache, output = "
-	       "completion tokens).");
+	       "completion tokens, reasoning = the part of the output spent "
+	       "thinking).");
 	provider_counts(&e, models, "orgw_tokens_total", "tokens", "type");
 	family(&e, "orgw_spend_usd_total", "counter",
 	       "What OpenRouter billed (usage.cost; priced from the "

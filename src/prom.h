@@ -40,8 +40,9 @@ void prom_number(char *dst, size_t n, double v);
 /*
  * Appends the /metrics document to out.  models (borrowed) is an object
  * by model id, each member an object holding (every part optional):
- *   "stats":   the STATS:<model> record (requests, tokens, money),
- *   "metrics": the METRICS:<model> record (record_metrics_apply),
+ *   "stats":   the model's /stats counters (requests, tokens, money),
+ *   "metrics": its per-provider outcomes, tokens and trips, latency
+ *              histograms and lock changes (both ledger_render_cell),
  *   "cooling": the number of providers cooling now.
  * in_flight < 0 leaves out orgw_requests_in_flight; lost_updates (the
  * state's LOST_UPDATES, issue 19) < 0 leaves out

@@ -4,8 +4,8 @@
  * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
  * text (members in insertion order); decoders parse with cJSON_Parse()
  * and copy into fixed structs with bounded string copies, so a damaged
- * or hostile value can at worst read as zeroes.  STATS:<model>, rewritten
- * by every request, takes the same path: parse, edit the tree, print.
+ * or hostile value can at worst read as zeroes.  The counters' cells are
+ * ledger.c's.
  */
 #include <math.h>
 #include <stdio.h>

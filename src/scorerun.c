@@ -34,6 +34,7 @@
 #include "clock.h"
 #include "failover.h"
 #include "fetchmany.h"
+#include "ledger.h"
 #include "log.h"
 #include "record.h"
 #include "reqval.h"
@@ -567,13 +568,135 @@ out:
 	return err;
 }
 
+/* One cell of a day the ledger no longer shows day by day. */
+struct fold_ent {
+	char *old_key;
+	char total_key[ORGW_MODEL_MAX + ORGW_TAG_MAX + 64];
+	struct ledger_cell cell;
+};
+
+struct fold_ctx {
+	int64_t now;
+	struct fold_ent *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static int
+fold_key(void *arg, const char *key, const char *val)
+{
+	struct fold_ctx *f = arg;
+	struct ledger_key_parts p;
+	struct fold_ent *e;
+
+	if (!ledger_key_split(key, &p) || !ledger_day_old(p.day, f->now))
+		return 0;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		struct fold_ent *v = realloc(f->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			f->oom = true;
+			return 1;
+		}
+		f->v = v;
+		f->cap = cap;
+	}
+	e = &f->v[f->n];
+	if (!ledger_key(e->total_key, sizeof(e->total_key), p.model,
+			LEDGER_TOTAL, p.api, p.tag))
+		return 0;
+	if ((e->old_key = strdup(key)) == NULL) {
+		f->oom = true;
+		return 1;
+	}
+	/* A damaged cell folds as zero and is dropped. */
+	(void)ledger_cell_decode(val, &e->cell);
+	f->n++;
+	return 0;
+}
+
+static int
+by_total_key(const void *a, const void *b)
+{
+	return strcmp(((const struct fold_ent *)a)->total_key,
+		      ((const struct fold_ent *)b)->total_key);
+}
+
+/*
+ * The folding transaction: every cell of a day before the LEDGER_DAYS
+ * that /stats shows day by day is added to its model, API and
+ * provider's LEDGER_TOTAL cell and deleted, so the cells a /stats walk
+ * reads stay bounded however long the state counts.  The cells are
+ * collected first (no write while the store is walked) and each total is
+ * read and written once (a Redis transaction does not read its own
+ * writes).
+ */
+static enum orgw_err
+do_fold(struct store *s, void *arg)
+{
+	struct fold_ctx *f = arg;
+	enum orgw_err err;
+	size_t i, j;
+
+	if ((err = store_each(s, LEDGER_PREFIX, fold_key, f)) != ORGW_OK)
+		return err;
+	if (f->oom)
+		return ORGW_ENOMEM;
+	qsort(f->v, f->n, sizeof(f->v[0]), by_total_key);
+	for (i = 0; i < f->n; i = j) {
+		struct ledger_cell total;
+		char *v = NULL, *text;
+
+		if ((err = store_get(s, f->v[i].total_key, &v)) != ORGW_OK)
+			return err;
+		(void)ledger_cell_decode(v, &total);
+		free(v);
+		for (j = i; j < f->n && strcmp(f->v[j].total_key,
+					       f->v[i].total_key) == 0;
+		     j++)
+			ledger_cell_add(&total, &f->v[j].cell);
+		if ((text = ledger_cell_encode(&total)) == NULL)
+			return ORGW_ENOMEM;
+		err = store_put(s, f->v[i].total_key, text);
+		record_free(text);
+		for (; err == ORGW_OK && i < j; i++)
+			err = store_del(s, f->v[i].old_key);
+		if (err != ORGW_OK)
+			return err;
+	}
+	return ORGW_OK;
+}
+
+enum orgw_err
+scorerun_fold(const struct orgw_conf *c, int64_t now, size_t *folded)
+{
+	struct fold_ctx f;
+	enum orgw_err err;
+	size_t i;
+
+	memset(&f, 0, sizeof(f));
+	f.now = now;
+	err = state_txn(c, true, do_fold, &f);
+	*folded = err == ORGW_OK ? f.n : 0;
+	for (i = 0; i < f.n; i++)
+		free(f.v[i].old_key);
+	free(f.v);
+	if (err != ORGW_OK)
+		log_warn("scorer: folding the ledger's old days of %s: %s",
+			 c->state_path, orgw_strerror(err));
+	return err;
+}
+
 enum orgw_err
 scorerun_prune(const struct orgw_conf *c, size_t *dropped)
 {
 	struct prune_args pa = {c->max_models, 0};
 	enum orgw_err err = state_txn(c, true, do_prune, &pa);
+	size_t folded;
 
 	*dropped = pa.dropped;
+	(void)scorerun_fold(c, clock_now_s(), &folded);
 	if (err != ORGW_OK)
 		log_warn("scorer: pruning the seen models of %s: %s",
 			 c->state_path, orgw_strerror(err));

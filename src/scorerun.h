@@ -90,9 +90,19 @@ void scorerun_free(struct scorerun_model *v, size_t n);
  * POST /__cron): in one exclusive transaction, migrates the old
  * MODELS_SEEN list to MODEL_SEEN:<model> keys and, past MAX_MODELS,
  * drops the longest unused models (last use: the lock's last_used, else
- * first seen).  *dropped says how many.  Logs and returns the error.
+ * first seen).  *dropped says how many.  Then folds the ledger's old
+ * days (scorerun_fold).  Logs and returns the pruning's error.
  */
 enum orgw_err scorerun_prune(const struct orgw_conf *c, size_t *dropped);
+
+/*
+ * In one exclusive transaction, adds every ledger cell of a day before
+ * the LEDGER_DAYS that end at now to its model, API and provider's
+ * LEDGER_TOTAL cell and deletes it.  *folded says how many cells.  Logs
+ * and returns the error.
+ */
+enum orgw_err scorerun_fold(const struct orgw_conf *c, int64_t now,
+			    size_t *folded);
 
 /*
  * Lists every model to score (TARGET_MODEL, then MODEL_SEEN:<model> keys

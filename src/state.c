@@ -60,7 +60,7 @@ state_txn(const struct orgw_conf *c, bool write,
 			 * WATCH): nothing was written; run fn again on what
 			 * the store holds now, after a jittered pause, until
 			 * the time a GDBM writer may wait for its lock is
-			 * spent (with 64 clients on one model's STATS, a run
+			 * spent (with 64 clients on one model's cell, a run
 			 * loses the race now and then, and a loaded host
 			 * makes the losing streaks longer). */
 			if (clock_mono_ms() >= give_up)
@@ -262,8 +262,8 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 
 /*
  * Appends a change of model's lock from one tag to another ("" = no
- * lock) to LOCK_LOG:<model>, in the transaction that moves it (issue 17
- * item 5).  A lock renewed on the same provider is no change.
+ * lock) to LOCK_LOG:<model>, in the transaction that moves it.  A lock
+ * renewed on the same provider is no change.
  */
 static enum orgw_err
 lock_log(struct store *s, const char *model, int64_t now, const char *from,
@@ -454,7 +454,7 @@ struct route_args {
 /*
  * Marks model seen (MODEL_SEEN:<model>, SPEC 4 step 2) once its endpoints
  * were fetched: one key per model, so what a request does under the lock
- * does not grow with the number of models (issue 15).
+ * does not grow with the number of models.
  */
 static enum orgw_err
 seen_mark(struct store *s, const char *model, int64_t now)
@@ -674,7 +674,7 @@ struct finish_args {
 	int64_t lost;		/* counts lost earlier, for LOST_UPDATES */
 };
 
-/* Adds n to LOST_UPDATES (a decimal count; issue 19). */
+/* Adds n to LOST_UPDATES (a decimal count). */
 static enum orgw_err
 lost_add(struct store *s, int64_t n)
 {
@@ -917,7 +917,7 @@ state_health(const struct orgw_conf *c, char *why, size_t n)
 }
 
 /*
- * Operator commands (issue 17 item 6).  They live apart from the request
+ * Operator commands.  They live apart from the request
  * path's functions above on purpose: the same keys, the same record.c
  * codecs and the same state_txn() lock, but their own transactions, so
  * a change to the request path's relock rules does not silently change

@@ -326,7 +326,7 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 		    !cJSON_AddStringToObject(root, "state_error",
 					     orgw_strerror(err)))
 			a.ok = false;
-		/* Requests not counted while the state was away (issue 19;
+		/* Requests not counted while the state was away (as
 		 * orgw_state_lost_updates_total in /metrics). */
 		if (a.ok && !cJSON_AddNumberToObject(root, "lost_updates",
 						     (double)a.lost))

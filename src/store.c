@@ -25,7 +25,7 @@ static _Atomic int64_t store_lost;
 /*
  * Redis write transactions of one process take turns.  A worker runs
  * WORKER_THREADS threads and nearly every request writes its model's
- * keys: dozens of threads WATCHing one STATS key would mostly lose their
+ * keys: dozens of threads WATCHing one ledger cell would mostly lose their
  * EXEC to each other and run again.  The turn is a courtesy, never the
  * atomicity (WATCH/MULTI/EXEC keeps that across processes and hosts): a
  * thread that cannot have it within REDIS_TURN_WAIT_MS goes ahead

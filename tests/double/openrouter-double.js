@@ -76,6 +76,8 @@ const DEFAULTS = Object.freeze({
   spacing_jitter_ms: 0,       // each gap between SSE data events is spacing_ms + a uniform 0..N ms
   padding_bytes: 0,           // non-stream: whitespace written before the JSON body
   cached_tokens: 0,           // usage.prompt_tokens_details.cached_tokens (clamped to prompt_tokens)
+  reasoning_tokens: 0,        // of the completion tokens, thinking not shown (clamped to them): chat
+                              // completion_tokens_details, Responses output_tokens_details
   prompt_cache: false,        // true: cached_tokens is what a per-endpoint prefix cache gives (below)
   prompt_cache_ttl_ms: 0,     // a cached prompt unused this long is gone (0 = kept)
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
@@ -882,14 +884,15 @@ function usageNums(ep, promptTokens, completionTokens, cachedHit, bpTokens) {
   const pc = r12(written ? (promptTokens - cached - written) * pr.p + cached * pr.r + written * pr.w
     : (promptTokens - cached) * pr.p + cached * pr.r);
   const cc = r12(completionTokens * pr.c);
-  return { prompt: promptTokens, cached, written, completion: completionTokens, pc, cc, cost: r12(pc + cc) };
+  const reasoning = Math.min(cfg.reasoning_tokens, completionTokens);
+  return { prompt: promptTokens, cached, written, completion: completionTokens, reasoning, pc, cc, cost: r12(pc + cc) };
 }
 
 function chatUsageJ(u) {
   return `{"prompt_tokens":${u.prompt},"completion_tokens":${u.completion},"total_tokens":${u.prompt + u.completion},` +
     `"cost":${u.cost},"is_byok":false,"prompt_tokens_details":{"cached_tokens":${u.cached},"cache_write_tokens":${u.written},"audio_tokens":0,"video_tokens":0},` +
     `"cost_details":{"upstream_inference_cost":${u.cost},"upstream_inference_prompt_cost":${u.pc},"upstream_inference_completions_cost":${u.cc}},` +
-    '"completion_tokens_details":{"reasoning_tokens":0,"image_tokens":0,"audio_tokens":0}}';
+    `"completion_tokens_details":{"reasoning_tokens":${u.reasoning},"image_tokens":0,"audio_tokens":0}}`;
 }
 
 // Messages usage, Anthropic semantics: input_tokens is neither read from nor written to the cache.
@@ -922,7 +925,7 @@ function msgUsageDelta(u) {
 // Responses usage, OpenAI semantics: input_tokens includes the cached and written ones.
 function respUsageJ(u) {
   return `{"input_tokens":${u.prompt},"input_tokens_details":{"cached_tokens":${u.cached},"cache_write_tokens":${u.written}},` +
-    `"output_tokens":${u.completion},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${u.prompt + u.completion},` +
+    `"output_tokens":${u.completion},"output_tokens_details":{"reasoning_tokens":${u.reasoning}},"total_tokens":${u.prompt + u.completion},` +
     `"cost":${u.cost},"is_byok":false,"cost_details":{"upstream_inference_cost":${u.cost},` +
     `"upstream_inference_input_cost":${u.pc},"upstream_inference_output_cost":${u.cc}}}`;
 }
