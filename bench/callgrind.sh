@@ -62,4 +62,4 @@ for arg in "$@"; do
 	[[ $rest == *@* ]] && state=${rest#*@}
 	one "$label" "$bin" "$state"
 done
-rm -rf "$OUTDIR"
+[ -n "${CG_KEEP:-}" ] && echo "callgrind files kept in $OUTDIR" || rm -rf "$OUTDIR"

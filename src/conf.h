@@ -14,10 +14,12 @@
 #define CONF_MAX_TARGETS 64
 #define CONF_MAX_ALIASES 64
 
-/* STATE_BACKEND (issue 19). */
+/* STATE_BACKEND. */
 enum conf_backend {
 	CONF_BACKEND_GDBM = 0,	/* STATE_PATH, one host (the default) */
 	CONF_BACKEND_REDIS,	/* REDIS_URL, several hosts */
+	CONF_BACKEND_MEMORY,	/* this process only (store_mem.c): the unit
+				 * tests set it; no setting names it */
 };
 
 struct orgw_conf {

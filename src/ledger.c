@@ -143,17 +143,23 @@ put_num(cJSON *o, const char *k, double v)
 	return v == 0 || cJSON_AddNumberToObject(o, k, v) != NULL;
 }
 
+/* The members of the histogram slots, "t0".."t12" and "d0".."d12". */
+_Static_assert(PROM_N_SLOTS == 13, "one name per histogram slot");
+static const char *const ttfb_names[PROM_N_SLOTS] = {
+	"t0", "t1", "t2", "t3", "t4", "t5", "t6",
+	"t7", "t8", "t9", "t10", "t11", "t12"};
+static const char *const dur_names[PROM_N_SLOTS] = {
+	"d0", "d1", "d2", "d3", "d4", "d5", "d6",
+	"d7", "d8", "d9", "d10", "d11", "d12"};
+
 static bool
-put_slots(cJSON *o, char kind, const double *v)
+put_slots(cJSON *o, const char *const *names, const double *v)
 {
-	char k[8];
 	size_t i;
 
-	for (i = 0; i < PROM_N_SLOTS; i++) {
-		snprintf(k, sizeof(k), "%c%zu", kind, i);
-		if (!put_num(o, k, v[i]))
+	for (i = 0; i < PROM_N_SLOTS; i++)
+		if (!put_num(o, names[i], v[i]))
 			return false;
-	}
 	return true;
 }
 
@@ -167,7 +173,8 @@ ledger_cell_encode(const struct ledger_cell *c)
 
 	for (i = 0; ok && i < LX_N; i++)
 		ok = put_num(o, ledger_fields[i].key, fin(c->v[i]));
-	ok = ok && put_slots(o, 't', c->ttfb) && put_slots(o, 'd', c->dur);
+	ok = ok && put_slots(o, ttfb_names, c->ttfb) &&
+	     put_slots(o, dur_names, c->dur);
 	text = ok ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
 	return text;

@@ -18,6 +18,7 @@
  * move), so it is exact.  The old release's STATS:<model> and
  * METRICS:<model> are read (hit rates, /stats) and never written.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +450,7 @@ struct route_args {
 	struct state_route *r;
 	const struct score_result *res;
 	const char *error;
+	bool routed;		/* do_route_read settled it */
 };
 
 /*
@@ -479,15 +481,61 @@ do_route(struct store *s, void *arg)
 			       a->r);
 }
 
+/*
+ * The route when it writes nothing: a client's own provider object, or a
+ * live lock that is neither idle nor cooling and was renewed already this
+ * second (renewing it would write the same bytes).  Under load, nearly
+ * every request is one of these, and a shared lock lets them route side
+ * by side.  Anything else leaves a->routed false for do_route.
+ */
+static enum orgw_err
+do_route_read(struct store *s, void *arg)
+{
+	struct route_args *a = arg;
+	struct rec_lock lock;
+	struct cool_ctx cc = {s, a->model, a->now};
+	struct route_view v;
+	const struct rec_cand *pick;
+	bool have_lock;
+	enum orgw_err err;
+
+	a->routed = false;
+	if (a->client_provider) {
+		route_set(a->r, ROUTE_CLIENT, NULL, NULL, 0);
+		a->routed = true;
+		return ORGW_OK;
+	}
+	if ((err = read_lock(s, a->model, &lock, &have_lock)) != ORGW_OK ||
+	    !have_lock || lock.last_used != a->now)
+		return err;
+	memset(&v, 0, sizeof(v));
+	v.lock = &lock;
+	v.cooling = cooling;
+	v.cooling_arg = &cc;
+	v.now = a->now;
+	v.lock_idle_seconds = a->c->lock_idle_seconds;
+	v.score_retry_seconds = SCORE_RETRY_SECONDS;
+	v.lock_margin = a->c->lock_margin;
+	if (route_decide(&v, &pick) != ROUTE_LOCKED)
+		return ORGW_OK;
+	route_set(a->r, ROUTE_LOCKED, lock.tag, lock.provider_name,
+		  lock.max_completion_tokens);
+	a->routed = true;
+	return ORGW_OK;
+}
+
 enum orgw_err
 state_route(const struct orgw_conf *c, const char *model,
 	    bool client_provider, int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, client_provider, now, r, NULL, NULL};
+	struct route_args a = {c,    model, client_provider, now,
+			       r,    NULL,  NULL,		  false};
 	enum orgw_err err;
 
 	route_set(r, client_provider ? ROUTE_CLIENT : ROUTE_UNPINNED, NULL,
 		  NULL, 0);
+	if (state_txn(c, false, do_route_read, &a) == ORGW_OK && a.routed)
+		return ORGW_OK;
 	err = state_txn(c, true, do_route, &a);
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",
@@ -552,7 +600,7 @@ state_route_scored(const struct orgw_conf *c, const char *model,
 		   const struct score_result *res, const char *error,
 		   int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, false, now, r, res, error};
+	struct route_args a = {c, model, false, now, r, res, error, false};
 	enum orgw_err err;
 
 	route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
@@ -575,7 +623,7 @@ state_store_candidates(const struct orgw_conf *c, const char *model,
 		       const struct score_result *res, const char *error,
 		       int64_t now)
 {
-	struct route_args a = {c, model, false, now, NULL, res, error};
+	struct route_args a = {c, model, false, now, NULL, res, error, false};
 
 	return state_txn(c, true, do_store_cands, &a);
 }
@@ -716,34 +764,6 @@ legacy_hit(struct store *s, const char *model, const char *tag,
 	return err;
 }
 
-/*
- * Adds d's answer to its provider's measured hit rate: only what the
- * pinned provider itself served, with usage, measures its cache.
- */
-static enum orgw_err
-hit_count(struct store *s, const char *model, const struct stats_delta *d)
-{
-	struct score_hit h;
-	char k[KEY_MAX], *v = NULL;
-	enum orgw_err err;
-
-	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
-	    d->tag == NULL || d->tag[0] == '\0')
-		return ORGW_OK;
-	memset(&h, 0, sizeof(h));
-	key3(k, "HIT", model, d->tag);
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
-		return err;
-	if (v == NULL || record_hit_decode(v, &h) != ORGW_OK)
-		err = legacy_hit(s, model, d->tag, &h);
-	free(v);
-	if (err != ORGW_OK)
-		return err;
-	score_hit_add(&h, d->prompt_tokens, d->cached_tokens,
-		      d->hit_half_life_tokens);
-	return put_text(s, k, record_hit_encode(&h));
-}
-
 struct hits_ctx {
 	size_t prefix_len;
 	struct score_hit *v;
@@ -831,38 +851,213 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
 	return ORGW_OK;
 }
 
-static enum orgw_err
-do_finish(struct store *s, void *arg)
-{
-	struct finish_args *a = arg;
-	struct rec_failure f;
-	struct rec_cands cands;
+/*
+ * The request's end, by group commit.  A thread that finishes a request
+ * queues its counts and waits; one thread of the process at a time (the
+ * leader) takes everything queued and writes it in one transaction, in
+ * which each cell, hit rate and failure count that several requests
+ * share is read and written once.  So under load the exclusive lock is
+ * taken once per batch instead of once per request, and every thread
+ * still returns only once its counts are committed: N requests answered,
+ * N counted, and a worker killed loses only what it had in flight.
+ */
+struct finish_job {
+	const char *model;
+	struct stats_delta d;	/* a copy; its strings are the caller's, who
+				 * waits until done */
+	const char *ok_tag;
+	enum orgw_err err;
+	bool done;
+	struct finish_job *next;
+};
+
+/* One cell, hit rate or failure count the batch writes. */
+struct finish_key {
+	char key[KEY_MAX + 64];
 	struct ledger_cell cell;
-	bool have_cands;
+	struct score_hit hit;
+};
+
+struct finish_batch {
+	struct finish_job *jobs;
+	size_t n_jobs;
+	int64_t lost;		/* counts lost earlier, for LOST_UPDATES */
+	struct finish_key *keys;	/* cells, hits and failures */
+	size_t n_keys, cap_keys;
+	const char *cands_model;	/* the model cands belongs to */
+	const struct rec_cands *cands;
+};
+
+/*
+ * The candidates of the models a process finishes requests for, decoded
+ * once and kept with the text they came from: a finish reads the stored
+ * text in its transaction and decodes it again only when it changed (a
+ * scoring or a re-rank wrote it).  Only the leader touches it.
+ */
+#define CANDS_CACHE 8
+static struct {
+	char *model, *text;
+	struct rec_cands cands;
+} cands_cache[CANDS_CACHE];
+static size_t cands_cache_next;
+
+/* model's candidates, as stored now: *c points into the cache (NULL when
+ * there are none), valid until the next call. */
+static enum orgw_err
+cached_cands(struct store *s, const char *model, const struct rec_cands **c)
+{
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
+	size_t i;
 
-	if (a->lost > 0 && (err = lost_add(s, a->lost)) != ORGW_OK)
+	*c = NULL;
+	key2(k, "PROVIDER_CANDIDATE", model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK || v == NULL)
 		return err;
-	/* The candidates' prices and names attribute and price the
-	 * request's money; without them it is "unknown".  a->d.money_tag
-	 * may point into cands: they live until the cell is written. */
-	if ((err = read_cands(s, a->model, &cands, &have_cands)) != ORGW_OK)
-		return err;
-	ledger_price(&a->d, have_cands ? &cands : NULL);
-	ledger_from_delta(&cell, &a->d);
-	err = cell_add(s, a->model, a->d.now, ledger_api(&a->d),
-		       ledger_provider(&a->d), &cell);
-	a->d.money_tag = NULL;
-	record_cands_clear(&cands);
-	if (err == ORGW_OK)
-		err = hit_count(s, a->model, &a->d);
-	if (err != ORGW_OK || a->ok_tag == NULL)
-		return err;
-	key3(k, "PROVIDER_FAILURE", a->model, a->ok_tag);
+	for (i = 0; i < CANDS_CACHE; i++)
+		if (cands_cache[i].model != NULL &&
+		    strcmp(cands_cache[i].model, model) == 0)
+			break;
+	if (i < CANDS_CACHE && strcmp(cands_cache[i].text, v) == 0) {
+		free(v);
+		*c = &cands_cache[i].cands;
+		return ORGW_OK;
+	}
+	if (i == CANDS_CACHE) {
+		i = cands_cache_next;
+		cands_cache_next = (cands_cache_next + 1) % CANDS_CACHE;
+	}
+	free(cands_cache[i].model);
+	free(cands_cache[i].text);
+	record_cands_clear(&cands_cache[i].cands);
+	cands_cache[i].model = NULL;
+	cands_cache[i].text = NULL;
+	if (record_cands_decode(v, &cands_cache[i].cands) != ORGW_OK) {
+		record_cands_clear(&cands_cache[i].cands);
+		free(v);
+		return ORGW_OK;
+	}
+	if ((cands_cache[i].model = strdup(model)) == NULL) {
+		record_cands_clear(&cands_cache[i].cands);
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	cands_cache[i].text = v;
+	*c = &cands_cache[i].cands;
+	return ORGW_OK;
+}
+
+/* The batch's entry for key, made (zeroed) when new; NULL when out of
+ * memory.  *fresh says whether it was made. */
+static struct finish_key *
+batch_key(struct finish_batch *b, const char *key, bool *fresh)
+{
+	size_t i;
+
+	*fresh = false;
+	for (i = 0; i < b->n_keys; i++)
+		if (strcmp(b->keys[i].key, key) == 0)
+			return &b->keys[i];
+	if (b->n_keys == b->cap_keys) {
+		size_t cap = b->cap_keys ? b->cap_keys * 2 : 16;
+		struct finish_key *v = realloc(b->keys, cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		b->keys = v;
+		b->cap_keys = cap;
+	}
+	memset(&b->keys[b->n_keys], 0, sizeof(b->keys[0]));
+	snprintf(b->keys[b->n_keys].key, sizeof(b->keys[0].key), "%s", key);
+	*fresh = true;
+	return &b->keys[b->n_keys++];
+}
+
+/* Adds job j's cell to the batch: its money attributed and priced from
+ * the candidates as stored now. */
+static enum orgw_err
+batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
+{
+	const struct rec_cands *cands;
+	struct ledger_cell cell;
+	struct finish_key *e;
+	char k[KEY_MAX + 64], day[11];
+	enum orgw_err err;
+	bool fresh;
+
+	/* Jobs of one model (most of a batch) read its candidates once. */
+	if (b->cands_model == NULL || strcmp(b->cands_model, j->model) != 0) {
+		if ((err = cached_cands(s, j->model, &cands)) != ORGW_OK)
+			return err;
+		b->cands_model = j->model;
+		b->cands = cands;
+	}
+	ledger_price(&j->d, b->cands);
+	ledger_from_delta(&cell, &j->d);
+	record_day(j->d.now, day);
+	/* A key that cannot be made (a model id too long for it) counts
+	 * nothing, as for a key GDBM would refuse. */
+	if (ledger_key(k, sizeof(k), j->model, day, ledger_api(&j->d),
+		       ledger_provider(&j->d))) {
+		if ((e = batch_key(b, k, &fresh)) == NULL)
+			return ORGW_ENOMEM;
+		ledger_cell_add(&e->cell, &cell);
+	}
+	j->d.money_tag = NULL;	/* it pointed into the cache */
+	return ORGW_OK;
+}
+
+/* Adds job j's answer to its provider's measured hit rate: only what the
+ * pinned provider itself served, with usage, measures its cache. */
+static enum orgw_err
+batch_hit(struct store *s, struct finish_batch *b, const struct finish_job *j)
+{
+	const struct stats_delta *d = &j->d;
+	struct finish_key *e;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err = ORGW_OK;
+	bool fresh;
+
+	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
+	    d->tag == NULL || d->tag[0] == '\0')
+		return ORGW_OK;
+	key3(k, "HIT", j->model, d->tag);
+	if ((e = batch_key(b, k, &fresh)) == NULL)
+		return ORGW_ENOMEM;
+	if (fresh) {
+		if ((err = store_get(s, k, &v)) != ORGW_OK)
+			return err;
+		if (v == NULL || record_hit_decode(v, &e->hit) != ORGW_OK)
+			err = legacy_hit(s, j->model, d->tag, &e->hit);
+		free(v);
+		if (err != ORGW_OK)
+			return err;
+	}
+	score_hit_add(&e->hit, d->prompt_tokens, d->cached_tokens,
+		      d->hit_half_life_tokens);
+	return ORGW_OK;
+}
+
+/* Resets the consecutive failure count of the provider that answered
+ * (written only when there is a count to reset). */
+static enum orgw_err
+batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
+{
+	struct rec_failure f;
+	struct finish_key *e;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+	bool fresh;
+
+	if (j->ok_tag == NULL)
+		return ORGW_OK;
+	key3(k, "PROVIDER_FAILURE", j->model, j->ok_tag);
+	if ((e = batch_key(b, k, &fresh)) == NULL)
+		return ORGW_ENOMEM;
+	if (!fresh)
+		return ORGW_OK;
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	/* Write only when there is a count to reset. */
 	if (v != NULL && record_failure_decode(v, &f) == ORGW_OK &&
 	    f.count > 0) {
 		failover_breaker_ok(&f);
@@ -872,33 +1067,122 @@ do_finish(struct store *s, void *arg)
 	return err;
 }
 
+static enum orgw_err
+do_finish_batch(struct store *s, void *arg)
+{
+	struct finish_batch *b = arg;
+	struct finish_job *j;
+	enum orgw_err err = ORGW_OK;
+	size_t i;
+
+	/* A transaction that runs again (a Redis conflict) starts over. */
+	b->n_keys = 0;
+	b->cands_model = NULL;
+	if (b->lost > 0 && (err = lost_add(s, b->lost)) != ORGW_OK)
+		return err;
+	for (j = b->jobs; err == ORGW_OK && j != NULL; j = j->next)
+		if ((err = batch_cell(s, b, j)) == ORGW_OK &&
+		    (err = batch_hit(s, b, j)) == ORGW_OK)
+			err = batch_ok(s, b, j);
+	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
+		struct finish_key *e = &b->keys[i];
+		struct ledger_cell have;
+		char *v = NULL;
+
+		if (strncmp(e->key, "HIT:", 4) == 0) {
+			err = put_text(s, e->key, record_hit_encode(&e->hit));
+			continue;
+		}
+		if (strncmp(e->key, LEDGER_PREFIX, strlen(LEDGER_PREFIX)) != 0)
+			continue;
+		if ((err = store_get(s, e->key, &v)) != ORGW_OK)
+			break;
+		/* Damaged text starts the cell again (decode zeroes it). */
+		(void)ledger_cell_decode(v, &have);
+		free(v);
+		ledger_cell_add(&have, &e->cell);
+		err = put_text(s, e->key, ledger_cell_encode(&have));
+	}
+	return err;
+}
+
+static pthread_mutex_t finish_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t finish_cv = PTHREAD_COND_INITIALIZER;
+static struct finish_job *finish_head;
+static struct finish_job **finish_tail = &finish_head;
+static bool finish_leading;
+
+/* The leader's turn: writes every job queued (finish_mu held on entry
+ * and on return, released while the transaction runs). */
+static void
+finish_lead(const struct orgw_conf *c)
+{
+	struct finish_batch b;
+	struct finish_job *j, *next;
+	enum orgw_err err;
+
+	memset(&b, 0, sizeof(b));
+	b.jobs = finish_head;
+	finish_head = NULL;
+	finish_tail = &finish_head;
+	for (j = b.jobs; j != NULL; j = j->next)
+		b.n_jobs++;
+	finish_leading = true;
+	pthread_mutex_unlock(&finish_mu);
+
+	/* Counts this process lost while the state was away go into
+	 * LOST_UPDATES with these, in the same transaction. */
+	b.lost = store_lost_take();
+	err = state_txn(c, true, do_finish_batch, &b);
+	free(b.keys);
+	if (err != ORGW_OK) {
+		store_lost_add(b.lost + (int64_t)b.n_jobs);
+		log_warn("state unavailable (%s): %zu request%s not counted "
+			 "(%lld lost in this worker, for LOST_UPDATES)",
+			 orgw_strerror(err), b.n_jobs, b.n_jobs == 1 ? "" : "s",
+			 (long long)(b.lost + (int64_t)b.n_jobs));
+	} else if (b.lost > 0) {
+		log_info("state: %lld request counts lost while the state "
+			 "was unavailable added to LOST_UPDATES",
+			 (long long)b.lost);
+	}
+
+	pthread_mutex_lock(&finish_mu);
+	for (j = b.jobs; j != NULL; j = next) {
+		next = j->next;
+		j->err = err;
+		j->done = true;
+	}
+	finish_leading = false;
+	pthread_cond_broadcast(&finish_cv);
+}
+
 enum orgw_err
 state_finish(const struct orgw_conf *c, const char *model,
 	     struct stats_delta *d, const char *ok_tag)
 {
-	struct finish_args a = {model, *d, ok_tag, 0};
-	enum orgw_err err;
+	struct finish_job job;
 
-	a.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
-	/* Counts this process lost while the state was away go into
-	 * LOST_UPDATES with this one, in the same transaction. */
-	a.lost = store_lost_take();
-	err = state_txn(c, true, do_finish, &a);
-	if (err == ORGW_OK && a.d.cost_estimated) {
-		d->cost_usd = a.d.cost_usd;
+	memset(&job, 0, sizeof(job));
+	job.model = model;
+	job.d = *d;
+	job.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
+	job.ok_tag = ok_tag;
+	pthread_mutex_lock(&finish_mu);
+	*finish_tail = &job;
+	finish_tail = &job.next;
+	while (!job.done) {
+		if (!finish_leading)
+			finish_lead(c);
+		else
+			pthread_cond_wait(&finish_cv, &finish_mu);
+	}
+	pthread_mutex_unlock(&finish_mu);
+	if (job.err == ORGW_OK && job.d.cost_estimated) {
+		d->cost_usd = job.d.cost_usd;
 		d->cost_estimated = true;
 	}
-	if (err != ORGW_OK) {
-		store_lost_add(a.lost + 1);
-		log_warn("state unavailable (%s): request not counted "
-			 "(%lld lost in this worker, for LOST_UPDATES)",
-			 orgw_strerror(err), (long long)(a.lost + 1));
-	} else if (a.lost > 0) {
-		log_info("state: %lld request counts lost while the state "
-			 "was unavailable added to LOST_UPDATES",
-			 (long long)a.lost);
-	}
-	return err;
+	return job.err;
 }
 
 enum orgw_err

@@ -12,6 +12,7 @@
 
 #include "store_gdbm.h"
 #include "store_impl.h"
+#include "store_mem.h"
 #include "store_redis.h"
 
 struct store_run {
@@ -62,6 +63,8 @@ store_open(struct store **out, const struct orgw_conf *c, bool write,
 	enum orgw_err err;
 
 	*out = NULL;
+	if (c->state_backend == CONF_BACKEND_MEMORY)
+		return store_mem_open(out, write);
 	if (write && redis)
 		turn = turn_take(REDIS_TURN_WAIT_MS);
 	err = redis ? store_redis_open(out, c, write) :
@@ -141,7 +144,9 @@ store_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
 		return ORGW_ENOMEM;
 	r->backend = c->state_backend;
 	r->fd = -1;
-	if (r->backend == CONF_BACKEND_REDIS)
+	if (r->backend == CONF_BACKEND_MEMORY)
+		err = ORGW_OK;
+	else if (r->backend == CONF_BACKEND_REDIS)
 		err = store_redis_run_begin(c, min_interval_s, now_s,
 					    &r->redis, retry_after_s);
 	else
@@ -162,7 +167,7 @@ store_run_end(struct store_run *run)
 		return;
 	if (run->backend == CONF_BACKEND_REDIS)
 		store_redis_run_end(run->redis);
-	else
+	else if (run->backend == CONF_BACKEND_GDBM)
 		store_gdbm_run_end(run->fd);
 	free(run);
 }
@@ -170,6 +175,8 @@ store_run_end(struct store_run *run)
 enum orgw_err
 store_check(const struct orgw_conf *c, char *why, size_t n)
 {
+	if (c->state_backend == CONF_BACKEND_MEMORY)
+		return ORGW_OK;
 	if (c->state_backend == CONF_BACKEND_REDIS)
 		return store_redis_check(c, why, n);
 	return store_gdbm_check(c->state_path, why, n);
@@ -178,7 +185,7 @@ store_check(const struct orgw_conf *c, char *why, size_t n)
 enum orgw_err
 store_repair(const struct orgw_conf *c, int64_t timeout_ms)
 {
-	if (c->state_backend == CONF_BACKEND_REDIS)
+	if (c->state_backend != CONF_BACKEND_GDBM)
 		return ORGW_EIO;
 	return store_gdbm_repair(c->state_path, timeout_ms);
 }
@@ -186,7 +193,7 @@ store_repair(const struct orgw_conf *c, int64_t timeout_ms)
 enum orgw_err
 store_tidy(const struct orgw_conf *c, int64_t timeout_ms)
 {
-	if (c->state_backend == CONF_BACKEND_REDIS)
+	if (c->state_backend != CONF_BACKEND_GDBM)
 		return ORGW_OK;
 	return store_gdbm_tidy(c->state_path, timeout_ms);
 }

@@ -1,0 +1,461 @@
+/*
+ * test_state.c - state.c's transactions on the in-memory back-end
+ * (store_mem.c), without files, sockets or servers: routing (a table of
+ * locks, candidates, cooldowns and clients), renewal, the shared-lock
+ * route that writes nothing, relocks and their lock log and ledger
+ * events, the breaker, the bookkeeping of many threads at once (group
+ * commit: N finished, N counted), a state that refuses to open (counts
+ * kept for LOST_UPDATES) and the operator commands.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "t.h"
+#include "conf.h"
+#include "ledger.h"
+#include "record.h"
+#include "state.h"
+#include "store.h"
+#include "store_mem.h"
+
+#define NOW 1796083200 /* 2026-12-01 00:00:00 UTC */
+#define M "test/model"
+
+static struct orgw_conf conf;
+
+/* The value of key (malloc'd; NULL when absent). */
+static char *
+get(const char *key)
+{
+	struct store *s;
+	char *v = NULL;
+
+	if (store_open(&s, &conf, false, 100) != ORGW_OK)
+		return NULL;
+	(void)store_get(s, key, &v);
+	(void)store_close(s);
+	return v;
+}
+
+static void
+put(const char *key, const char *val)
+{
+	struct store *s;
+
+	if (store_open(&s, &conf, true, 100) != ORGW_OK)
+		return;
+	(void)store_put(s, key, val);
+	(void)store_close(s);
+}
+
+/* Candidates tags[0..n), best first, scored at NOW. */
+static void
+put_cands(const char *const *tags, size_t n)
+{
+	struct rec_cands c;
+	struct rec_cand v[4];
+	char *t;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < n && i < 4; i++) {
+		snprintf(v[i].tag, sizeof(v[i].tag), "%s", tags[i]);
+		snprintf(v[i].provider_name, sizeof(v[i].provider_name), "P-%s",
+			 tags[i]);
+		v[i].score = 100.0 - 10.0 * (double)i;
+		v[i].uptime = 1;
+		v[i].max_completion_tokens = 1000 * (int64_t)(i + 1);
+		/* Each one twice the price of the one before, at the same
+		 * speed: a re-rank keeps the order, and by far more than
+		 * LOCK_MARGIN. */
+		v[i].throughput = v[i].terms.throughput = 100;
+		v[i].has_throughput = v[i].terms.has_throughput = true;
+		v[i].terms.base_kind[SCORE_PROMPT] = SCORE_PRICE_OK;
+		v[i].terms.base[SCORE_PROMPT] = 1e-6 * (double)(1u << i);
+		v[i].terms.base_kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+		v[i].terms.base[SCORE_COMPLETION] = 2e-6 * (double)(1u << i);
+	}
+	c.n = n;
+	c.v = v;
+	c.scored_at = c.attempted_at = NOW - 60;
+	t = record_cands_encode(&c);
+	if (t != NULL)
+		put("PROVIDER_CANDIDATE:" M, t);
+	record_free(t);
+}
+
+static void
+put_lock(const char *tag, int64_t last_used)
+{
+	struct rec_lock l;
+	char *t;
+
+	memset(&l, 0, sizeof(l));
+	snprintf(l.tag, sizeof(l.tag), "%s", tag);
+	snprintf(l.provider_name, sizeof(l.provider_name), "P-%s", tag);
+	l.locked_at = NOW - 3600;
+	l.last_used = last_used;
+	t = record_lock_encode(&l);
+	if (t != NULL)
+		put("BEST_PROVIDER:" M, t);
+	record_free(t);
+}
+
+static void
+put_cooling(const char *tag, int64_t until)
+{
+	struct rec_cooldown cd;
+	char k[128], *t;
+
+	memset(&cd, 0, sizeof(cd));
+	cd.until = until;
+	snprintf(cd.reason, sizeof(cd.reason), "test");
+	snprintf(k, sizeof(k), "PROVIDER_COOLDOWN:" M ":%s", tag);
+	t = record_cooldown_encode(&cd);
+	if (t != NULL)
+		put(k, t);
+	record_free(t);
+}
+
+/* The stored lock's tag and last_used ("" and 0 when none). */
+static void
+lock_now(char tag[ORGW_TAG_MAX], int64_t *last_used)
+{
+	char *v = get("BEST_PROVIDER:" M);
+	struct rec_lock l;
+
+	tag[0] = '\0';
+	*last_used = 0;
+	if (v != NULL && record_lock_decode(v, &l) == ORGW_OK) {
+		snprintf(tag, ORGW_TAG_MAX, "%s", l.tag);
+		*last_used = l.last_used;
+	}
+	free(v);
+}
+
+/* A counter of one ledger cell (0 when absent). */
+static double
+cell(const char *day, const char *api, const char *tag, enum ledger_ix ix)
+{
+	struct ledger_cell c;
+	char k[256], *v;
+
+	snprintf(k, sizeof(k), "LEDGER:" M ":%s:%s:%s", day, api, tag);
+	v = get(k);
+	(void)ledger_cell_decode(v, &c);
+	free(v);
+	return c.v[ix];
+}
+
+static size_t
+lock_log_len(void)
+{
+	char *v = get("LOCK_LOG:" M);
+	cJSON *o = v ? cJSON_Parse(v) : NULL;
+	int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "changes"));
+
+	cJSON_Delete(o);
+	free(v);
+	return (size_t)n;
+}
+
+static void
+test_route_table(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const struct {
+		const char *what;
+		size_t n_cands;		/* of ab; 0: none stored */
+		const char *lock;	/* NULL: none */
+		int64_t last_used;	/* seconds before NOW */
+		const char *cool;	/* a tag cooling, or NULL */
+		const char *cool2;
+		bool client;
+		enum route_kind want;
+		const char *want_tag;	/* the route's and then the lock's */
+		bool writes;		/* a write transaction ran */
+	} rows[] = {
+		{"never scored: score inline", 0, NULL, 0, NULL, NULL, false,
+		 ROUTE_SCORED, "", false},
+		{"scored, no lock: the best", 2, NULL, 0, NULL, NULL, false,
+		 ROUTE_RELOCKED, "a", true},
+		{"a live lock: kept and renewed", 2, "b", 60, NULL, NULL, false,
+		 ROUTE_LOCKED, "b", true},
+		{"renewed this second: nothing written", 2, "b", 0, NULL, NULL,
+		 false, ROUTE_LOCKED, "b", false},
+		{"the lock cooling: the next", 2, "a", 0, "a", NULL, false,
+		 ROUTE_RELOCKED, "b", true},
+		{"an idle lock moves to a better best", 2, "b", 7200, NULL,
+		 NULL, false, ROUTE_RELOCKED, "a", true},
+		{"everything cooling: unpinned, the lock left", 2, "a", 10, "a",
+		 "b", false, ROUTE_UNPINNED, "", false},
+		{"the client's provider: nothing read or written", 2, "a", 10,
+		 NULL, NULL, true, ROUTE_CLIENT, "", false},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct state_route r;
+		char what[160], tag[ORGW_TAG_MAX];
+		int64_t lu, writes;
+		bool ok;
+
+		store_mem_reset();
+		if (rows[i].n_cands > 0)
+			put_cands(ab, rows[i].n_cands);
+		if (rows[i].lock != NULL)
+			put_lock(rows[i].lock, NOW - rows[i].last_used);
+		if (rows[i].cool != NULL)
+			put_cooling(rows[i].cool, NOW + 600);
+		if (rows[i].cool2 != NULL)
+			put_cooling(rows[i].cool2, NOW + 600);
+		writes = store_mem_writes();
+		ok = state_route(&conf, M, rows[i].client, NOW, &r) == ORGW_OK;
+		lock_now(tag, &lu);
+		snprintf(what, sizeof(what), "route: %s", rows[i].what);
+		T_ASSERT(what, ok && r.kind == rows[i].want &&
+				       strcmp(r.tag, rows[i].want_tag) == 0);
+		snprintf(what, sizeof(what), "route: %s (%s)", rows[i].what,
+			 rows[i].writes ? "written" : "read only");
+		T_ASSERT(what, (store_mem_writes() > writes) == rows[i].writes);
+		if (rows[i].want == ROUTE_LOCKED ||
+		    rows[i].want == ROUTE_RELOCKED) {
+			snprintf(what, sizeof(what), "route: %s: lock %s at now",
+				 rows[i].what, rows[i].want_tag);
+			T_ASSERT(what, strcmp(tag, rows[i].want_tag) == 0 &&
+					       lu == NOW);
+		}
+	}
+}
+
+/* A move counts a lock change in the day's event cell and the lock log;
+ * a first lock is no change. */
+static void
+test_relock_events(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	struct state_route r;
+	char day[11];
+
+	store_mem_reset();
+	record_day(NOW, day);
+	put_cands(ab, 2);
+	T_ASSERT("relock: first lock",
+		 state_route(&conf, M, false, NOW, &r) == ORGW_OK &&
+			 r.kind == ROUTE_RELOCKED && strcmp(r.tag, "a") == 0 &&
+			 r.max_out == 1000);
+	T_ASSERT("relock: a first lock is logged, no change counted",
+		 lock_log_len() == 1 &&
+			 cell(day, LEDGER_NONE, LEDGER_NONE, LX_LOCK_CHANGES) == 0);
+	put_cooling("a", NOW + 600);
+	T_ASSERT("relock: off a cooling lock",
+		 state_route(&conf, M, false, NOW + 1, &r) == ORGW_OK &&
+			 r.kind == ROUTE_RELOCKED && strcmp(r.tag, "b") == 0);
+	T_ASSERT("relock: the move is logged and counted once",
+		 lock_log_len() == 2 &&
+			 cell(day, LEDGER_NONE, LEDGER_NONE, LX_LOCK_CHANGES) == 1);
+}
+
+static void
+test_breaker(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	struct state_route r;
+	char tag[ORGW_TAG_MAX], day[11];
+	int64_t lu;
+	bool tripped = true;
+	int i, trips = 0;
+
+	store_mem_reset();
+	record_day(NOW, day);
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	for (i = 0; i < conf.fail_limit - 1; i++) {
+		memset(&r, 0, sizeof(r));
+		if (state_failure(&conf, M, "a", "5xx", NOW, &tripped, &r) ==
+			    ORGW_OK &&
+		    tripped)
+			trips++;
+	}
+	lock_now(tag, &lu);
+	T_ASSERT("breaker: below FAIL_LIMIT nothing trips",
+		 trips == 0 && strcmp(tag, "a") == 0 &&
+			 get("PROVIDER_COOLDOWN:" M ":a") == NULL);
+	T_ASSERT("breaker: the FAIL_LIMIT-th failure trips",
+		 state_failure(&conf, M, "a", "5xx", NOW, &tripped, &r) ==
+				 ORGW_OK &&
+			 tripped && r.kind == ROUTE_RELOCKED &&
+			 strcmp(r.tag, "b") == 0);
+	lock_now(tag, &lu);
+	{
+		char *cd = get("PROVIDER_COOLDOWN:" M ":a");
+		struct rec_cooldown c;
+
+		T_ASSERT("breaker: a cools for COOLDOWN_SECONDS, the lock is b",
+			 cd != NULL && record_cooldown_decode(cd, &c) == ORGW_OK &&
+				 c.until == NOW + conf.cooldown_seconds &&
+				 strcmp(tag, "b") == 0);
+		free(cd);
+	}
+	T_ASSERT("breaker: the trip counted under a, the move once",
+		 cell(day, LEDGER_NONE, "a", LX_TRIPS) == 1 &&
+			 cell(day, LEDGER_NONE, LEDGER_NONE, LX_LOCK_CHANGES) == 1);
+}
+
+struct finisher {
+	int n;
+	int failed;
+};
+
+static void *
+finish_many(void *arg)
+{
+	struct finisher *f = arg;
+	struct stats_delta d;
+	int i;
+
+	for (i = 0; i < f->n; i++) {
+		memset(&d, 0, sizeof(d));
+		d.tag = "a";
+		d.api = "chat";
+		d.requests = d.ok = 1;
+		d.prompt_tokens = 1000;
+		d.cached_tokens = 500;
+		d.completion_tokens = 10;
+		d.cost_usd = 0.001;
+		d.cost_known = d.usage = true;
+		d.ttfb_ms = d.total_ms = 5;
+		d.now = NOW;
+		if (state_finish(&conf, M, &d, "a") != ORGW_OK)
+			f->failed++;
+	}
+	return NULL;
+}
+
+/* Threads finishing at once are committed in batches, every request
+ * counted once; the hit rate learns from each; the failure count of the
+ * provider that answered is reset. */
+static void
+test_finish(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	struct finisher f[8];
+	pthread_t th[8];
+	char day[11], *v;
+	struct score_hit h;
+	struct rec_failure fl;
+	int64_t before;
+	int i, failed = 0;
+
+	store_mem_reset();
+	record_day(NOW, day);
+	put_cands(ab, 2);
+	memset(&fl, 0, sizeof(fl));
+	fl.count = 2;
+	v = record_failure_encode(&fl);
+	put("PROVIDER_FAILURE:" M ":a", v);
+	record_free(v);
+	before = store_mem_writes();
+	for (i = 0; i < 8; i++) {
+		f[i].n = 25;
+		f[i].failed = 0;
+		pthread_create(&th[i], NULL, finish_many, &f[i]);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		failed += f[i].failed;
+	}
+	T_ASSERT("finish: 200 requests from 8 threads, 200 counted",
+		 failed == 0 && cell(day, "chat", "a", LX_REQUESTS) == 200 &&
+			 cell(day, "chat", "a", LX_PROMPT) == 200000);
+	T_ASSERT("finish: no more write transactions than requests",
+		 store_mem_writes() - before <= 200);
+	v = get("HIT:" M ":a");
+	T_ASSERT("finish: the hit rate learnt from every answer",
+		 v != NULL && record_hit_decode(v, &h) == ORGW_OK &&
+			 h.tokens == 200000 && T_NEAR(h.rate, 0.5));
+	free(v);
+	v = get("PROVIDER_FAILURE:" M ":a");
+	T_ASSERT("finish: the answering provider's failures are reset",
+		 v != NULL && record_failure_decode(v, &fl) == ORGW_OK &&
+			 fl.count == 0);
+	free(v);
+	T_ASSERT("finish: money priced from the stored candidates",
+		 T_NEAR(cell(day, "chat", "a", LX_UNCACHED),
+			200 * (1000 * 1e-6 + 10 * 2e-6)));
+
+	/* A state that cannot be opened: not counted, kept for
+	 * LOST_UPDATES, added with the next request that is. */
+	store_mem_refuse(true);
+	f[0].n = 1;
+	f[0].failed = 0;
+	finish_many(&f[0]);
+	store_mem_refuse(false);
+	T_ASSERT("finish: a refused state loses the count, kept aside",
+		 f[0].failed == 1 && store_lost_peek() == 1);
+	finish_many(&f[0]);
+	v = get(STATE_LOST_KEY);
+	T_ASSERT("finish: ...and added to LOST_UPDATES with the next",
+		 v != NULL && strcmp(v, "1") == 0 && store_lost_peek() == 0 &&
+			 cell(day, "chat", "a", LX_REQUESTS) == 201);
+	free(v);
+}
+
+static void
+test_operator(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	struct state_route r;
+	char old[ORGW_TAG_MAX], tag[ORGW_TAG_MAX];
+	int64_t lu;
+	bool moved = false, had_cd = false, had_f = true;
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	T_ASSERT("operator: unlock drops the lock and says which",
+		 state_op_unlock(&conf, M, NOW, old, sizeof(old)) == ORGW_OK &&
+			 strcmp(old, "a") == 0 &&
+			 get("BEST_PROVIDER:" M) == NULL);
+	T_ASSERT("operator: unlock without a lock is no change",
+		 state_op_unlock(&conf, M, NOW, old, sizeof(old)) == ORGW_OK &&
+			 old[0] == '\0');
+	put_lock("a", NOW);
+	T_ASSERT("operator: cooling the lock moves it at once",
+		 state_op_cool(&conf, M, "a", 300, "maint", NOW, &moved, &r) ==
+				 ORGW_OK &&
+			 moved && r.kind == ROUTE_RELOCKED &&
+			 strcmp(r.tag, "b") == 0);
+	lock_now(tag, &lu);
+	T_ASSERT("operator: ...to b", strcmp(tag, "b") == 0);
+	T_ASSERT("operator: uncool clears the cooldown, never the lock",
+		 state_op_uncool(&conf, M, "a", &had_cd, &had_f) == ORGW_OK &&
+			 had_cd && !had_f &&
+			 get("PROVIDER_COOLDOWN:" M ":a") == NULL);
+	lock_now(tag, &lu);
+	T_ASSERT("operator: the lock stays on b", strcmp(tag, "b") == 0);
+	T_ASSERT("operator: a bad tag is refused, nothing written",
+		 state_op_cool(&conf, M, "a:b", 300, "x", NOW, &moved, &r) ==
+			 ORGW_EINVAL);
+}
+
+int
+main(void)
+{
+	if (conf_init(&conf) != ORGW_OK)
+		return 1;
+	conf.state_backend = CONF_BACKEND_MEMORY;
+	test_route_table();
+	test_relock_events();
+	test_breaker();
+	test_finish();
+	test_operator();
+	store_mem_reset();
+	conf_free(&conf);
+	return T_REPORT();
+}
