@@ -90,7 +90,9 @@ enum orgw_err http_content_length(const char *s, unsigned long long *out);
 /* True when a CONTENT_LENGTH value was given at all (not NULL, not ""). */
 bool http_content_length_set(const char *s);
 
-/* The standard reason phrase for status ("OK", "Not Found", ...). */
+/* The standard reason phrase for status ("OK", "See Other", ...); a
+ * code without one gets its class's name ("Client Error"), a code
+ * outside 100..599 "Unknown".  A static string. */
 const char *http_reason(int status);
 
 /*
