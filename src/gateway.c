@@ -4,7 +4,9 @@
  * Order of checks for every request: path known (404), method allowed
  * (405 + Allow), configuration usable (503), client key (401), body size
  * (413, before reading a byte), body read in full (400), then the
- * handler.  Every error is JSON in the shape of the API asked: Anthropic's
+ * handler.  A host's worker threads are shared out before the key is
+ * checked (load.h): a generation may not take the last one, and the other
+ * paths but /healthz hold a quarter of them at most (503, Retry-After).  Every error is JSON in the shape of the API asked: Anthropic's
  * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
  */
 #include <pthread.h>
@@ -28,6 +30,7 @@
 #include "record.h"
 #include "relay.h"
 #include "scorerun.h"
+#include "slots.h"
 #include "state.h"
 #include "stats.h"
 #include "statusauth.h"
@@ -737,6 +740,35 @@ is_generation(enum route_id id)
 	       id == R_COUNT_TOKENS;
 }
 
+/* Side requests (load.h, load_side_refused): every path but the
+ * generation APIs, /healthz and the gateway's one-line root. */
+static bool
+is_side(enum route_id id)
+{
+	return !is_generation(id) && id != R_HEALTH && id != R_ROOT &&
+	       id != R_NONE;
+}
+
+/* 503 server_overloaded with Retry-After, in the API's shape. */
+static int
+overloaded(const struct orgw_io *io, const struct api *api)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
+		 LOAD_RETRY_AFTER_SECONDS);
+	return relay_error(io, api, 503, "server_overloaded",
+			   "server_overloaded", NULL,
+			   "every worker thread of the gateway is "
+			   "busy; retry after Retry-After seconds",
+			   extra);
+}
+
+static int serve(const struct orgw_io *io, const struct orgw_env *env,
+		 const struct orgw_conf *c, const char *conf_err,
+		 enum route_id id, const struct api *api,
+		 const struct orgw_load *load, bool *logged);
+
 /* Routes the request to its handler; the checks in the order of the
  * file's header comment. */
 static int
@@ -748,6 +780,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	const struct api *api;
 	char allow[64];
 	size_t i;
+	unsigned side;
+	int rc;
 	bool path_known = false;
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -782,20 +816,45 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				   "method not allowed for this path", allow);
 	}
 	api = routes[i].api;
-	if (routes[i].id == R_HEALTH)
+	if (!is_side(routes[i].id) || load == NULL)
+		return serve(io, env, c, conf_err, routes[i].id, api, load,
+			     logged);
+	side = slots_side_enter();
+	if (load_side_refused(load, side)) {
+		rc = overloaded(io, api);
+	} else {
+		/* Its answer is ready in full: a client that reads takes it
+		 * at once, one that does not must not hold the thread for
+		 * the minute a generation's writes may take. */
+		if (io->send_timeout != NULL &&
+		    c->client_send_timeout_ms > LOAD_SIDE_SEND_TIMEOUT_MS)
+			io->send_timeout(io->ctx, LOAD_SIDE_SEND_TIMEOUT_MS);
+		rc = serve(io, env, c, conf_err, routes[i].id, api, load,
+			   logged);
+	}
+	slots_side_leave();
+	return rc;
+}
+
+/* Serves a request on a known path and method, after the thread checks. */
+static int
+serve(const struct orgw_io *io, const struct orgw_env *env,
+      const struct orgw_conf *c, const char *conf_err, enum route_id id,
+      const struct api *api, const struct orgw_load *load, bool *logged)
+{
+	if (id == R_HEALTH)
 		return handle_health(io, env, c, conf_err, load);
-	if (routes[i].id == R_ROOT)
+	if (id == R_ROOT)
 		return handle_root(io);
-	if (routes[i].id == R_STATUS || routes[i].id == R_STATUS_POST) {
+	if (id == R_STATUS || id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
 			return http_error(io, 503, "server_error",
 					  "not_configured", NULL,
 					  "the gateway is not configured; see "
 					  "/healthz",
 					  NULL);
-		return routes[i].id == R_STATUS ?
-			       handle_status(io, env, c) :
-			       handle_status_post(io, env, c);
+		return id == R_STATUS ? handle_status(io, env, c) :
+					handle_status_post(io, env, c);
 	}
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
@@ -803,7 +862,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				   "not_configured", NULL,
 				   "the gateway is not configured; see /healthz",
 				   NULL);
-	if (routes[i].id == R_METRICS)
+	if (id == R_METRICS)
 		return handle_metrics(io, env, c, load);
 	if (!http_key_ok(env, c->custom_access_key))
 		return relay_error(io, api, 401, "invalid_request_error",
@@ -820,25 +879,14 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	 * clients' retries are the queue; a wait here would be silent for a
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
-	if (is_generation(routes[i].id) && load != NULL &&
-	    load_saturated(load)) {
-		char extra[64];
-
-		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
-			 LOAD_RETRY_AFTER_SECONDS);
-		return relay_error(io, api, 503, "server_overloaded",
-				   "server_overloaded", NULL,
-				   "every worker thread of the gateway is "
-				   "busy; retry after Retry-After seconds",
-				   extra);
-	}
-	switch (routes[i].id) {
+	if (is_generation(id) && load != NULL && load_saturated(load))
+		return overloaded(io, api);
+	switch (id) {
 	case R_CHAT:
 	case R_MESSAGES:
 	case R_RESPONSES:
 	case R_COUNT_TOKENS:
-		return handle_generation(io, env, c, routes[i].id, api,
-					 logged);
+		return handle_generation(io, env, c, id, api, logged);
 	case R_MODELS:
 		return handle_models(io, c);
 	case R_STATS:

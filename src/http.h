@@ -36,6 +36,9 @@ struct orgw_io {
 	/* Where http_head() records the status it sent (for the request's
 	 * log line); NULL for nowhere. */
 	int *status;
+	/* Sets how long a write may make no progress before it fails, from
+	 * now on in this request (ms > 0); NULL when the transport cannot. */
+	void (*send_timeout)(void *ctx, int64_t ms);
 };
 
 /* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or

@@ -16,7 +16,7 @@
  * - Claiming a slot (slots_open) takes flock(LOCK_EX) on the file; the
  *   claimer reclaims dead processes' slots and, finding no live one,
  *   resets the peak ("since the gateway started").  Every other access
- *   is a lock-free atomic on the mapping: busy and threads are written
+ *   is a lock-free atomic on the mapping: busy, side and threads are written
  *   only by the slot's owner (its threads), the peak is an atomic max.
  * - The pid is written last when claiming and cleared first when
  *   leaving, so a reader never counts a half-written slot.
@@ -53,7 +53,9 @@ struct slot {
 	_Atomic int32_t pid;		/* 0: free */
 	_Atomic uint32_t threads;	/* taking requests; 0 when draining */
 	_Atomic uint32_t busy;		/* threads serving a request */
-	uint32_t pad;
+	_Atomic uint32_t side;		/* of those, side requests (load.h);
+					 * was padding, so the layout and the
+					 * magic are unchanged */
 	_Atomic uint64_t start;		/* start time, clock ticks */
 };
 
@@ -154,6 +156,7 @@ claim(unsigned threads, unsigned long long start)
 		if (pid != 0) {	/* a dead process's: reclaim it */
 			atomic_store(&s->pid, 0);
 			atomic_store(&s->busy, 0);
+			atomic_store(&s->side, 0);
 			atomic_store(&s->threads, 0);
 		}
 		if (free_slot == NULL)
@@ -165,6 +168,7 @@ claim(unsigned threads, unsigned long long start)
 		return;
 	atomic_store(&free_slot->start, start);
 	atomic_store(&free_slot->busy, 0);
+	atomic_store(&free_slot->side, 0);
 	atomic_store(&free_slot->threads, threads);
 	atomic_store(&free_slot->pid, (int32_t)getpid());
 	mine = free_slot;
@@ -265,6 +269,32 @@ slots_enter(struct orgw_load *load)
 	load->shared = shared;
 }
 
+unsigned
+slots_side_enter(void)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	if (mine == NULL)
+		return 0;
+	atomic_fetch_add(&mine->side, 1);
+	for (i = 0; i < SLOTS_MAX; i++) {
+		struct slot *s = &tab->slot[i];
+		int32_t pid = atomic_load(&s->pid);
+
+		if (pid != 0 && slot_alive(i, pid))
+			n += atomic_load(&s->side);
+	}
+	return n;
+}
+
+void
+slots_side_leave(void)
+{
+	if (mine != NULL)
+		atomic_fetch_sub(&mine->side, 1);
+}
+
 void
 slots_leave(void)
 {
@@ -286,6 +316,7 @@ slots_close(void)
 		atomic_store(&mine->pid, 0);
 		atomic_store(&mine->threads, 0);
 		atomic_store(&mine->busy, 0);
+		atomic_store(&mine->side, 0);
 	}
 	mine = NULL;
 	if (tab != NULL)

@@ -26,6 +26,15 @@ enum orgw_err slots_open(const char *state_path, unsigned threads);
  */
 void slots_enter(struct orgw_load *load);
 
+/*
+ * The thread's request is a side request (load.h, load_side_refused):
+ * counts it and returns the host's side requests, this one included (0
+ * when no table was opened: CGI).  Pair with slots_side_leave(), before
+ * slots_leave().  Thread-safe.
+ */
+unsigned slots_side_enter(void);
+void slots_side_leave(void);
+
 /* The thread's request ended. Thread-safe. */
 void slots_leave(void);
 
