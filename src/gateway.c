@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "gateway.h"
+#include "guard.h"
 #include "load.h"
 #include "log.h"
 #include "mask.h"
@@ -393,6 +394,63 @@ status_location(const struct orgw_env *env, char *dst, size_t n)
 	dst[i] = '\0';
 }
 
+/* Refused keys per client address in this process (guard.h). */
+static struct guard key_guard;
+static pthread_mutex_t key_guard_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A key was sent and refused (what: client_key, metrics_key,
+ * status_login): one log line with the client's address, the line a
+ * fail2ban filter matches (README, Security), and a count towards that
+ * address's 429.  Never the key itself.
+ */
+static void
+key_refused(const struct orgw_env *env, const char *what, const char *path)
+{
+	char a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
+
+	log_msg("auth", "time=%lld refused=%s addr=%s path=%s",
+		(long long)clock_now_s(), what,
+		log_safe(a, sizeof(a),
+			 env->remote_addr != NULL ? env->remote_addr : "-"),
+		log_safe(p, sizeof(p), path));
+	pthread_mutex_lock(&key_guard_mu);
+	guard_fail(&key_guard, env->remote_addr, clock_now_s());
+	pthread_mutex_unlock(&key_guard_mu);
+}
+
+/*
+ * 429 with Retry-After, at once, to an address that had too many keys
+ * refused this minute, whatever key it sends now (a right guess must not
+ * be told apart); 1 when answered so, else 0 with *rc untouched.  No
+ * sleep: a wait would hold a worker thread per guess.
+ */
+static int
+key_guard_answer(const struct orgw_io *io, const struct orgw_env *env,
+		 const struct api *api, const char *path, int *rc)
+{
+	char extra[64], a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
+	int64_t wait;
+
+	pthread_mutex_lock(&key_guard_mu);
+	wait = guard_wait(&key_guard, env->remote_addr, clock_now_s());
+	pthread_mutex_unlock(&key_guard_mu);
+	if (wait == 0)
+		return 0;
+	log_msg("auth", "time=%lld held addr=%s path=%s retry_after=%lld",
+		(long long)clock_now_s(),
+		log_safe(a, sizeof(a), env->remote_addr),
+		log_safe(p, sizeof(p), path), (long long)wait);
+	snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+		 (long long)wait);
+	*rc = relay_error(io, api, 429, "rate_limit_error",
+			  "too_many_refused_keys", NULL,
+			  "too many wrong keys from this address; retry "
+			  "after Retry-After seconds",
+			  extra);
+	return 1;
+}
+
 /*
  * POST /status, application/x-www-form-urlencoded: "key=<client key>"
  * logs in (303 back to the page with the cookie; the key compared in
@@ -442,8 +500,10 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 	     statusauth_key_eq(key, c->custom_access_key);
 	OPENSSL_cleanse(key, sizeof(key));
 	OPENSSL_cleanse(body, sizeof(body));
-	if (!ok)
+	if (!ok) {
+		key_refused(env, "status_login", "/status");
 		return status_login(io, 401, "wrong key");
+	}
 	if (statusauth_token(c->custom_access_key,
 			     clock_now_s() + STATUSAUTH_TTL_SECONDS, tok,
 			     sizeof(tok)) != ORGW_OK)
@@ -472,7 +532,9 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 	int n, rc = -1;
 
 	if (!http_key_ok(env, c->metrics_key) &&
-	    !http_key_ok(env, c->custom_access_key))
+	    !http_key_ok(env, c->custom_access_key)) {
+		if (http_key_sent(env))
+			key_refused(env, "metrics_key", "/metrics");
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,
 				  http_key_sent(env) ?
@@ -480,6 +542,7 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 					  "missing API key: send "
 					  "Authorization: Bearer <METRICS_KEY>",
 				  "WWW-Authenticate: Bearer\r\n");
+	}
 	err = stats_metrics(c, clock_now_s(),
 			    load != NULL ? (int64_t)load_in_flight(load) : -1,
 			    &out);
@@ -766,7 +829,7 @@ overloaded(const struct orgw_io *io, const struct api *api)
 
 static int serve(const struct orgw_io *io, const struct orgw_env *env,
 		 const struct orgw_conf *c, const char *conf_err,
-		 enum route_id id, const struct api *api,
+		 const char *path, enum route_id id, const struct api *api,
 		 const struct orgw_load *load, bool *logged);
 
 /* Routes the request to its handler; the checks in the order of the
@@ -817,8 +880,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	}
 	api = routes[i].api;
 	if (!is_side(routes[i].id) || load == NULL)
-		return serve(io, env, c, conf_err, routes[i].id, api, load,
-			     logged);
+		return serve(io, env, c, conf_err, path, routes[i].id, api,
+			     load, logged);
 	side = slots_side_enter();
 	if (load_side_refused(load, side)) {
 		rc = overloaded(io, api);
@@ -829,8 +892,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 		if (io->send_timeout != NULL &&
 		    c->client_send_timeout_ms > LOAD_SIDE_SEND_TIMEOUT_MS)
 			io->send_timeout(io->ctx, LOAD_SIDE_SEND_TIMEOUT_MS);
-		rc = serve(io, env, c, conf_err, routes[i].id, api, load,
-			   logged);
+		rc = serve(io, env, c, conf_err, path, routes[i].id, api,
+			   load, logged);
 	}
 	slots_side_leave();
 	return rc;
@@ -839,13 +902,18 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 /* Serves a request on a known path and method, after the thread checks. */
 static int
 serve(const struct orgw_io *io, const struct orgw_env *env,
-      const struct orgw_conf *c, const char *conf_err, enum route_id id,
-      const struct api *api, const struct orgw_load *load, bool *logged)
+      const struct orgw_conf *c, const char *conf_err, const char *path,
+      enum route_id id, const struct api *api, const struct orgw_load *load,
+      bool *logged)
 {
+	int rc;
+
 	if (id == R_HEALTH)
 		return handle_health(io, env, c, conf_err, load);
 	if (id == R_ROOT)
 		return handle_root(io);
+	if (key_guard_answer(io, env, api, path, &rc))
+		return rc;
 	if (id == R_STATUS || id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
 			return http_error(io, 503, "server_error",
@@ -864,7 +932,9 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 				   NULL);
 	if (id == R_METRICS)
 		return handle_metrics(io, env, c, load);
-	if (!http_key_ok(env, c->custom_access_key))
+	if (!http_key_ok(env, c->custom_access_key)) {
+		if (http_key_sent(env))
+			key_refused(env, "client_key", path);
 		return relay_error(io, api, 401, "invalid_request_error",
 				   "invalid_api_key", NULL,
 				   http_key_sent(env) ?
@@ -873,6 +943,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 					   "Authorization: Bearer <key> or "
 					   "x-api-key: <key>",
 				   "WWW-Authenticate: Bearer\r\n");
+	}
 	/* The host's last idle thread never takes a stream, which could
 	 * hold it for minutes: a generation then gets 503 at once.  The
 	 * OpenAI and Anthropic SDKs retry a 503 after Retry-After, so the

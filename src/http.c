@@ -32,6 +32,7 @@ http_env_load(struct orgw_env *e,
 		"REQUEST_SCHEME", "HTTP_X_API_KEY", "HTTP_CONTENT_ENCODING",
 		"QUERY_STRING", "HTTP_ANTHROPIC_VERSION", "HTTP_ANTHROPIC_BETA",
 		"HTTP_X_ANTHROPIC_BETA", "HTTP_X_OPENROUTER_METADATA",
+		"REMOTE_ADDR",
 	};
 	char **slots[] = {&e->method,	    &e->path_info,
 			  &e->request_uri,  &e->script_name,
@@ -41,7 +42,7 @@ http_env_load(struct orgw_env *e,
 			  &e->x_api_key,    &e->content_encoding,
 			  &e->query,	    &e->anthropic_version,
 			  &e->anthropic_beta, &e->x_anthropic_beta,
-			  &e->or_metadata};
+			  &e->or_metadata,  &e->remote_addr};
 	size_t i;
 
 	memset(e, 0, sizeof(*e));
@@ -77,6 +78,7 @@ http_env_free(struct orgw_env *e)
 	free(e->anthropic_beta);
 	free(e->x_anthropic_beta);
 	free(e->or_metadata);
+	free(e->remote_addr);
 	memset(e, 0, sizeof(*e));
 }
 

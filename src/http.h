@@ -62,6 +62,9 @@ struct orgw_env {
 	char *anthropic_beta;		/* HTTP_ANTHROPIC_BETA */
 	char *x_anthropic_beta;		/* HTTP_X_ANTHROPIC_BETA */
 	char *or_metadata;		/* HTTP_X_OPENROUTER_METADATA */
+	char *remote_addr;	/* REMOTE_ADDR: the client, as the web server
+				 * saw it (a front proxy's own address behind
+				 * one) */
 };
 
 /* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns
