@@ -94,6 +94,15 @@ static mode_t store_mode = 0600;
 #define MARK_CLEAN 'c'		/* the two files are equal */
 #define MARK_PRIMARY 'p'	/* the primary is being written */
 #define MARK_TWIN 't'		/* the twin is being written */
+#define MARK_FAILED 'f'		/* a write to the primary failed part-way */
+
+/* The primary may hold part of a transaction: the twin is the better
+ * copy.  A mark this build does not know counts as such too. */
+static bool
+mark_dirty(char m)
+{
+	return m != MARK_CLEAN && m != MARK_TWIN;
+}
 
 /* A store or delete of the transaction, replayed into the twin. */
 struct op {
@@ -395,17 +404,17 @@ mark_set(int lockfd, const char *path, char m)
 }
 
 /* Copies the file from over the file to, atomically (to.tmp, then
- * rename): 0, or -1 after a log line. */
+ * rename): 0, or the errno of the failure after a log line. */
 static int
 copy_file(const char *from, const char *to)
 {
 	char tmp[4200];
 	char *buf = NULL;
-	int in = -1, out = -1, rc = -1, r;
+	int in = -1, out = -1, rc = -1, r, e;
 	ssize_t got, put, done;
 
 	if (side_path(tmp, sizeof(tmp), to, ".tmp") == -1)
-		return -1;
+		return ENAMETOOLONG;
 	if ((buf = malloc(65536)) == NULL ||
 	    (in = open_safe(from, false, false)) == -1 ||
 	    (out = open_safe(tmp, true, true)) == -1 ||
@@ -432,17 +441,18 @@ copy_file(const char *from, const char *to)
 		goto out;
 	rc = 0;
 out:
-	if (rc == -1 && errno != REFUSED)	/* a refusal was logged */
+	e = rc == 0 ? 0 : errno != 0 ? errno : EIO;
+	if (e != 0 && e != REFUSED)	/* a refusal was logged */
 		log_err("state: cannot copy %s to %s: %s", from, to,
-			log_strerror(errno));
+			log_strerror(e));
 	if (out != -1)
 		close(out);
-	if (rc == -1)
+	if (e != 0)
 		(void)unlink(tmp);
 	if (in != -1)
 		close(in);
 	free(buf);
-	return rc;
+	return e;
 }
 
 /* st_mtim of a is later than b's. */
@@ -486,14 +496,14 @@ db_state(const char *file)
 /*
  * The primary path is damaged and the twin is whole: moves the primary
  * aside (path.corrupt, for inspection) and copies the twin over it.  0,
- * or -1 after a log line.
+ * or an errno value after a log line.
  */
 static int
 twin_restore_damaged(const char *path, const char *twin)
 {
 	if (move_aside(path, "restoring the last whole state from the twin") !=
 	    ORGW_OK)
-		return -1;
+		return errno != 0 ? errno : EIO;
 	return copy_file(twin, path);
 }
 
@@ -510,13 +520,15 @@ twin_restore_damaged(const char *path, const char *twin)
 enum settle { SETTLE_OK, SETTLE_FAILED, SETTLE_DAMAGED, SETTLE_UNREADABLE };
 
 /* The twin is missing, stale or does not match: remade from the primary
- * when that is whole, else the primary restored from a whole twin. */
+ * when that is whole, else the primary restored from a whole twin.  On
+ * SETTLE_FAILED, *cause is the errno value of the failed copy. */
 static enum settle
-twin_remake(const char *path, const char *twin, bool have_t)
+twin_remake(const char *path, const char *twin, bool have_t, int *cause)
 {
 	switch (db_state(path)) {
 	case DB_WHOLE:
-		return copy_file(path, twin) == 0 ? SETTLE_OK : SETTLE_FAILED;
+		*cause = copy_file(path, twin);
+		return *cause == 0 ? SETTLE_OK : SETTLE_FAILED;
 	case DB_UNREADABLE:
 		if (errno != REFUSED)	/* a refusal was logged */
 			log_err("state %s: %s", path, log_strerror(errno));
@@ -526,8 +538,8 @@ twin_remake(const char *path, const char *twin, bool have_t)
 	}
 	if (!have_t || db_state(twin) != DB_WHOLE)
 		return SETTLE_DAMAGED;
-	return twin_restore_damaged(path, twin) == 0 ? SETTLE_OK :
-						       SETTLE_FAILED;
+	*cause = twin_restore_damaged(path, twin);
+	return *cause == 0 ? SETTLE_OK : SETTLE_FAILED;
 }
 
 /*
@@ -536,41 +548,50 @@ twin_remake(const char *path, const char *twin, bool have_t)
  * size than the primary (two equal files stay byte for byte equal, since
  * the twin replays the primary's stores in order; a twin cut short by
  * hand would otherwise be restored from one day).  A copy only ever
- * replaces a file with a whole one.
+ * replaces a file with a whole one.  On SETTLE_FAILED, *cause is the
+ * errno value of what failed.
  */
 static enum settle
-twin_settle(const char *path, int lockfd)
+twin_settle(const char *path, int lockfd, int *cause)
 {
 	char twin[4200];
 	struct stat ps, ts;
 	bool have_p, have_t;
 	char m = mark_read(lockfd);
+	/* Only a death is a death: a transaction whose write failed (a
+	 * full disk) left MARK_FAILED, and its log line named the cause. */
+	const char *what = m == MARK_FAILED ?
+				   "the last write transaction failed part-way" :
+				   "a writer died in mid-transaction";
 	enum settle rc = SETTLE_OK;
 
+	*cause = EIO;
 	if (side_path(twin, sizeof(twin), path, ".twin") == -1)
 		return SETTLE_FAILED;
 	have_p = lstat(path, &ps) == 0;
 	have_t = lstat(twin, &ts) == 0;
-	if (m == MARK_PRIMARY && have_t && db_state(twin) == DB_WHOLE) {
-		log_warn("state %s: a writer died in mid-transaction; "
-			 "restoring the last whole state from %s", path, twin);
-		if (copy_file(twin, path) == -1)
+	if (mark_dirty(m) && have_t && db_state(twin) == DB_WHOLE) {
+		log_warn("state %s: %s; restoring the last whole state from %s",
+			 path, what, twin);
+		if ((*cause = copy_file(twin, path)) != 0)
 			rc = SETTLE_FAILED;
-	} else if (m == MARK_PRIMARY && have_t) {
-		log_warn("state %s: a writer died in mid-transaction, and %s "
-			 "is not whole: keeping the primary", path, twin);
-		rc = have_p ? twin_remake(path, twin, false) : SETTLE_OK;
+	} else if (mark_dirty(m) && have_t) {
+		log_warn("state %s: %s, and %s is not whole: keeping the "
+			 "primary", path, what, twin);
+		rc = have_p ? twin_remake(path, twin, false, cause) : SETTLE_OK;
 	} else if (!have_p) {
 		if (have_t)
 			(void)unlink(twin);	/* the state was removed */
 	} else if (m == MARK_TWIN || !have_t || newer(&ps, &ts) ||
 		   ps.st_size != ts.st_size) {
-		rc = twin_remake(path, twin, have_t);
+		rc = twin_remake(path, twin, have_t, cause);
 	} else if (m == MARK_CLEAN) {
 		return SETTLE_OK;
 	}
-	if (rc == SETTLE_OK && mark_set(lockfd, path, MARK_CLEAN) == -1)
+	if (rc == SETTLE_OK && mark_set(lockfd, path, MARK_CLEAN) == -1) {
+		*cause = errno;
 		rc = SETTLE_FAILED;
+	}
 	return rc;
 }
 
@@ -581,7 +602,7 @@ twin_for_reader(const char *path, int lockfd, char *twin, size_t n)
 {
 	struct stat ts;
 
-	if (mark_read(lockfd) != MARK_PRIMARY ||
+	if (!mark_dirty(mark_read(lockfd)) ||
 	    side_path(twin, n, path, ".twin") == -1 || lstat(twin, &ts) == -1)
 		return path;
 	return twin;
@@ -732,13 +753,15 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 	s->t_got_us = clock_mono_us();
 #endif
 	s->ops_tail = &s->ops;
-	if (write && (settled = twin_settle(path, s->lockfd)) != SETTLE_OK) {
+	if (write && (settled = twin_settle(path, s->lockfd, &e)) != SETTLE_OK) {
 		/* Writing the primary now would make the twin's copy of
 		 * the state and the primary's differ for good. */
-		if (settled == SETTLE_FAILED)
+		if (settled == SETTLE_FAILED) {
 			log_err("state %s: the state and its twin could not be "
-				"made equal; writes refused until they can",
-				path);
+				"made equal (%s); writes refused until they can",
+				path, log_strerror(e));
+			store_write_refused(e);
+		}
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -760,6 +783,11 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 				gdbm_strerror(gdbm_errno),
 				gdbm_syserr[gdbm_errno] ? ": " : "",
 				gdbm_syserr[gdbm_errno] ? log_strerror(e) : "");
+		/* A writer the system refuses (no space to create the
+		 * file, a read-only disk); a damaged file is repaired. */
+		if (write && gdbm_errno == GDBM_FILE_OPEN_ERROR &&
+		    e != REFUSED && e != ENOENT)
+			store_write_refused(e);
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -852,6 +880,28 @@ gd_get(struct store *base, const char *key, char **val)
 	return ORGW_OK;
 }
 
+/*
+ * A store, delete or close of the primary failed (what: "store KEY",
+ * "delete KEY", "close"): logs it with the system error GDBM saw (on a
+ * full disk: ENOSPC, not a bare "Write error"), notes the refusal for
+ * /healthz and marks the transaction failed, so that the next writer
+ * restores the state from before it and says why.  Call right after the
+ * failed GDBM call, while errno is its.
+ */
+static void
+gd_failed(struct store_gdbm *s, const char *what, const char *key)
+{
+	int ge = gdbm_errno, e = gdbm_syserr[ge] ? errno : EIO;
+
+	log_err("state %s: %s%s%s: %s%s%s", s->path, what, key ? " " : "",
+		key ? key : "", gdbm_strerror(ge), gdbm_syserr[ge] ? ": " : "",
+		gdbm_syserr[ge] ? log_strerror(e) : "");
+	store_write_refused(e);
+	s->failed = true;
+	if (s->marked)
+		(void)mark_set(s->lockfd, s->path, MARK_FAILED);
+}
+
 static enum orgw_err
 gd_put(struct store *base, const char *key, const char *val)
 {
@@ -864,9 +914,7 @@ gd_put(struct store *base, const char *key, const char *val)
 	v.dsize = (int)strlen(val);
 	twin_mark(s);
 	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
-		log_err("state %s: store %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		gd_failed(s, "store", key);
 		return ORGW_EIO;
 	}
 	twin_keep(s, key, val);
@@ -882,9 +930,7 @@ gd_del(struct store *base, const char *key)
 	twin_mark(s);
 	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
 	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
-		log_err("state %s: delete %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		gd_failed(s, "delete", key);
 		return ORGW_EIO;
 	}
 	twin_keep(s, key, NULL);
@@ -1070,9 +1116,12 @@ gd_commit(struct store *base)
 	if (s == NULL)
 		return ORGW_OK;
 	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
-		log_err("state %s: close: %s", s->path,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		s->dbf = NULL;
+		if (s->write)
+			gd_failed(s, "close", NULL);
+		else
+			log_err("state %s: close: %s", s->path,
+				gdbm_strerror(gdbm_errno));
 		err = ORGW_EIO;
 	}
 	twin_replay(s);
@@ -1199,13 +1248,13 @@ with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 	char twin[4200];
 	enum settle settled;
 	enum orgw_err err;
-	int fd;
+	int fd, cause;
 
 	if ((fd = take_lock(path, true, timeout_ms)) == -1)
 		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
 	/* A dead writer's state first.  When a copy it needed could not
 	 * be made, the mark still names the better file: leave both. */
-	settled = twin_settle(path, fd);
+	settled = twin_settle(path, fd, &cause);
 	if (settled == SETTLE_FAILED || settled == SETTLE_UNREADABLE) {
 		flock(fd, LOCK_UN);
 		close(fd);

@@ -484,6 +484,41 @@ test_twin_apart(void)
 			 has("Z", "1"));
 }
 
+/* A store that refuses writes is not healthy (store_check, /healthz),
+ * and is again once a write went in. */
+static void
+test_refused_health(void)
+{
+	struct orgw_conf c;
+	char tmp[300], why[512];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	T_ASSERT("refused: conf_init", conf_init(&c) == ORGW_OK);
+	free(c.state_path);
+	c.state_path = strdup(path);
+	T_ASSERT("refused: a write", txn("R", "1", 0) == ORGW_OK);
+	T_ASSERT("refused: healthy after it",
+		 store_check(&c, why, sizeof(why)) == ORGW_OK);
+	T_ASSERT("refused: a writer dies, the restore cannot be made",
+		 die_writing("R", "2") && mkdir(tmp, 0700) == 0);
+	T_ASSERT("refused: the next write is refused",
+		 txn("S", "1", 0) == ORGW_EIO);
+	why[0] = '\0';
+	T_ASSERT("refused: the check says so",
+		 store_check(&c, why, sizeof(why)) == ORGW_EIO);
+	T_ASSERT("refused: ...naming the cause",
+		 strstr(why, "writes refused") != NULL &&
+			 strstr(why, "Is a directory") != NULL);
+	T_ASSERT("refused: reading still works", has("R", "1"));
+	T_ASSERT("refused: ...and does not make it healthy",
+		 store_check(&c, why, sizeof(why)) == ORGW_EIO);
+	T_ASSERT("refused: the restore can be made again", rmdir(tmp) == 0);
+	T_ASSERT("refused: a write goes in", txn("S", "1", 0) == ORGW_OK);
+	T_ASSERT("refused: healthy again",
+		 store_check(&c, why, sizeof(why)) == ORGW_OK);
+	conf_free(&c);
+}
+
 /* An unpinned answer whose "provider" names a candidate is counted in
  * METRICS under that candidate's tag (the tag lives in the candidates
  * read inside the transaction: this ran on freed memory once, which
@@ -555,6 +590,8 @@ main(void)
 	test_finish_unpinned();
 	snprintf(path, sizeof(path), "%s/state5.gdbm", dir);
 	test_twin_apart();
+	snprintf(path, sizeof(path), "%s/state6.gdbm", dir);
+	test_refused_health();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
