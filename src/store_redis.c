@@ -329,6 +329,27 @@ buf_find(struct store_redis *s, const char *key)
 	return NULL;
 }
 
+/* The STORE_CAUSE_* of an error reply, by its first word. */
+static int
+reply_cause(const redisReply *r)
+{
+	static const struct {
+		const char *word;
+		int cause;
+	} causes[] = {
+		{"OOM ", STORE_CAUSE_OOM},
+		{"WRONGTYPE ", STORE_CAUSE_WRONGTYPE},
+		{"EXECABORT ", STORE_CAUSE_EXECABORT},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(causes) / sizeof(causes[0]); i++)
+		if (strncmp(r->str, causes[i].word, strlen(causes[i].word)) ==
+		    0)
+			return causes[i].cause;
+	return STORE_CAUSE_REDIS;
+}
+
 static enum orgw_err
 rd_get(struct store *base, const char *key, char **val)
 {
@@ -384,6 +405,15 @@ rd_get(struct store *base, const char *key, char **val)
 			err = ORGW_OK;
 		}
 	} else if (r->type == REDIS_REPLY_NIL) {
+		err = ORGW_OK;
+	} else if (r->type == REDIS_REPLY_ERROR &&
+		   reply_cause(r) == STORE_CAUSE_WRONGTYPE) {
+		/* Someone else's hash or list under our key: as an error
+		 * it would leave the model unpinned and uncounted for
+		 * good.  Read as absent, so the transaction's SET (which
+		 * replaces a key of any type) writes it anew. */
+		log_warn("state: redis key %s is not a string (WRONGTYPE): "
+			 "read as absent, replaced by the next write", k);
 		err = ORGW_OK;
 	} else {
 		log_err("state: redis GET %s: %s", key,
@@ -711,27 +741,6 @@ cooldown_pxat(const struct rbuf *b)
 	    record_cooldown_decode(b->val, &cd) != ORGW_OK)
 		return 0;
 	return (cd.until > now ? cd.until : now + 1) * 1000;
-}
-
-/* The STORE_CAUSE_* of an error reply, by its first word. */
-static int
-reply_cause(const redisReply *r)
-{
-	static const struct {
-		const char *word;
-		int cause;
-	} causes[] = {
-		{"OOM ", STORE_CAUSE_OOM},
-		{"WRONGTYPE ", STORE_CAUSE_WRONGTYPE},
-		{"EXECABORT ", STORE_CAUSE_EXECABORT},
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(causes) / sizeof(causes[0]); i++)
-		if (strncmp(r->str, causes[i].word, strlen(causes[i].word)) ==
-		    0)
-			return causes[i].cause;
-	return STORE_CAUSE_REDIS;
 }
 
 /* MULTI, the buffered writes, EXEC: one round trip. */

@@ -51,3 +51,19 @@ t_eq "a password with spaces: /healthz ok" "200 ok" "$HTTP_STATUS $(json_get "$H
 out=$(orgw_chat --model $M)
 t_eq "a password with spaces: requests are pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
 t_check "a password with spaces is never quoted" bash -c "! grep -q -e '$PW2' '$ORGW_LOG' '$HTTP_BODY_FILE'"
+
+# A key of the wrong type under orgw's name (someone's HSET): read as
+# absent and replaced by the next write, logged; the model stays pinned
+# and counted.
+rcli() { redis-cli -p "$ORGW_REDIS_PORT" -a "$PW2" --no-auth-warning -n 3 --raw "$@"; }
+before=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+rcli DEL "orgw:STATS:$M" >/dev/null
+rcli HSET "orgw:STATS:$M" a b >/dev/null
+t_eq "a hash under orgw:STATS:$M" hash "$(rcli TYPE "orgw:STATS:$M")"
+orgw_chat --model $M >/dev/null
+out=$(orgw_chat --model $M)
+t_eq "wrong type: requests still pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
+t_eq "wrong type: the key was replaced by a string" string "$(rcli TYPE "orgw:STATS:$M")"
+t_eq "wrong type: the requests are counted again" 2 "$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")"
+t_match "wrong type: logged" "orgw:STATS:$M is not a string \\(WRONGTYPE\\)" "$(cat "$ORGW_LOG")"
+echo "# STATS before the hash: $before requests (its counts went with the hash)"
