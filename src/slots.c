@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,14 +60,31 @@ struct slot {
 	_Atomic uint64_t start;		/* start time, clock ticks */
 };
 
+/* The host's last refused state write (see slots_write_note),
+ * CLOCK_MONOTONIC ms, 0: none since a write was committed.  Lock-free: a
+ * reader that sees the time of one refusal and the cause of the next only
+ * names the cause of a refusal a moment later. */
+struct writes {
+	_Atomic int64_t refused_ms;
+	_Atomic int32_t cause;		/* of the last refusal (store.h) */
+	uint32_t pad;
+};
+
 struct table {
 	_Atomic uint64_t magic;
 	_Atomic uint32_t peak;		/* most busy at once */
-	uint32_t pad[13];
+	uint32_t pad0;
+	/* In what was padding: a file of an older build reads as "no
+	 * refusal", and the slots stay where they were. */
+	struct writes writes;
+	uint32_t pad[8];
 	struct slot slot[SLOTS_MAX];
 };
+_Static_assert(offsetof(struct table, slot) == 64,
+	       "the slots stay at offset 64 of STATE_PATH.workers");
 
 static struct table *tab;		/* the mapping */
+static struct writes own_writes;	/* without a table (CGI, scorer) */
 static struct slot *mine;		/* this process's slot */
 static bool shared;			/* tab is the host's file */
 
@@ -322,4 +340,45 @@ slots_close(void)
 	if (tab != NULL)
 		munmap(tab, sizeof(*tab));
 	tab = NULL;
+}
+
+/* The host's record, or this process's when it has no table. */
+static struct writes *
+writes_of(void)
+{
+	return tab != NULL ? &tab->writes : &own_writes;
+}
+
+void
+slots_write_note(bool refused, int cause)
+{
+	struct writes *w = writes_of();
+	int64_t at;
+
+	if (refused) {
+		atomic_store(&w->cause, cause);
+		/* Never 0, which means none. */
+		at = clock_mono_ms();
+		atomic_store(&w->refused_ms, at > 0 ? at : 1);
+		return;
+	}
+	/* A commit clears the refusal.  Every request commits, so the
+	 * shared line is only read unless there is one to clear, and the
+	 * exchange keeps a refusal noted meanwhile by another worker. */
+	at = atomic_load(&w->refused_ms);
+	if (at != 0)
+		(void)atomic_compare_exchange_strong(&w->refused_ms, &at, 0);
+}
+
+bool
+slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
+{
+	struct writes *w = writes_of();
+	int64_t now = clock_mono_ms(), at = atomic_load(&w->refused_ms);
+
+	if (at == 0 || now - at > within_ms)
+		return false;
+	*cause = atomic_load(&w->cause);
+	*ago_ms = now - at;
+	return true;
 }
