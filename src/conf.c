@@ -49,6 +49,7 @@
 
 enum conf_kind {
 	CONF_KEY,	/* secret: never quoted back */
+	CONF_PASSWORD,	/* secret, as CONF_KEY, that may hold inner spaces */
 	CONF_URL,
 	CONF_PATH,
 	CONF_MODELS,	/* TARGET_MODEL list */
@@ -145,7 +146,7 @@ static const struct conf_item conf_items[] = {
 	{ .name = "STATE_BACKEND", .kind = CONF_BACKEND, .def = "gdbm" },
 	{ .name = "REDIS_URL", .kind = CONF_REDIS_URL,
 	  .off = CONF_OFF(redis_url), .def = "redis://127.0.0.1:6379/0" },
-	{ .name = "REDIS_PASSWORD", .kind = CONF_KEY,
+	{ .name = "REDIS_PASSWORD", .kind = CONF_PASSWORD,
 	  .off = CONF_OFF(redis_password) },
 	{ .name = "WORKER_THREADS", .kind = CONF_INT,
 	  .off = CONF_OFF(worker_threads), .def = "80", .ilo = 1,
@@ -312,6 +313,12 @@ conf_set_key(const struct conf_item *it, char **slot, const char *v,
 {
 	const unsigned char *p;
 	bool blank = true;
+	/* Redis takes any bytes as a password (requirepass "a b" is one),
+	 * and AUTH is sent as an argument vector, so only what cannot be a
+	 * deliberate part of it is refused: blanks at either end (stray
+	 * whitespace) and control characters (a stray newline). */
+	bool password = it->kind == CONF_PASSWORD;
+	size_t len = strlen(v);
 	char *dup;
 
 	for (p = (const unsigned char *)v; *p != '\0'; p++)
@@ -322,8 +329,13 @@ conf_set_key(const struct conf_item *it, char **slot, const char *v,
 			 it->name);
 		return ORGW_EINVAL;
 	}
+	if (password && (v[0] == ' ' || v[len - 1] == ' ')) {
+		conf_errf(err, errlen, "%s begins or ends with a space "
+			 "(stray whitespace?)", it->name);
+		return ORGW_EINVAL;
+	}
 	for (p = (const unsigned char *)v; *p != '\0'; p++) {
-		if (*p == ' ') {
+		if (*p == ' ' && !password) {
 			conf_errf(err, errlen,
 				 "%s contains a space; a key has none "
 				 "(stray whitespace?)", it->name);
@@ -335,7 +347,7 @@ conf_set_key(const struct conf_item *it, char **slot, const char *v,
 				 "(a stray newline or tab?)", it->name);
 			return ORGW_EINVAL;
 		}
-		if (*p > 0x7f) {
+		if (*p > 0x7f && !password) {
 			conf_errf(err, errlen,
 				 "%s contains a non-ASCII byte", it->name);
 			return ORGW_EINVAL;
@@ -912,6 +924,7 @@ conf_set(struct orgw_conf *c, const char *name, const char *value,
 	}
 	switch (it->kind) {
 	case CONF_KEY:
+	case CONF_PASSWORD:
 		return conf_set_key(it, (char **)(void *)((char *)c + it->off),
 				    value, err, errlen);
 	case CONF_URL:

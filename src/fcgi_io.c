@@ -116,22 +116,31 @@ f_finish(void *ctx)
 	FCGX_Finish_r(r);
 }
 
+/* A write the web server does not take for ms fails (EAGAIN), and
+ * libfcgi reports the stream broken: a client that stopped reading ends
+ * the request like one that left, instead of holding the worker
+ * forever. */
+static void
+f_send_timeout(void *ctx, int64_t ms)
+{
+	FCGX_Request *r = ctx;
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (r->ipcFd >= 0 &&
+	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
+		log_warn("FastCGI socket: SO_SNDTIMEO: %s", log_strerror(errno));
+}
+
 void
 fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 {
 	FCGX_Request *r = req;
-	struct timeval tv;
 
-	/* CLIENT_SEND_TIMEOUT_MS: a write the web server does not take for
-	 * this long fails (EAGAIN), and libfcgi reports the stream broken:
-	 * a client that stopped reading ends the request like one that
-	 * left, instead of holding the worker forever.  Per request: the
-	 * web server may hand over a new connection each time. */
-	tv.tv_sec = (time_t)(send_timeout_ms / 1000);
-	tv.tv_usec = (suseconds_t)(send_timeout_ms % 1000) * 1000;
-	if (r->ipcFd >= 0 &&
-	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
-		log_warn("FastCGI socket: SO_SNDTIMEO: %s", log_strerror(errno));
+	/* CLIENT_SEND_TIMEOUT_MS, per request: the web server may hand
+	 * over a new connection each time. */
+	f_send_timeout(r, send_timeout_ms);
 
 	io->ctx = r;
 	io->read = f_read;
@@ -142,6 +151,7 @@ fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 	io->client_fd = r->ipcFd;
 	io->client_events = POLLIN;
 	io->status = NULL;
+	io->send_timeout = f_send_timeout;
 }
 
 const char *
@@ -249,6 +259,8 @@ cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms)
 	io->client_fd = STDOUT_FILENO;
 	io->client_events = 0;
 	io->status = NULL;
+	/* One request per process, and no bound on side requests there. */
+	io->send_timeout = NULL;
 }
 
 const char *

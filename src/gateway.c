@@ -4,7 +4,9 @@
  * Order of checks for every request: path known (404), method allowed
  * (405 + Allow), configuration usable (503), client key (401), body size
  * (413, before reading a byte), body read in full (400), then the
- * handler.  Every error is JSON in the shape of the API asked: Anthropic's
+ * handler.  A host's worker threads are shared out before the key is
+ * checked (load.h): a generation may not take the last one, and the other
+ * paths but /healthz hold a quarter of them at most (503, Retry-After).  Every error is JSON in the shape of the API asked: Anthropic's
  * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
  */
 #include <pthread.h>
@@ -21,6 +23,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "gateway.h"
+#include "guard.h"
 #include "load.h"
 #include "log.h"
 #include "mask.h"
@@ -28,6 +31,7 @@
 #include "record.h"
 #include "relay.h"
 #include "scorerun.h"
+#include "slots.h"
 #include "state.h"
 #include "stats.h"
 #include "statusauth.h"
@@ -390,6 +394,63 @@ status_location(const struct orgw_env *env, char *dst, size_t n)
 	dst[i] = '\0';
 }
 
+/* Refused keys per client address in this process (guard.h). */
+static struct guard key_guard;
+static pthread_mutex_t key_guard_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * A key was sent and refused (what: client_key, metrics_key,
+ * status_login): one log line with the client's address, the line a
+ * fail2ban filter matches (README, Security), and a count towards that
+ * address's 429.  Never the key itself.
+ */
+static void
+key_refused(const struct orgw_env *env, const char *what, const char *path)
+{
+	char a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
+
+	log_msg("auth", "time=%lld refused=%s addr=%s path=%s",
+		(long long)clock_now_s(), what,
+		log_safe(a, sizeof(a),
+			 env->remote_addr != NULL ? env->remote_addr : "-"),
+		log_safe(p, sizeof(p), path));
+	pthread_mutex_lock(&key_guard_mu);
+	guard_fail(&key_guard, env->remote_addr, clock_now_s());
+	pthread_mutex_unlock(&key_guard_mu);
+}
+
+/*
+ * 429 with Retry-After, at once, to an address that had too many keys
+ * refused this minute, whatever key it sends now (a right guess must not
+ * be told apart); 1 when answered so, else 0 with *rc untouched.  No
+ * sleep: a wait would hold a worker thread per guess.
+ */
+static int
+key_guard_answer(const struct orgw_io *io, const struct orgw_env *env,
+		 const struct api *api, const char *path, int *rc)
+{
+	char extra[64], a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
+	int64_t wait;
+
+	pthread_mutex_lock(&key_guard_mu);
+	wait = guard_wait(&key_guard, env->remote_addr, clock_now_s());
+	pthread_mutex_unlock(&key_guard_mu);
+	if (wait == 0)
+		return 0;
+	log_msg("auth", "time=%lld held addr=%s path=%s retry_after=%lld",
+		(long long)clock_now_s(),
+		log_safe(a, sizeof(a), env->remote_addr),
+		log_safe(p, sizeof(p), path), (long long)wait);
+	snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+		 (long long)wait);
+	*rc = relay_error(io, api, 429, "rate_limit_error",
+			  "too_many_refused_keys", NULL,
+			  "too many wrong keys from this address; retry "
+			  "after Retry-After seconds",
+			  extra);
+	return 1;
+}
+
 /*
  * POST /status, application/x-www-form-urlencoded: "key=<client key>"
  * logs in (303 back to the page with the cookie; the key compared in
@@ -439,8 +500,10 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 	     statusauth_key_eq(key, c->custom_access_key);
 	OPENSSL_cleanse(key, sizeof(key));
 	OPENSSL_cleanse(body, sizeof(body));
-	if (!ok)
+	if (!ok) {
+		key_refused(env, "status_login", "/status");
 		return status_login(io, 401, "wrong key");
+	}
 	if (statusauth_token(c->custom_access_key,
 			     clock_now_s() + STATUSAUTH_TTL_SECONDS, tok,
 			     sizeof(tok)) != ORGW_OK)
@@ -469,7 +532,9 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 	int n, rc = -1;
 
 	if (!http_key_ok(env, c->metrics_key) &&
-	    !http_key_ok(env, c->custom_access_key))
+	    !http_key_ok(env, c->custom_access_key)) {
+		if (http_key_sent(env))
+			key_refused(env, "metrics_key", "/metrics");
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,
 				  http_key_sent(env) ?
@@ -477,6 +542,7 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 					  "missing API key: send "
 					  "Authorization: Bearer <METRICS_KEY>",
 				  "WWW-Authenticate: Bearer\r\n");
+	}
 	err = stats_metrics(c, clock_now_s(),
 			    load != NULL ? (int64_t)load_in_flight(load) : -1,
 			    &out);
@@ -737,6 +803,35 @@ is_generation(enum route_id id)
 	       id == R_COUNT_TOKENS;
 }
 
+/* Side requests (load.h, load_side_refused): every path but the
+ * generation APIs, /healthz and the gateway's one-line root. */
+static bool
+is_side(enum route_id id)
+{
+	return !is_generation(id) && id != R_HEALTH && id != R_ROOT &&
+	       id != R_NONE;
+}
+
+/* 503 server_overloaded with Retry-After, in the API's shape. */
+static int
+overloaded(const struct orgw_io *io, const struct api *api)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
+		 LOAD_RETRY_AFTER_SECONDS);
+	return relay_error(io, api, 503, "server_overloaded",
+			   "server_overloaded", NULL,
+			   "every worker thread of the gateway is "
+			   "busy; retry after Retry-After seconds",
+			   extra);
+}
+
+static int serve(const struct orgw_io *io, const struct orgw_env *env,
+		 const struct orgw_conf *c, const char *conf_err,
+		 const char *path, enum route_id id, const struct api *api,
+		 const struct orgw_load *load, bool *logged);
+
 /* Routes the request to its handler; the checks in the order of the
  * file's header comment. */
 static int
@@ -748,6 +843,8 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	const struct api *api;
 	char allow[64];
 	size_t i;
+	unsigned side;
+	int rc;
 	bool path_known = false;
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -782,20 +879,50 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				   "method not allowed for this path", allow);
 	}
 	api = routes[i].api;
-	if (routes[i].id == R_HEALTH)
+	if (!is_side(routes[i].id) || load == NULL)
+		return serve(io, env, c, conf_err, path, routes[i].id, api,
+			     load, logged);
+	side = slots_side_enter();
+	if (load_side_refused(load, side)) {
+		rc = overloaded(io, api);
+	} else {
+		/* Its answer is ready in full: a client that reads takes it
+		 * at once, one that does not must not hold the thread for
+		 * the minute a generation's writes may take. */
+		if (io->send_timeout != NULL &&
+		    c->client_send_timeout_ms > LOAD_SIDE_SEND_TIMEOUT_MS)
+			io->send_timeout(io->ctx, LOAD_SIDE_SEND_TIMEOUT_MS);
+		rc = serve(io, env, c, conf_err, path, routes[i].id, api,
+			   load, logged);
+	}
+	slots_side_leave();
+	return rc;
+}
+
+/* Serves a request on a known path and method, after the thread checks. */
+static int
+serve(const struct orgw_io *io, const struct orgw_env *env,
+      const struct orgw_conf *c, const char *conf_err, const char *path,
+      enum route_id id, const struct api *api, const struct orgw_load *load,
+      bool *logged)
+{
+	int rc;
+
+	if (id == R_HEALTH)
 		return handle_health(io, env, c, conf_err, load);
-	if (routes[i].id == R_ROOT)
+	if (id == R_ROOT)
 		return handle_root(io);
-	if (routes[i].id == R_STATUS || routes[i].id == R_STATUS_POST) {
+	if (key_guard_answer(io, env, api, path, &rc))
+		return rc;
+	if (id == R_STATUS || id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
 			return http_error(io, 503, "server_error",
 					  "not_configured", NULL,
 					  "the gateway is not configured; see "
 					  "/healthz",
 					  NULL);
-		return routes[i].id == R_STATUS ?
-			       handle_status(io, env, c) :
-			       handle_status_post(io, env, c);
+		return id == R_STATUS ? handle_status(io, env, c) :
+					handle_status_post(io, env, c);
 	}
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
@@ -803,9 +930,11 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 				   "not_configured", NULL,
 				   "the gateway is not configured; see /healthz",
 				   NULL);
-	if (routes[i].id == R_METRICS)
+	if (id == R_METRICS)
 		return handle_metrics(io, env, c, load);
-	if (!http_key_ok(env, c->custom_access_key))
+	if (!http_key_ok(env, c->custom_access_key)) {
+		if (http_key_sent(env))
+			key_refused(env, "client_key", path);
 		return relay_error(io, api, 401, "invalid_request_error",
 				   "invalid_api_key", NULL,
 				   http_key_sent(env) ?
@@ -814,31 +943,21 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 					   "Authorization: Bearer <key> or "
 					   "x-api-key: <key>",
 				   "WWW-Authenticate: Bearer\r\n");
+	}
 	/* The host's last idle thread never takes a stream, which could
 	 * hold it for minutes: a generation then gets 503 at once.  The
 	 * OpenAI and Anthropic SDKs retry a 503 after Retry-After, so the
 	 * clients' retries are the queue; a wait here would be silent for a
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
-	if (is_generation(routes[i].id) && load != NULL &&
-	    load_saturated(load)) {
-		char extra[64];
-
-		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
-			 LOAD_RETRY_AFTER_SECONDS);
-		return relay_error(io, api, 503, "server_overloaded",
-				   "server_overloaded", NULL,
-				   "every worker thread of the gateway is "
-				   "busy; retry after Retry-After seconds",
-				   extra);
-	}
-	switch (routes[i].id) {
+	if (is_generation(id) && load != NULL && load_saturated(load))
+		return overloaded(io, api);
+	switch (id) {
 	case R_CHAT:
 	case R_MESSAGES:
 	case R_RESPONSES:
 	case R_COUNT_TOKENS:
-		return handle_generation(io, env, c, routes[i].id, api,
-					 logged);
+		return handle_generation(io, env, c, id, api, logged);
 	case R_MODELS:
 		return handle_models(io, c);
 	case R_STATS:

@@ -32,6 +32,7 @@ http_env_load(struct orgw_env *e,
 		"REQUEST_SCHEME", "HTTP_X_API_KEY", "HTTP_CONTENT_ENCODING",
 		"QUERY_STRING", "HTTP_ANTHROPIC_VERSION", "HTTP_ANTHROPIC_BETA",
 		"HTTP_X_ANTHROPIC_BETA", "HTTP_X_OPENROUTER_METADATA",
+		"REMOTE_ADDR",
 	};
 	char **slots[] = {&e->method,	    &e->path_info,
 			  &e->request_uri,  &e->script_name,
@@ -41,7 +42,7 @@ http_env_load(struct orgw_env *e,
 			  &e->x_api_key,    &e->content_encoding,
 			  &e->query,	    &e->anthropic_version,
 			  &e->anthropic_beta, &e->x_anthropic_beta,
-			  &e->or_metadata};
+			  &e->or_metadata,  &e->remote_addr};
 	size_t i;
 
 	memset(e, 0, sizeof(*e));
@@ -77,6 +78,7 @@ http_env_free(struct orgw_env *e)
 	free(e->anthropic_beta);
 	free(e->x_anthropic_beta);
 	free(e->or_metadata);
+	free(e->remote_addr);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -161,52 +163,96 @@ http_content_length(const char *s, unsigned long long *out)
 	return ORGW_OK;
 }
 
+/* RFC 9110 section 15 and the IANA registry, plus the 5xx that
+ * Cloudflare (524) and OpenRouter/Anthropic (529) answer with and orgw
+ * relays.  Apache passes a CGI's phrase on to the client as it is, so
+ * every status orgw may send needs its own. */
+static const struct {
+	int status;
+	const char *phrase;
+} reasons[] = {
+	{100, "Continue"},
+	{101, "Switching Protocols"},
+	{102, "Processing"},
+	{103, "Early Hints"},
+	{200, "OK"},
+	{201, "Created"},
+	{202, "Accepted"},
+	{203, "Non-Authoritative Information"},
+	{204, "No Content"},
+	{205, "Reset Content"},
+	{206, "Partial Content"},
+	{207, "Multi-Status"},
+	{208, "Already Reported"},
+	{226, "IM Used"},
+	{300, "Multiple Choices"},
+	{301, "Moved Permanently"},
+	{302, "Found"},
+	{303, "See Other"},
+	{304, "Not Modified"},
+	{305, "Use Proxy"},
+	{307, "Temporary Redirect"},
+	{308, "Permanent Redirect"},
+	{400, "Bad Request"},
+	{401, "Unauthorized"},
+	{402, "Payment Required"},
+	{403, "Forbidden"},
+	{404, "Not Found"},
+	{405, "Method Not Allowed"},
+	{406, "Not Acceptable"},
+	{407, "Proxy Authentication Required"},
+	{408, "Request Timeout"},
+	{409, "Conflict"},
+	{410, "Gone"},
+	{411, "Length Required"},
+	{412, "Precondition Failed"},
+	{413, "Payload Too Large"},
+	{414, "URI Too Long"},
+	{415, "Unsupported Media Type"},
+	{416, "Range Not Satisfiable"},
+	{417, "Expectation Failed"},
+	{421, "Misdirected Request"},
+	{422, "Unprocessable Entity"},
+	{423, "Locked"},
+	{424, "Failed Dependency"},
+	{425, "Too Early"},
+	{426, "Upgrade Required"},
+	{428, "Precondition Required"},
+	{429, "Too Many Requests"},
+	{431, "Request Header Fields Too Large"},
+	{451, "Unavailable For Legal Reasons"},
+	{500, "Internal Server Error"},
+	{501, "Not Implemented"},
+	{502, "Bad Gateway"},
+	{503, "Service Unavailable"},
+	{504, "Gateway Timeout"},
+	{505, "HTTP Version Not Supported"},
+	{506, "Variant Also Negotiates"},
+	{507, "Insufficient Storage"},
+	{508, "Loop Detected"},
+	{510, "Not Extended"},
+	{511, "Network Authentication Required"},
+	{524, "A Timeout Occurred"},
+	{529, "Site Overloaded"},
+};
+
 const char *
 http_reason(int status)
 {
-	switch (status) {
-	case 200:
-		return "OK";
-	case 400:
-		return "Bad Request";
-	case 401:
-		return "Unauthorized";
-	case 402:
-		return "Payment Required";
-	case 403:
-		return "Forbidden";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 408:
-		return "Request Timeout";
-	case 411:
-		return "Length Required";
-	case 413:
-		return "Payload Too Large";
-	case 415:
-		return "Unsupported Media Type";
-	case 422:
-		return "Unprocessable Entity";
-	case 429:
-		return "Too Many Requests";
-	case 500:
-		return "Internal Server Error";
-	case 501:
-		return "Not Implemented";
-	case 502:
-		return "Bad Gateway";
-	case 503:
-		return "Service Unavailable";
-	case 504:
-		return "Gateway Timeout";
-	case 524:
-		return "A Timeout Occurred";
-	case 529:
-		return "Site Overloaded";
-	}
-	return status < 300 ? "OK" : "Error";
+	/* An unregistered code (a relayed 418 or 599) gets its class's
+	 * name (RFC 9110 section 15): a client treats it as x00 of the
+	 * class anyway, and "Error" would be wrong for 1xx to 3xx. */
+	static const char *const cls[] = {"Informational", "Successful",
+					  "Redirection", "Client Error",
+					  "Server Error"};
+	size_t i;
+
+	for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].status == status)
+			return reasons[i].phrase;
+	if (status >= 100 && status <= 599)
+		return cls[status / 100 - 1];
+	return "Unknown";
 }
 
 int

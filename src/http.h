@@ -36,6 +36,9 @@ struct orgw_io {
 	/* Where http_head() records the status it sent (for the request's
 	 * log line); NULL for nowhere. */
 	int *status;
+	/* Sets how long a write may make no progress before it fails, from
+	 * now on in this request (ms > 0); NULL when the transport cannot. */
+	void (*send_timeout)(void *ctx, int64_t ms);
 };
 
 /* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or
@@ -59,6 +62,9 @@ struct orgw_env {
 	char *anthropic_beta;		/* HTTP_ANTHROPIC_BETA */
 	char *x_anthropic_beta;		/* HTTP_X_ANTHROPIC_BETA */
 	char *or_metadata;		/* HTTP_X_OPENROUTER_METADATA */
+	char *remote_addr;	/* REMOTE_ADDR: the client, as the web server
+				 * saw it (a front proxy's own address behind
+				 * one) */
 };
 
 /* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns
@@ -90,7 +96,9 @@ enum orgw_err http_content_length(const char *s, unsigned long long *out);
 /* True when a CONTENT_LENGTH value was given at all (not NULL, not ""). */
 bool http_content_length_set(const char *s);
 
-/* The standard reason phrase for status ("OK", "Not Found", ...). */
+/* The standard reason phrase for status ("OK", "See Other", ...); a
+ * code without one gets its class's name ("Client Error"), a code
+ * outside 100..599 "Unknown".  A static string. */
 const char *http_reason(int status);
 
 /*

@@ -8,6 +8,21 @@ load_saturated(const struct orgw_load *l)
 }
 
 unsigned
+load_side_max(unsigned capacity)
+{
+	return capacity / 4 > 0 ? capacity / 4 : 1;
+}
+
+bool
+load_side_refused(const struct orgw_load *l, unsigned side)
+{
+	if (l->capacity == 0)
+		return false;
+	return side > load_side_max(l->capacity) ||
+	       (side > 1 && l->busy >= l->capacity);
+}
+
+unsigned
 load_in_flight(const struct orgw_load *l)
 {
 	return l->busy > 0 ? l->busy - 1 : 0;

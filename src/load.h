@@ -19,6 +19,12 @@
 /* Seconds a refused request is told to wait (Retry-After). */
 #define LOAD_RETRY_AFTER_SECONDS 1
 
+/* A write to the client of a side request (load_side_refused) that makes
+ * no progress this long ends it, when CLIENT_SEND_TIMEOUT_MS is longer:
+ * its answer is ready in full, so a reader takes it at once, and a client
+ * that does not read holds the thread for this long at most. */
+#define LOAD_SIDE_SEND_TIMEOUT_MS 5000
+
 /* The host's load as one request sees it when it starts. */
 struct orgw_load {
 	unsigned busy;		/* threads of the host serving, this one too */
@@ -32,6 +38,23 @@ struct orgw_load {
  * would leave none for the next request.  capacity 0 (unknown) never
  * refuses. */
 bool load_saturated(const struct orgw_load *l);
+
+/* The threads of a host with capacity threads that side requests (every
+ * path but the generation APIs and /healthz: /metrics, /stats, /status,
+ * /v1/models, /__cron) may hold at once: a quarter, at least one. */
+unsigned load_side_max(unsigned capacity);
+
+/*
+ * True when a side request must be refused (503, Retry-After): with it,
+ * side requests would hold more than load_side_max() threads, or it takes
+ * the host's last thread while another side request holds one.  side is
+ * the host's side requests, this one included.  Their answers can be
+ * megabytes that a client may never read, so without a bound a few such
+ * clients hold every thread; the last one stays free for /healthz, yet a
+ * single /stats or /metrics may still use it, so that a host whose other
+ * threads all stream can still be watched.  capacity 0 never refuses.
+ */
+bool load_side_refused(const struct orgw_load *l, unsigned side);
 
 /* Requests in flight other than the asking one. */
 unsigned load_in_flight(const struct orgw_load *l);

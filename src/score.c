@@ -436,6 +436,7 @@ params_sanitize(const struct score_params *in, struct score_params *p)
 	p->hit_evidence_tokens = in->hit_evidence_tokens;
 	p->hits = in->hits;
 	p->n_hits = in->hits != NULL ? in->n_hits : 0;
+	p->secret = in->secret;
 }
 
 void
@@ -495,24 +496,46 @@ score_hit_pick(const struct score_params *p, const char *tag, bool *measured,
 }
 
 /* The metadata of endpoint ep: names, status, uptime, limits. */
+/* True when j is a string that holds secret (a non-empty key). */
+static bool
+holds_secret(const cJSON *j, const char *secret)
+{
+	return secret != NULL && secret[0] != '\0' && cJSON_IsString(j) &&
+	       j->valuestring != NULL && strstr(j->valuestring, secret) != NULL;
+}
+
 static void
 endpoint_meta(const cJSON *ep, const struct score_params *p,
               struct score_endpoint *e)
 {
 	const cJSON *j;
+
+	const cJSON *name = json_get(ep, "provider_name");
+	const cJSON *tag = json_get(ep, "tag");
 	double d;
 
-	j = json_get(ep, "provider_name");
-	if (cJSON_IsString(j) && j->valuestring != NULL)
+	/*
+	 * A hostile or broken upstream may echo the key into an endpoint's
+	 * names; from the state they would reach X-Orgw-Provider, the log,
+	 * /metrics, /stats and /status.  Checked on the whole strings, before
+	 * copy_str cuts them, so not even a prefix of the key is kept.
+	 */
+	if (holds_secret(name, p->secret) || holds_secret(tag, p->secret)) {
 		copy_str(e->provider_name, sizeof(e->provider_name),
-		         j->valuestring);
+		         SCORE_WITHHELD);
+		copy_str(e->tag, sizeof(e->tag), SCORE_WITHHELD);
+		exclude(e, "secret", "tag or name holds the upstream key");
+		return;
+	}
+	if (cJSON_IsString(name) && name->valuestring != NULL)
+		copy_str(e->provider_name, sizeof(e->provider_name),
+		         name->valuestring);
 
 	/* The tag is what provider.order takes (SPEC section 4). */
-	j = json_get(ep, "tag");
-	if (cJSON_IsString(j) && j->valuestring != NULL &&
-	    j->valuestring[0] != '\0') {
-		copy_str(e->tag, sizeof(e->tag), j->valuestring);
-		if (!score_tag_ok(j->valuestring))
+	if (cJSON_IsString(tag) && tag->valuestring != NULL &&
+	    tag->valuestring[0] != '\0') {
+		copy_str(e->tag, sizeof(e->tag), tag->valuestring);
+		if (!score_tag_ok(tag->valuestring))
 			exclude(e, "bad tag", "tag too long or not a slug");
 	} else
 		exclude(e, "no tag", "tag missing or not a string");

@@ -27,6 +27,10 @@ struct score_hit {
 	int64_t tokens;		/* prompt tokens seen in all, undecayed */
 };
 
+/* What an endpoint's tag and name read as when they held the upstream key
+ * (struct score_params, secret). */
+#define SCORE_WITHHELD "(withheld)"
+
 struct score_params {
 	double hit_rate;	/* HIT_RATE, 0..1: the prior */
 	double cache_bonus;	/* CACHE_BONUS */
@@ -34,6 +38,11 @@ struct score_params {
 	int64_t hit_evidence_tokens;	/* HIT_RATE_EVIDENCE_TOKENS */
 	const struct score_hit *hits;	/* borrowed; may be NULL */
 	size_t n_hits;
+	/* OPENROUTER_API_KEY, borrowed; NULL or "": none.  An endpoint whose
+	 * tag or provider_name holds it is excluded ("secret") with both
+	 * strings withheld, so the key never reaches the state, a header,
+	 * a log line or orgw-score's table (SPEC section 3). */
+	const char *secret;
 };
 
 /* The price keys the formula reads (OPENROUTER.md section 2). */

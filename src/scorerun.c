@@ -65,6 +65,7 @@ run_params(const struct orgw_conf *c, struct score_params *p)
 	p->hit_evidence_tokens = c->hit_rate_evidence_tokens;
 	p->hits = NULL;
 	p->n_hits = 0;
+	p->secret = c->openrouter_api_key;
 }
 
 enum orgw_err

@@ -16,7 +16,7 @@
  * - Claiming a slot (slots_open) takes flock(LOCK_EX) on the file; the
  *   claimer reclaims dead processes' slots and, finding no live one,
  *   resets the peak ("since the gateway started").  Every other access
- *   is a lock-free atomic on the mapping: busy and threads are written
+ *   is a lock-free atomic on the mapping: busy, side and threads are written
  *   only by the slot's owner (its threads), the peak is an atomic max.
  * - The pid is written last when claiming and cleared first when
  *   leaving, so a reader never counts a half-written slot.
@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,18 +54,37 @@ struct slot {
 	_Atomic int32_t pid;		/* 0: free */
 	_Atomic uint32_t threads;	/* taking requests; 0 when draining */
 	_Atomic uint32_t busy;		/* threads serving a request */
-	uint32_t pad;
+	_Atomic uint32_t side;		/* of those, side requests (load.h);
+					 * was padding, so the layout and the
+					 * magic are unchanged */
 	_Atomic uint64_t start;		/* start time, clock ticks */
+};
+
+/* The host's last refused state write (see slots_write_note),
+ * CLOCK_MONOTONIC ms, 0: none since a write was committed.  Lock-free: a
+ * reader that sees the time of one refusal and the cause of the next only
+ * names the cause of a refusal a moment later. */
+struct writes {
+	_Atomic int64_t refused_ms;
+	_Atomic int32_t cause;		/* of the last refusal (store.h) */
+	uint32_t pad;
 };
 
 struct table {
 	_Atomic uint64_t magic;
 	_Atomic uint32_t peak;		/* most busy at once */
-	uint32_t pad[13];
+	uint32_t pad0;
+	/* In what was padding: a file of an older build reads as "no
+	 * refusal", and the slots stay where they were. */
+	struct writes writes;
+	uint32_t pad[8];
 	struct slot slot[SLOTS_MAX];
 };
+_Static_assert(offsetof(struct table, slot) == 64,
+	       "the slots stay at offset 64 of STATE_PATH.workers");
 
 static struct table *tab;		/* the mapping */
+static struct writes own_writes;	/* without a table (CGI, scorer) */
 static struct slot *mine;		/* this process's slot */
 static bool shared;			/* tab is the host's file */
 
@@ -154,6 +174,7 @@ claim(unsigned threads, unsigned long long start)
 		if (pid != 0) {	/* a dead process's: reclaim it */
 			atomic_store(&s->pid, 0);
 			atomic_store(&s->busy, 0);
+			atomic_store(&s->side, 0);
 			atomic_store(&s->threads, 0);
 		}
 		if (free_slot == NULL)
@@ -165,6 +186,7 @@ claim(unsigned threads, unsigned long long start)
 		return;
 	atomic_store(&free_slot->start, start);
 	atomic_store(&free_slot->busy, 0);
+	atomic_store(&free_slot->side, 0);
 	atomic_store(&free_slot->threads, threads);
 	atomic_store(&free_slot->pid, (int32_t)getpid());
 	mine = free_slot;
@@ -265,6 +287,32 @@ slots_enter(struct orgw_load *load)
 	load->shared = shared;
 }
 
+unsigned
+slots_side_enter(void)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	if (mine == NULL)
+		return 0;
+	atomic_fetch_add(&mine->side, 1);
+	for (i = 0; i < SLOTS_MAX; i++) {
+		struct slot *s = &tab->slot[i];
+		int32_t pid = atomic_load(&s->pid);
+
+		if (pid != 0 && slot_alive(i, pid))
+			n += atomic_load(&s->side);
+	}
+	return n;
+}
+
+void
+slots_side_leave(void)
+{
+	if (mine != NULL)
+		atomic_fetch_sub(&mine->side, 1);
+}
+
 void
 slots_leave(void)
 {
@@ -286,9 +334,51 @@ slots_close(void)
 		atomic_store(&mine->pid, 0);
 		atomic_store(&mine->threads, 0);
 		atomic_store(&mine->busy, 0);
+		atomic_store(&mine->side, 0);
 	}
 	mine = NULL;
 	if (tab != NULL)
 		munmap(tab, sizeof(*tab));
 	tab = NULL;
+}
+
+/* The host's record, or this process's when it has no table. */
+static struct writes *
+writes_of(void)
+{
+	return tab != NULL ? &tab->writes : &own_writes;
+}
+
+void
+slots_write_note(bool refused, int cause)
+{
+	struct writes *w = writes_of();
+	int64_t at;
+
+	if (refused) {
+		atomic_store(&w->cause, cause);
+		/* Never 0, which means none. */
+		at = clock_mono_ms();
+		atomic_store(&w->refused_ms, at > 0 ? at : 1);
+		return;
+	}
+	/* A commit clears the refusal.  Every request commits, so the
+	 * shared line is only read unless there is one to clear, and the
+	 * exchange keeps a refusal noted meanwhile by another worker. */
+	at = atomic_load(&w->refused_ms);
+	if (at != 0)
+		(void)atomic_compare_exchange_strong(&w->refused_ms, &at, 0);
+}
+
+bool
+slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
+{
+	struct writes *w = writes_of();
+	int64_t now = clock_mono_ms(), at = atomic_load(&w->refused_ms);
+
+	if (at == 0 || now - at > within_ms)
+		return false;
+	*cause = atomic_load(&w->cause);
+	*ago_ms = now - at;
+	return true;
 }

@@ -6,6 +6,9 @@
 #ifndef ORGW_SLOTS_H
 #define ORGW_SLOTS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "orgw.h"
 #include "load.h"
 
@@ -26,6 +29,15 @@ enum orgw_err slots_open(const char *state_path, unsigned threads);
  */
 void slots_enter(struct orgw_load *load);
 
+/*
+ * The thread's request is a side request (load.h, load_side_refused):
+ * counts it and returns the host's side requests, this one included (0
+ * when no table was opened: CGI).  Pair with slots_side_leave(), before
+ * slots_leave().  Thread-safe.
+ */
+unsigned slots_side_enter(void);
+void slots_side_leave(void);
+
 /* The thread's request ended. Thread-safe. */
 void slots_leave(void);
 
@@ -35,5 +47,18 @@ void slots_drain(void);
 
 /* Frees this process's slot; after the threads ended. */
 void slots_close(void);
+
+/*
+ * The host's record of its state writes, for /healthz (store.h,
+ * store_write_refused): slots_write_note() notes a write transaction the
+ * store refused (refused true, with its cause) or one it committed.
+ * slots_write_refused() is true, with the cause and how long ago, when
+ * the last refusal is at most within_ms old and no write was committed
+ * after it.  Kept in the worker table, so whichever worker answers sees
+ * every worker's writes; a process without one (CGI mode, the scorer)
+ * keeps its own.  Thread-safe, lock-free, no system call but the clock.
+ */
+void slots_write_note(bool refused, int cause);
+bool slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms);
 
 #endif

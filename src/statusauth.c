@@ -102,7 +102,9 @@ statusauth_cookie_ok(const char *cookie, const char *key, int64_t now)
 			return false;
 		exp = exp * 10 + (got[i] - '0');
 	}
-	if (exp <= now || statusauth_token(key, (int64_t)exp, want,
+	if (exp <= now ||
+	    exp > now + STATUSAUTH_TTL_SECONDS + STATUSAUTH_SKEW_SECONDS ||
+	    statusauth_token(key, (int64_t)exp, want,
 					   sizeof(want)) != ORGW_OK)
 		return false;
 	ok = strlen(got) == strlen(want) &&

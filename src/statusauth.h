@@ -16,6 +16,9 @@
 
 #define STATUSAUTH_COOKIE "orgw_status"
 #define STATUSAUTH_TTL_SECONDS (12 * 3600)
+/* A token may expire this much later than a login now would make it: the
+ * clocks of several gateway hosts differ a little. */
+#define STATUSAUTH_SKEW_SECONDS 300
 /* Digits of an int64, '.', 64 hex digits, NUL. */
 #define STATUSAUTH_TOKEN_MAX 96
 
@@ -30,7 +33,10 @@ enum orgw_err statusauth_token(const char *key, int64_t expiry, char *dst,
 			       size_t n);
 
 /* True when the Cookie header (may be NULL) holds an orgw_status token
- * for key that has not expired at now. */
+ * for key that has not expired at now and expires no later than a login
+ * at now would make it (STATUSAUTH_TTL_SECONDS, plus the skew): a token
+ * with an expiry far ahead, made however, is refused.  Logout cannot
+ * revoke a token: it only clears the browser's copy. */
 bool statusauth_cookie_ok(const char *cookie, const char *key, int64_t now);
 
 /*

@@ -3,13 +3,17 @@
  * named by STATE_BACKEND for each call and hands the transaction to it
  * through its struct store_ops (store_impl.h).  Holds no state of its
  * own but the process-wide count of lost request counts, an atomic, and
- * the write turn of the process's threads (below).
+ * the write turn of the process's threads (below); the outcome of write
+ * transactions goes to the host's record in slots.c, for /healthz.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "log.h"
+#include "slots.h"
 #include "store_gdbm.h"
 #include "store_impl.h"
 #include "store_mem.h"
@@ -87,13 +91,19 @@ store_get(struct store *s, const char *key, char **val)
 enum orgw_err
 store_put(struct store *s, const char *key, const char *val)
 {
-	return s->ops->put(s, key, val);
+	enum orgw_err err = s->ops->put(s, key, val);
+
+	s->wrote = s->wrote || err == ORGW_OK;
+	return err;
 }
 
 enum orgw_err
 store_del(struct store *s, const char *key)
 {
-	return s->ops->del(s, key);
+	enum orgw_err err = s->ops->del(s, key);
+
+	s->wrote = s->wrote || err == ORGW_OK;
+	return err;
 }
 
 enum orgw_err
@@ -107,14 +117,19 @@ enum orgw_err
 store_close(struct store *s)
 {
 	enum orgw_err err;
-	bool turn;
+	bool turn, wrote;
 
 	if (s == NULL)
 		return ORGW_OK;
 	turn = s->holds_turn;
+	wrote = s->wrote;
 	err = s->ops->commit(s);	/* frees s */
 	if (turn)
 		pthread_mutex_unlock(&write_turn);
+	/* Only a transaction that wrote tells that writes go in: on a full
+	 * disk, opening and reading still work. */
+	if (err == ORGW_OK && wrote)
+		slots_write_note(false, 0);
 	return err;
 }
 
@@ -172,14 +187,48 @@ store_run_end(struct store_run *run)
 	free(run);
 }
 
+void
+store_write_refused(int cause)
+{
+	slots_write_note(true, cause);
+}
+
+const char *
+store_cause_str(int cause)
+{
+	switch (cause) {
+	case STORE_CAUSE_OOM:
+		return "OOM: redis is at maxmemory and evicts nothing";
+	case STORE_CAUSE_EXECABORT:
+		return "EXECABORT: redis discarded the transaction";
+	case STORE_CAUSE_WRONGTYPE:
+		return "WRONGTYPE: a key of another type";
+	case STORE_CAUSE_REDIS:
+		return "an error reply from redis";
+	default:
+		return log_strerror(cause);
+	}
+}
+
 enum orgw_err
 store_check(const struct orgw_conf *c, char *why, size_t n)
 {
 	if (c->state_backend == CONF_BACKEND_MEMORY)
 		return ORGW_OK;
-	if (c->state_backend == CONF_BACKEND_REDIS)
-		return store_redis_check(c, why, n);
-	return store_gdbm_check(c->state_path, why, n);
+	bool redis = c->state_backend == CONF_BACKEND_REDIS;
+	enum orgw_err err;
+	int64_t ago_ms;
+	int cause;
+
+	err = redis ? store_redis_check(c, why, n) :
+		      store_gdbm_check(c->state_path, why, n);
+	if (err != ORGW_OK ||
+	    !slots_write_refused(STORE_REFUSED_RECENT_MS, &cause, &ago_ms))
+		return err;
+	snprintf(why, n, "%swrites refused (%lld.%lld s ago): %s",
+		 redis ? "redis: " : "", (long long)(ago_ms / 1000),
+		 (long long)(ago_ms % 1000 / 100), store_cause_str(cause));
+	return ORGW_EIO;
 }
 
 enum orgw_err

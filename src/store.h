@@ -112,12 +112,33 @@ enum orgw_err store_run_begin(const struct orgw_conf *c,
 void store_run_end(struct store_run *run);
 
 /*
+ * Why a store refused a write, beside errno values (which are positive):
+ * the causes a Redis names in its error replies.
+ */
+#define STORE_CAUSE_OOM (-1)		/* at maxmemory, noeviction */
+#define STORE_CAUSE_EXECABORT (-2)	/* MULTI/EXEC discarded */
+#define STORE_CAUSE_WRONGTYPE (-3)	/* a key of another type */
+#define STORE_CAUSE_REDIS (-4)		/* another error reply */
+
+/* A refused write counts on /healthz for this long, unless a write
+ * transaction commits after it. */
+#define STORE_REFUSED_RECENT_MS 5000
+
+/* The text of a cause (errno or STORE_CAUSE_*): a static string, or one
+ * of log_strerror()'s, valid until the thread's next call. */
+const char *store_cause_str(int cause);
+
+/*
  * For /healthz, which anyone may ask often: GDBM, that a writer could
  * open the file (no GDBM open, a shared lock within 200 ms at most);
  * Redis, a PING within the command timeout (or the last connection
- * error while reconnecting is backed off).  ORGW_OK, or ORGW_EIO /
- * ORGW_EBUSY with a reason in why (n bytes), e.g. "redis unreachable:
- * Connection refused".
+ * error while reconnecting is backed off).  Then, whatever the back-end,
+ * that this host's store took its recent writes: a store that opens but
+ * refuses writes (a full disk, a Redis at maxmemory) gives ORGW_EIO for
+ * STORE_REFUSED_RECENT_MS after a refusal, unless a write transaction
+ * committed since (slots.h keeps the record for all of the host's
+ * workers).  Writes nothing.  ORGW_OK, or ORGW_EIO / ORGW_EBUSY with a
+ * reason in why (n bytes), e.g. "redis unreachable: Connection refused".
  */
 enum orgw_err store_check(const struct orgw_conf *c, char *why, size_t n);
 

@@ -39,8 +39,15 @@
  *     primary over the twin; a reader finding "primary" reads the twin.
  * The cost is a second gdbm_open and the replayed stores per write
  * transaction (bench/notes.md, round 7); no copy unless a writer died.  A twin
- * that is missing or older than the primary (an upgrade; an operator's
- * gdbmtool) is remade from the primary by the next writer.
+ * that is missing, older than the primary (an upgrade; an operator's
+ * gdbmtool) or of another size (cut short by hand: equal files stay equal
+ * byte for byte) is remade from the primary by the next writer.  A copy
+ * only ever replaces a file with one that reads back whole, so a damaged
+ * primary is restored from a whole twin (and kept aside as .corrupt)
+ * instead of spreading to it.  When a copy the next writer needs cannot
+ * be made (no space, an immutable directory), it refuses to write, and
+ * so does every writer after it until one can: writing the unrestored
+ * primary would make the two copies differ for good.
  *
  * Built with -DORGW_TRACE_LOCK (bench/run.sh does, in its own object
  * directory), store_close() logs one line per transaction: how long it
@@ -87,6 +94,15 @@ static mode_t store_mode = 0600;
 #define MARK_CLEAN 'c'		/* the two files are equal */
 #define MARK_PRIMARY 'p'	/* the primary is being written */
 #define MARK_TWIN 't'		/* the twin is being written */
+#define MARK_FAILED 'f'		/* a write to the primary failed part-way */
+
+/* The primary may hold part of a transaction: the twin is the better
+ * copy.  A mark this build does not know counts as such too. */
+static bool
+mark_dirty(char m)
+{
+	return m != MARK_CLEAN && m != MARK_TWIN;
+}
 
 /* A store or delete of the transaction, replayed into the twin. */
 struct op {
@@ -388,17 +404,17 @@ mark_set(int lockfd, const char *path, char m)
 }
 
 /* Copies the file from over the file to, atomically (to.tmp, then
- * rename): 0, or -1 after a log line. */
+ * rename): 0, or the errno of the failure after a log line. */
 static int
 copy_file(const char *from, const char *to)
 {
 	char tmp[4200];
 	char *buf = NULL;
-	int in = -1, out = -1, rc = -1, r;
+	int in = -1, out = -1, rc = -1, r, e;
 	ssize_t got, put, done;
 
 	if (side_path(tmp, sizeof(tmp), to, ".tmp") == -1)
-		return -1;
+		return ENAMETOOLONG;
 	if ((buf = malloc(65536)) == NULL ||
 	    (in = open_safe(from, false, false)) == -1 ||
 	    (out = open_safe(tmp, true, true)) == -1 ||
@@ -425,17 +441,18 @@ copy_file(const char *from, const char *to)
 		goto out;
 	rc = 0;
 out:
-	if (rc == -1 && errno != REFUSED)	/* a refusal was logged */
+	e = rc == 0 ? 0 : errno != 0 ? errno : EIO;
+	if (e != 0 && e != REFUSED)	/* a refusal was logged */
 		log_err("state: cannot copy %s to %s: %s", from, to,
-			log_strerror(errno));
+			log_strerror(e));
 	if (out != -1)
 		close(out);
-	if (rc == -1)
+	if (e != 0)
 		(void)unlink(tmp);
 	if (in != -1)
 		close(in);
 	free(buf);
-	return rc;
+	return e;
 }
 
 /* st_mtim of a is later than b's. */
@@ -447,39 +464,134 @@ newer(const struct stat *a, const struct stat *b)
 		       a->st_mtim.tv_nsec > b->st_mtim.tv_nsec;
 }
 
+static bool walk_ok(GDBM_FILE dbf);
+static enum orgw_err move_aside(const char *path, const char *then);
+
+/* What db_state() found of a file. */
+enum db_state {
+	DB_WHOLE,	/* opens as GDBM and every key and value reads back */
+	DB_DAMAGED,	/* opens, but not as GDBM, or a read fails */
+	DB_UNREADABLE,	/* cannot be opened: missing, no permission, refused */
+};
+
 /*
- * A writer, before it opens the primary: makes the two files equal again
- * after a writer died, or when the twin is missing or stale.  0, or -1
- * when the primary may still be damaged (store_gdbm_repair() follows the
- * EIO it gives).
+ * The check before one copy of the state replaces the other, so that a
+ * damaged file never overwrites a whole one.  Reads the whole file, so
+ * it runs only where a copy of the whole file follows anyway (or in a
+ * repair).  errno is kept from the failed open for DB_UNREADABLE.
+ */
+static enum db_state
+db_state(const char *file)
+{
+	GDBM_FILE dbf = open_db(file, false);
+	bool ok;
+
+	if (dbf == NULL)
+		return gdbm_errno == GDBM_FILE_OPEN_ERROR ? DB_UNREADABLE :
+							    DB_DAMAGED;
+	ok = walk_ok(dbf);
+	return db_close(dbf, false) == 0 && ok ? DB_WHOLE : DB_DAMAGED;
+}
+
+/*
+ * The primary path is damaged and the twin is whole: moves the primary
+ * aside (path.corrupt, for inspection) and copies the twin over it.  0,
+ * or an errno value after a log line.
  */
 static int
-twin_settle(const char *path, int lockfd)
+twin_restore_damaged(const char *path, const char *twin)
+{
+	if (move_aside(path, "restoring the last whole state from the twin") !=
+	    ORGW_OK)
+		return errno != 0 ? errno : EIO;
+	return copy_file(twin, path);
+}
+
+/*
+ * How twin_settle() left the two files.  SETTLE_FAILED: a copy that had
+ * to be made could not be (no space, a read-only or immutable
+ * directory); the mark still names the better copy, and nothing may
+ * write until a later writer succeeds, or the two diverge for good.
+ * SETTLE_DAMAGED: the primary is damaged and the twin cannot replace it;
+ * store_gdbm_repair() recovers the primary and remakes the twin from it.
+ * SETTLE_UNREADABLE: the primary cannot be opened (no permission, a
+ * refusal; logged), so nothing was compared or copied.
+ */
+enum settle { SETTLE_OK, SETTLE_FAILED, SETTLE_DAMAGED, SETTLE_UNREADABLE };
+
+/* The twin is missing, stale or does not match: remade from the primary
+ * when that is whole, else the primary restored from a whole twin.  On
+ * SETTLE_FAILED, *cause is the errno value of the failed copy. */
+static enum settle
+twin_remake(const char *path, const char *twin, bool have_t, int *cause)
+{
+	switch (db_state(path)) {
+	case DB_WHOLE:
+		*cause = copy_file(path, twin);
+		return *cause == 0 ? SETTLE_OK : SETTLE_FAILED;
+	case DB_UNREADABLE:
+		if (errno != REFUSED)	/* a refusal was logged */
+			log_err("state %s: %s", path, log_strerror(errno));
+		return SETTLE_UNREADABLE;
+	case DB_DAMAGED:
+		break;
+	}
+	if (!have_t || db_state(twin) != DB_WHOLE)
+		return SETTLE_DAMAGED;
+	*cause = twin_restore_damaged(path, twin);
+	return *cause == 0 ? SETTLE_OK : SETTLE_FAILED;
+}
+
+/*
+ * A writer, before it opens the primary: makes the two files equal again
+ * after a writer died, or when the twin is missing, stale or of another
+ * size than the primary (two equal files stay byte for byte equal, since
+ * the twin replays the primary's stores in order; a twin cut short by
+ * hand would otherwise be restored from one day).  A copy only ever
+ * replaces a file with a whole one.  On SETTLE_FAILED, *cause is the
+ * errno value of what failed.
+ */
+static enum settle
+twin_settle(const char *path, int lockfd, int *cause)
 {
 	char twin[4200];
 	struct stat ps, ts;
 	bool have_p, have_t;
 	char m = mark_read(lockfd);
-	int rc = 0;
+	/* Only a death is a death: a transaction whose write failed (a
+	 * full disk) left MARK_FAILED, and its log line named the cause. */
+	const char *what = m == MARK_FAILED ?
+				   "the last write transaction failed part-way" :
+				   "a writer died in mid-transaction";
+	enum settle rc = SETTLE_OK;
 
+	*cause = EIO;
 	if (side_path(twin, sizeof(twin), path, ".twin") == -1)
-		return -1;
+		return SETTLE_FAILED;
 	have_p = lstat(path, &ps) == 0;
 	have_t = lstat(twin, &ts) == 0;
-	if (m == MARK_PRIMARY && have_t) {
-		log_warn("state %s: a writer died in mid-transaction; "
-			 "restoring the last whole state from %s", path, twin);
-		rc = copy_file(twin, path);
+	if (mark_dirty(m) && have_t && db_state(twin) == DB_WHOLE) {
+		log_warn("state %s: %s; restoring the last whole state from %s",
+			 path, what, twin);
+		if ((*cause = copy_file(twin, path)) != 0)
+			rc = SETTLE_FAILED;
+	} else if (mark_dirty(m) && have_t) {
+		log_warn("state %s: %s, and %s is not whole: keeping the "
+			 "primary", path, what, twin);
+		rc = have_p ? twin_remake(path, twin, false, cause) : SETTLE_OK;
 	} else if (!have_p) {
 		if (have_t)
 			(void)unlink(twin);	/* the state was removed */
-	} else if (m == MARK_TWIN || !have_t || newer(&ps, &ts)) {
-		rc = copy_file(path, twin);
+	} else if (m == MARK_TWIN || !have_t || newer(&ps, &ts) ||
+		   ps.st_size != ts.st_size) {
+		rc = twin_remake(path, twin, have_t, cause);
 	} else if (m == MARK_CLEAN) {
-		return 0;
+		return SETTLE_OK;
 	}
-	if (rc == 0)
-		rc = mark_set(lockfd, path, MARK_CLEAN);
+	if (rc == SETTLE_OK && mark_set(lockfd, path, MARK_CLEAN) == -1) {
+		*cause = errno;
+		rc = SETTLE_FAILED;
+	}
 	return rc;
 }
 
@@ -490,7 +602,7 @@ twin_for_reader(const char *path, int lockfd, char *twin, size_t n)
 {
 	struct stat ts;
 
-	if (mark_read(lockfd) != MARK_PRIMARY ||
+	if (!mark_dirty(mark_read(lockfd)) ||
 	    side_path(twin, n, path, ".twin") == -1 || lstat(twin, &ts) == -1)
 		return path;
 	return twin;
@@ -615,6 +727,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 	size_t n = strlen(path) + 1;
 	char twin[4200];
 	const char *file = path;
+	enum settle settled;
 	int e;
 
 	*out = NULL;
@@ -640,9 +753,20 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 	s->t_got_us = clock_mono_us();
 #endif
 	s->ops_tail = &s->ops;
-	if (write)
-		(void)twin_settle(path, s->lockfd);	/* logged */
-	else
+	if (write && (settled = twin_settle(path, s->lockfd, &e)) != SETTLE_OK) {
+		/* Writing the primary now would make the twin's copy of
+		 * the state and the primary's differ for good. */
+		if (settled == SETTLE_FAILED) {
+			log_err("state %s: the state and its twin could not be "
+				"made equal (%s); writes refused until they can",
+				path, log_strerror(e));
+			store_write_refused(e);
+		}
+		close(s->lockfd);
+		free(s);
+		return ORGW_EIO;
+	}
+	if (!write)
 		file = twin_for_reader(path, s->lockfd, twin, sizeof(twin));
 	s->dbf = open_db(file, write);
 	if (s->dbf == NULL) {
@@ -659,6 +783,11 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 				gdbm_strerror(gdbm_errno),
 				gdbm_syserr[gdbm_errno] ? ": " : "",
 				gdbm_syserr[gdbm_errno] ? log_strerror(e) : "");
+		/* A writer the system refuses (no space to create the
+		 * file, a read-only disk); a damaged file is repaired. */
+		if (write && gdbm_errno == GDBM_FILE_OPEN_ERROR &&
+		    e != REFUSED && e != ENOENT)
+			store_write_refused(e);
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -751,6 +880,28 @@ gd_get(struct store *base, const char *key, char **val)
 	return ORGW_OK;
 }
 
+/*
+ * A store, delete or close of the primary failed (what: "store KEY",
+ * "delete KEY", "close"): logs it with the system error GDBM saw (on a
+ * full disk: ENOSPC, not a bare "Write error"), notes the refusal for
+ * /healthz and marks the transaction failed, so that the next writer
+ * restores the state from before it and says why.  Call right after the
+ * failed GDBM call, while errno is its.
+ */
+static void
+gd_failed(struct store_gdbm *s, const char *what, const char *key)
+{
+	int ge = gdbm_errno, e = gdbm_syserr[ge] ? errno : EIO;
+
+	log_err("state %s: %s%s%s: %s%s%s", s->path, what, key ? " " : "",
+		key ? key : "", gdbm_strerror(ge), gdbm_syserr[ge] ? ": " : "",
+		gdbm_syserr[ge] ? log_strerror(e) : "");
+	store_write_refused(e);
+	s->failed = true;
+	if (s->marked)
+		(void)mark_set(s->lockfd, s->path, MARK_FAILED);
+}
+
 static enum orgw_err
 gd_put(struct store *base, const char *key, const char *val)
 {
@@ -763,9 +914,7 @@ gd_put(struct store *base, const char *key, const char *val)
 	v.dsize = (int)strlen(val);
 	twin_mark(s);
 	if (gdbm_store(s->dbf, key_datum(key), v, GDBM_REPLACE) != 0) {
-		log_err("state %s: store %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		gd_failed(s, "store", key);
 		return ORGW_EIO;
 	}
 	twin_keep(s, key, val);
@@ -781,9 +930,7 @@ gd_del(struct store *base, const char *key)
 	twin_mark(s);
 	if (gdbm_delete(s->dbf, key_datum(key)) != 0 &&
 	    gdbm_errno != GDBM_ITEM_NOT_FOUND) {
-		log_err("state %s: delete %s: %s", s->path, key,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		gd_failed(s, "delete", key);
 		return ORGW_EIO;
 	}
 	twin_keep(s, key, NULL);
@@ -969,9 +1116,12 @@ gd_commit(struct store *base)
 	if (s == NULL)
 		return ORGW_OK;
 	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
-		log_err("state %s: close: %s", s->path,
-			gdbm_strerror(gdbm_errno));
-		s->failed = true;
+		s->dbf = NULL;
+		if (s->write)
+			gd_failed(s, "close", NULL);
+		else
+			log_err("state %s: close: %s", s->path,
+				gdbm_strerror(gdbm_errno));
 		err = ORGW_EIO;
 	}
 	twin_replay(s);
@@ -996,9 +1146,10 @@ gd_abort(struct store *base)
 	(void)gd_commit(base);
 }
 
-/* Moves a damaged file aside (keeping the latest for inspection). */
+/* Moves a damaged file aside (keeping the latest for inspection); then
+ * names what happens next, for the log line. */
 static enum orgw_err
-move_aside(const char *path)
+move_aside(const char *path, const char *then)
 {
 	char aside[4200];
 
@@ -1010,8 +1161,7 @@ move_aside(const char *path)
 		if (unlink(path) == -1 && errno != ENOENT)
 			return ORGW_EIO;
 	}
-	log_warn("state %s: damaged file moved to %s; starting empty", path,
-		 aside);
+	log_warn("state %s: damaged file moved to %s; %s", path, aside, then);
 	return ORGW_OK;
 }
 
@@ -1038,14 +1188,21 @@ walk_ok(GDBM_FILE dbf)
 	       gdbm_errno == GDBM_NO_ERROR;
 }
 
-/* Under the exclusive lock: make path an openable, consistent file. */
+/* Under the exclusive lock: make path an openable, consistent file.
+ * A whole twin is the last whole state: it is taken before anything that
+ * would lose keys (gdbm_recover, or starting empty). */
 static enum orgw_err
 repair_locked(const char *path, bool reorganize)
 {
+	char twin[4200];
 	GDBM_FILE dbf;
 	gdbm_recovery rcvr;
 	enum orgw_err err = ORGW_OK;
 
+	if (side_path(twin, sizeof(twin), path, ".twin") == 0 &&
+	    db_state(path) == DB_DAMAGED && db_state(twin) == DB_WHOLE)
+		return twin_restore_damaged(path, twin) == 0 ? ORGW_OK :
+							       ORGW_EIO;
 	dbf = open_db(path, true);
 	if (dbf == NULL) {
 		if (gdbm_errno == GDBM_FILE_OPEN_ERROR &&
@@ -1055,7 +1212,7 @@ repair_locked(const char *path, bool reorganize)
 				log_err("state %s: %s", path, log_strerror(errno));
 			return ORGW_EIO;
 		}
-		if ((err = move_aside(path)) != ORGW_OK)
+		if ((err = move_aside(path, "starting empty")) != ORGW_OK)
 			return err;
 		if ((dbf = open_db(path, true)) == NULL) {
 			log_err("state %s: cannot create: %s", path,
@@ -1073,7 +1230,7 @@ repair_locked(const char *path, bool reorganize)
 			log_err("state %s: recovery failed: %s", path,
 				gdbm_strerror(gdbm_errno));
 			gdbm_close(dbf);
-			if ((err = move_aside(path)) != ORGW_OK)
+			if ((err = move_aside(path, "starting empty")) != ORGW_OK)
 				return err;
 			if ((dbf = open_db(path, true)) == NULL)
 				return ORGW_EIO;
@@ -1089,12 +1246,20 @@ static enum orgw_err
 with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 {
 	char twin[4200];
+	enum settle settled;
 	enum orgw_err err;
-	int fd;
+	int fd, cause;
 
 	if ((fd = take_lock(path, true, timeout_ms)) == -1)
 		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
-	(void)twin_settle(path, fd);	/* a dead writer's state first */
+	/* A dead writer's state first.  When a copy it needed could not
+	 * be made, the mark still names the better file: leave both. */
+	settled = twin_settle(path, fd, &cause);
+	if (settled == SETTLE_FAILED || settled == SETTLE_UNREADABLE) {
+		flock(fd, LOCK_UN);
+		close(fd);
+		return ORGW_EIO;
+	}
 	err = repair_locked(path, reorganize);
 	/* The twin follows what the repair made (a failed one leaves the
 	 * mark as it was: the twin may be the better copy). */

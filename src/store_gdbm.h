@@ -59,9 +59,13 @@ void store_gdbm_run_end(int fd);
 enum orgw_err store_gdbm_check(const char *path, char *why, size_t n);
 
 /*
- * Repairs the file at path under an exclusive lock: if it opens and
- * needs recovery, gdbm_recover() it; if it cannot be opened as GDBM,
- * rename it to path.corrupt and create an empty one.  Logs what it did.
+ * Repairs the file at path under an exclusive lock: if it is damaged and
+ * the twin (path.twin) reads back whole, rename it to path.corrupt and
+ * copy the twin over it; else if it opens and needs recovery,
+ * gdbm_recover() it; if it cannot be opened as GDBM, rename it to
+ * path.corrupt and create an empty one.  ORGW_EIO without touching
+ * either file when a dead writer's transaction could not be undone from
+ * the twin (the twin is the better copy until it can).  Logs what it did.
  */
 enum orgw_err store_gdbm_repair(const char *path, int64_t timeout_ms);
 

@@ -30,6 +30,15 @@ struct store_ops {
 struct store {
 	const struct store_ops *ops;
 	bool holds_turn;	/* store.c's write turn (set by store.c) */
+	bool wrote;		/* a put or delete went in (set by store.c) */
 };
+
+/*
+ * A back-end notes, where it logs it, that the store refused a write of
+ * a write transaction: cause is an errno value (ENOSPC, EDQUOT, EIO, ...)
+ * or a STORE_CAUSE_* (store.h).  /healthz reports it for a while
+ * (store_check).  Thread-safe.
+ */
+void store_write_refused(int cause);
 
 #endif

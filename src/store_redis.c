@@ -329,6 +329,27 @@ buf_find(struct store_redis *s, const char *key)
 	return NULL;
 }
 
+/* The STORE_CAUSE_* of an error reply, by its first word. */
+static int
+reply_cause(const redisReply *r)
+{
+	static const struct {
+		const char *word;
+		int cause;
+	} causes[] = {
+		{"OOM ", STORE_CAUSE_OOM},
+		{"WRONGTYPE ", STORE_CAUSE_WRONGTYPE},
+		{"EXECABORT ", STORE_CAUSE_EXECABORT},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(causes) / sizeof(causes[0]); i++)
+		if (strncmp(r->str, causes[i].word, strlen(causes[i].word)) ==
+		    0)
+			return causes[i].cause;
+	return STORE_CAUSE_REDIS;
+}
+
 static enum orgw_err
 rd_get(struct store *base, const char *key, char **val)
 {
@@ -384,6 +405,15 @@ rd_get(struct store *base, const char *key, char **val)
 			err = ORGW_OK;
 		}
 	} else if (r->type == REDIS_REPLY_NIL) {
+		err = ORGW_OK;
+	} else if (r->type == REDIS_REPLY_ERROR &&
+		   reply_cause(r) == STORE_CAUSE_WRONGTYPE) {
+		/* Someone else's hash or list under our key: as an error
+		 * it would leave the model unpinned and uncounted for
+		 * good.  Read as absent, so the transaction's SET (which
+		 * replaces a key of any type) writes it anew. */
+		log_warn("state: redis key %s is not a string (WRONGTYPE): "
+			 "read as absent, replaced by the next write", k);
 		err = ORGW_OK;
 	} else {
 		log_err("state: redis GET %s: %s", key,
@@ -772,10 +802,22 @@ exec_writes(struct store_redis *s)
 	ex = rep[ncmd - 1];
 	if (ex->type == REDIS_REPLY_NIL) {
 		err = ORGW_ECONFLICT;
+	} else if (ex->type == REDIS_REPLY_ERROR) {
+		/* EXECABORT says only that a command was refused when it
+		 * was queued; that command's own reply says why (OOM at
+		 * maxmemory), and is what the log and /healthz name. */
+		const redisReply *q = NULL;
+
+		for (i = 1; q == NULL && i + 1 < ncmd; i++)
+			if (rep[i]->type == REDIS_REPLY_ERROR)
+				q = rep[i];
+		log_err("state: redis refused the transaction: %s%s%s",
+			q != NULL ? q->str : "", q != NULL ? " (" : "",
+			q != NULL ? "EXECABORT)" : ex->str);
+		store_write_refused(reply_cause(q != NULL ? q : ex));
+		err = ORGW_EIO;
 	} else if (ex->type != REDIS_REPLY_ARRAY || ex->elements != s->n) {
-		log_err("state: redis EXEC: %s",
-			ex->type == REDIS_REPLY_ERROR ? ex->str :
-							"unexpected reply");
+		log_err("state: redis EXEC: unexpected reply");
 		err = ORGW_EIO;
 	} else {
 		err = ORGW_OK;
@@ -784,6 +826,8 @@ exec_writes(struct store_redis *s)
 				log_err("state: redis %s %s: %s",
 					argv[i + 1][0], s->buf[i].key,
 					ex->element[i]->str);
+				store_write_refused(
+					reply_cause(ex->element[i]));
 				err = ORGW_EIO;
 			}
 	}

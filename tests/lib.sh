@@ -853,10 +853,12 @@ deploy__start_one() {
 		mkdir -p "$dir/home" "$dir/data" "$dir/config"
 		deploy_fill "$ORGW_ROOT/deploy/Caddyfile" "$dir/site.caddy" \
 			PORT="$port" SOCKET="$sock" || return 1
-		# Global options a packaged Caddy does not need: no admin
-		# endpoint (port 2019 is shared by everything on the machine).
-		printf '{\n\tadmin off\n}\n\nimport %s\n' \
-			"$dir/site.caddy" >"$dir/Caddyfile"
+		# A global option a packaged Caddy does not need, added to the
+		# shipped file's global block (which must open the file): no
+		# admin endpoint (port 2019 is shared by everything on the
+		# machine).
+		sed '0,/^{$/s//{\n\tadmin off/' "$dir/site.caddy" >"$dir/Caddyfile"
+		grep -q '^	admin off$' "$dir/Caddyfile" || return 1
 		DEPLOY_LOGS[$s]="$dir/caddy.log"
 		HOME=$dir/home XDG_DATA_HOME=$dir/data XDG_CONFIG_HOME=$dir/config \
 			caddy run --config "$dir/Caddyfile" --adapter caddyfile \

@@ -56,7 +56,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const int clocks[] = {0, 29, 30, 1200, 1630, 2359};
-	static const struct score_params params = {0.8, 2.0, 95.0, 0, NULL, 0};
+	static const struct score_params params = {0.8, 2.0, 95.0, 0, NULL, 0, NULL};
 	struct score_result r;
 	size_t i, k;
 

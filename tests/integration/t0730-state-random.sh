@@ -36,6 +36,19 @@ check_round() { # DESC
 	t_check "$1: gdbmtool reads the state" gdbmtool -r "$ORGW_STATE" count
 }
 
+# 64 random bytes over the live primary's header, its twin whole: the
+# next writer restores the twin (the damaged file kept aside), so the
+# first request still follows its lock and every key is kept; starting
+# empty would lose them, and copying that over the twin would lose them
+# for good.
+keys_good=$(state_keys "$GOOD")
+overwrite "$ORGW_STATE" 0 64
+ask
+t_eq "64 random bytes over the header: the first request follows its lock" "200 locked" "$ASK"
+t_eq "64 random bytes over the header: every key restored from the twin" "$keys_good" "$(state_keys "$ORGW_STATE")"
+t_eq "64 random bytes over the header: the twin still holds them" "$keys_good" "$(state_keys "$ORGW_STATE.twin")"
+t_match "64 random bytes over the header: logged" 'moved to .*restoring the last whole state from the twin' "$(cat "$ORGW_LOG")"
+
 head -c 65536 /dev/urandom >"$ORGW_STATE"
 check_round "64 KiB of random bytes"
 head -c 1 /dev/urandom >"$ORGW_STATE"

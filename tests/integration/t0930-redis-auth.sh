@@ -38,3 +38,32 @@ orgw_http GET /healthz
 t_eq "a password in REDIS_URL is refused at start" 503 "$HTTP_STATUS"
 t_match "the log says where it belongs" 'REDIS_URL: a password in the URL is refused; set REDIS_PASSWORD or REDIS_PASSWORD_FILE' "$(cat "$ORGW_LOG")"
 t_check "and does not quote it" bash -c "! grep -q -e '$PW' '$ORGW_LOG'"
+
+# A password with spaces inside, which requirepass allows: REDIS_PASSWORD
+# takes it whole and AUTH sends it as one argument.
+PW2="pass with $RANDOM spaces"
+redis-cli -p "$ORGW_REDIS_PORT" -a "$PW" --no-auth-warning CONFIG SET requirepass "$PW2" >/dev/null
+printf '%s\n' "$PW2" >"$ORGW_T/redis.pass"
+orgw_restart_workers REDIS_URL="redis://127.0.0.1:$ORGW_REDIS_PORT/3" \
+	REDIS_PASSWORD_FILE="$ORGW_T/redis.pass"
+orgw_http GET /healthz
+t_eq "a password with spaces: /healthz ok" "200 ok" "$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.status')"
+out=$(orgw_chat --model $M)
+t_eq "a password with spaces: requests are pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
+t_check "a password with spaces is never quoted" bash -c "! grep -q -e '$PW2' '$ORGW_LOG' '$HTTP_BODY_FILE'"
+
+# A key of the wrong type under orgw's name (someone's HSET): read as
+# absent and replaced by the next write, logged; the model stays pinned
+# and counted.
+rcli() { redis-cli -p "$ORGW_REDIS_PORT" -a "$PW2" --no-auth-warning -n 3 --raw "$@"; }
+before=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+rcli DEL "orgw:STATS:$M" >/dev/null
+rcli HSET "orgw:STATS:$M" a b >/dev/null
+t_eq "a hash under orgw:STATS:$M" hash "$(rcli TYPE "orgw:STATS:$M")"
+orgw_chat --model $M >/dev/null
+out=$(orgw_chat --model $M)
+t_eq "wrong type: requests still pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
+t_eq "wrong type: the key was replaced by a string" string "$(rcli TYPE "orgw:STATS:$M")"
+t_eq "wrong type: the requests are counted again" 2 "$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")"
+t_match "wrong type: logged" "orgw:STATS:$M is not a string \\(WRONGTYPE\\)" "$(cat "$ORGW_LOG")"
+echo "# STATS before the hash: $before requests (its counts went with the hash)"

@@ -15,6 +15,7 @@
 #                         the workers are still PIDS (none died and was
 #                         restarted by multiwatch) and the log has no crash
 #   ms_since NS           milliseconds since date +%s%N value NS
+#   state_keys FILE       the keys of the GDBM file FILE, sorted, one a line
 #   state_not_json        how many values of the GDBM state ($ORGW_STATE)
 #                         are not JSON objects (LOST_UPDATES: a decimal
 #                         count), each printed to stderr as "# not JSON:";
@@ -72,6 +73,10 @@ for (const l of t) {
 }
 process.stdout.write(String(t.length ? bad : -1));
 '
+}
+
+state_keys() {
+	gdbmtool -r "$1" list 2>/dev/null | cut -d' ' -f1 | sort
 }
 
 ms_since() {

@@ -629,6 +629,24 @@ test_keys(void)
 	T_ASSERT("refused keys stay unset",
 		 c.openrouter_api_key == NULL && c.custom_access_key == NULL &&
 			 c.metrics_key == NULL);
+	/* Redis allows any bytes in requirepass; AUTH goes as an argument
+	 * vector, so a space inside is the password's own. */
+	T_ASSERT("REDIS_PASSWORD with inner spaces kept whole",
+		 set_ok(&c, "REDIS_PASSWORD", "correct horse battery") &&
+			 strcmp(c.redis_password, "correct horse battery") == 0);
+	T_ASSERT("REDIS_PASSWORD UTF-8 kept",
+		 set_ok(&c, "REDIS_PASSWORD", "p\xc3\xa9w") &&
+			 strcmp(c.redis_password, "p\xc3\xa9w") == 0);
+	T_ASSERT("REDIS_PASSWORD with a space at an end refused, not echoed",
+		 set_bad(&c, "REDIS_PASSWORD", "SECRET ", "REDIS_PASSWORD",
+			 "ends with a space") &&
+			 strstr(err, "SECRET") == NULL &&
+			 set_bad(&c, "REDIS_PASSWORD", " SECRET", NULL, NULL));
+	T_ASSERT("REDIS_PASSWORD with a newline refused, not echoed",
+		 set_bad(&c, "REDIS_PASSWORD", "SEC\nRET", "REDIS_PASSWORD",
+			 "control") && strstr(err, "SEC") == NULL);
+	T_ASSERT("REDIS_PASSWORD refused keeps the old one",
+		 strcmp(c.redis_password, "p\xc3\xa9w") == 0);
 	T_ASSERT("OPENROUTER_API_KEY set twice (old one freed)",
 		 set_ok(&c, "OPENROUTER_API_KEY", "sk-or-v1-abc#def") &&
 			 set_ok(&c, "OPENROUTER_API_KEY", "sk-or-v1-xyz") &&

@@ -32,6 +32,31 @@ test_saturated(void)
 }
 
 static void
+test_side(void)
+{
+	struct orgw_load l = {0};
+
+	T_ASSERT("side: a quarter of the threads", load_side_max(320) == 80 &&
+		 load_side_max(8) == 2);
+	T_ASSERT("side: at least one", load_side_max(3) == 1 &&
+		 load_side_max(0) == 1);
+	l.capacity = 8;
+	l.busy = 3;
+	T_ASSERT("side: 2 of 8 (this one included) served",
+		 !load_side_refused(&l, 2));
+	T_ASSERT("side: a 3rd of 8 refused", load_side_refused(&l, 3));
+	l.busy = 8;
+	T_ASSERT("side: the last thread for the only side request (a host "
+		 "full of streams can still be watched)",
+		 !load_side_refused(&l, 1));
+	T_ASSERT("side: not when another side request holds one (kept for "
+		 "/healthz)", load_side_refused(&l, 2));
+	l.capacity = 0;
+	T_ASSERT("side: capacity unknown never refuses",
+		 !load_side_refused(&l, 99));
+}
+
+static void
 test_age(void)
 {
 	int64_t lo = 3600, hi = 0, v;
@@ -99,6 +124,7 @@ int
 main(void)
 {
 	test_saturated();
+	test_side();
 	test_age();
 	test_recycle();
 	test_stat();

@@ -522,7 +522,7 @@ test_seen(void)
 static void
 test_cands_terms(void)
 {
-	static const struct score_params p = {0.9, 2.0, 95.0, 0, NULL, 0};
+	static const struct score_params p = {0.9, 2.0, 95.0, 0, NULL, 0, NULL};
 	struct rec_cand v;
 	struct rec_cands a, b;
 	struct score_terms *t = &v.terms;

@@ -302,7 +302,7 @@ order(const struct rec_cands *c, char *buf, size_t n)
 static void
 test_rerank(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0, NULL};
 	static const char *const cool_steady[] = {"steady", NULL};
 	struct rec_cand v[4];
 	struct rec_cands c;
@@ -499,7 +499,7 @@ static void
 test_rerank_hits(void)
 {
 	struct score_hit hits[2];
-	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0};
+	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0, NULL};
 	struct rec_cand v[2];
 	struct rec_cands c;
 	char buf[64];

@@ -50,7 +50,7 @@ static const char EXAMPLE[] =
     "\"latency_last_30m\":{\"p50\":620.0},"
     "\"throughput_last_30m\":{\"p50\":48.0,\"p75\":41.3}}]}}";
 
-static const struct score_params PARAMS = {0.8, 1.0, 95.0, 0, NULL, 0};
+static const struct score_params PARAMS = {0.8, 1.0, 95.0, 0, NULL, 0, NULL};
 
 static enum orgw_err
 run(const char *json, int t, const struct score_params *p,
@@ -610,7 +610,7 @@ test_garbage(void)
 static void
 test_extremes(void)
 {
-	struct score_params p = {NAN, INFINITY, NAN, 0, NULL, 0};
+	struct score_params p = {NAN, INFINITY, NAN, 0, NULL, 0, NULL};
 	struct score_result r;
 
 	T_ASSERT("extreme doc parses",
@@ -656,7 +656,7 @@ test_extremes(void)
 static void
 test_terms(void)
 {
-	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0};
+	static const struct score_params p = {0.9, 1.0, 95.0, 0, NULL, 0, NULL};
 	struct score_result noon, eve;
 	struct score_endpoint e;
 	const struct score_endpoint *d;
@@ -766,7 +766,7 @@ static void
 test_hits(void)
 {
 	struct score_hit h, hs[1];
-	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0};
+	struct score_params p = {0.9, 1.0, 95.0, 1000, NULL, 0, NULL};
 	bool m = true;
 	int64_t tok = -1;
 	int i;
@@ -845,6 +845,64 @@ test_hits(void)
 		 T_NEAR(score_hit_pick(&p, "y", &m, NULL), 0.9) && !m);
 }
 
+/* An endpoint whose tag or provider_name holds the upstream key is never
+ * ranked, and neither name keeps any of the key (SPEC section 3). */
+static void
+test_secret(void)
+{
+	static const char key[] = "sk-or-v1-0123456789abcdef";
+	char json[2048], name[200];
+	struct score_params p = PARAMS;
+	struct score_result r;
+	const struct score_endpoint *e;
+	size_t i, leaks = 0, secret = 0;
+	int n;
+
+	/* A name longer than what is kept, the key past the cut: a check
+	 * after the copy would keep its first bytes. */
+	memset(name, 'x', 120);
+	snprintf(name + 120, sizeof(name) - 120, "%s", key);
+#define SECRET_EP(tag, nm, tput)                                                  \
+	"{\"tag\":\"" tag "\",\"provider_name\":\"" nm "\","                \
+	"\"pricing\":{\"prompt\":\"0.000001\",\"completion\":\"0.000001\"}," \
+	"\"status\":0,\"uptime_last_30m\":99,"                               \
+	"\"throughput_last_30m\":{\"p50\":" tput "}}"
+	n = snprintf(json, sizeof(json),
+	             "{\"data\":{\"id\":\"m/x\",\"endpoints\":["
+	             SECRET_EP("%s", "Evil", "900") "," SECRET_EP("evil2", "%s", "800") ","
+	             SECRET_EP("pre-%s-post", "Evil3", "700") ","
+	             SECRET_EP("good", "Good", "10") "]}}",
+	             key, name, key);
+#undef SECRET_EP
+	T_ASSERT("secret: document fits", n > 0 && (size_t)n < sizeof(json));
+	p.secret = key;
+	T_ASSERT("secret: parses", run(json, 1200, &p, &r) == ORGW_OK);
+	T_ASSERT("secret: only the clean endpoint is ranked",
+	         r.n == 4 && r.n_ranked == 1 && strcmp(r.v[0].tag, "good") == 0);
+	for (i = 0; i < r.n; i++) {
+		e = &r.v[i];
+		if (strstr(e->tag, "sk-or") != NULL ||
+		    strstr(e->provider_name, "sk-or") != NULL ||
+		    strstr(e->why, "sk-or") != NULL)
+			leaks++;
+		if (e->excluded != NULL && strcmp(e->excluded, "secret") == 0 &&
+		    strcmp(e->tag, SCORE_WITHHELD) == 0 &&
+		    strcmp(e->provider_name, SCORE_WITHHELD) == 0)
+			secret++;
+	}
+	T_ASSERT("secret: no tag, name or reason keeps any of the key",
+	         leaks == 0);
+	T_ASSERT("secret: the three excluded as secret, names withheld",
+	         secret == 3);
+	score_result_free(&r);
+
+	p.secret = NULL;
+	T_ASSERT("secret: without a key to look for, the names are kept",
+	         run(json, 1200, &p, &r) == ORGW_OK && (e = find(&r, key)) &&
+	             e->excluded == NULL);
+	score_result_free(&r);
+}
+
 int
 main(void)
 {
@@ -857,5 +915,6 @@ main(void)
 	test_extremes();
 	test_terms();
 	test_hits();
+	test_secret();
 	return T_REPORT();
 }

@@ -179,7 +179,7 @@ test_answer(void)
 		"\"provider_name\":\"T1\",\"status\":0,"
 		"\"uptime_last_30m\":100,\"pricing\":{\"prompt\":\"0.000001\","
 		"\"completion\":\"0.000002\"}}]}}";
-	static const struct score_params p = {0.8, 1.0, 95.0, 0, NULL, 0};
+	static const struct score_params p = {0.8, 1.0, 95.0, 0, NULL, 0, NULL};
 	struct score_result res;
 	char err[64];
 

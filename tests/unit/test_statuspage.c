@@ -166,6 +166,24 @@ test_token(void)
 		 strchr(tok, '.') + 1);
 	T_ASSERT("a later expiry with the old MAC is refused",
 		 !statusauth_cookie_ok(ck, key, NOW));
+	/* A properly MAC'd token for an expiry far ahead (a key that
+	 * leaked once, a token made with it) must not log in for ever. */
+	T_ASSERT("token far ahead made",
+		 statusauth_token(key, 99999999999LL, other, sizeof(other)) ==
+			 ORGW_OK);
+	snprintf(ck, sizeof(ck), "orgw_status=%s", other);
+	T_ASSERT("a valid MAC for an expiry far past the lifetime is refused",
+		 !statusauth_cookie_ok(ck, key, NOW));
+	T_ASSERT("token at the lifetime and skew made",
+		 statusauth_token(key,
+				  NOW + STATUSAUTH_TTL_SECONDS +
+					  STATUSAUTH_SKEW_SECONDS,
+				  other, sizeof(other)) == ORGW_OK);
+	snprintf(ck, sizeof(ck), "orgw_status=%s", other);
+	T_ASSERT("... one at the lifetime (plus the clock skew) is accepted",
+		 statusauth_cookie_ok(ck, key, NOW));
+	T_ASSERT("... and refused one second earlier",
+		 !statusauth_cookie_ok(ck, key, NOW - 1));
 	snprintf(ck, sizeof(ck), "orgw_status=%s", tok);
 	ck[strlen(ck) - 1] ^= 1;
 	T_ASSERT("a flipped MAC digit is refused",

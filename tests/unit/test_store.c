@@ -378,6 +378,147 @@ test_twin(void)
 			 has("N", "1"));
 }
 
+/* 64 random bytes over the start of file, the size kept. */
+static bool
+scribble_header(const char *file)
+{
+	unsigned char junk[64];
+	size_t i;
+	int fd;
+	bool ok;
+
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)t_rand();
+	if ((fd = open(file, O_WRONLY)) == -1)
+		return false;
+	ok = pwrite(fd, junk, sizeof(junk), 0) == (ssize_t)sizeof(junk);
+	return close(fd) == 0 && ok;
+}
+
+/* K0 .. K19, each "v", are all there (readers read the twin while the
+ * mark is on the primary, so this checks the twin after a death). */
+static bool
+all_keys(void)
+{
+	char k[16];
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(k, sizeof(k), "K%d", i);
+		if (!has(k, "v"))
+			return false;
+	}
+	return true;
+}
+
+/* The twin and the primary never part for good: a restore that cannot
+ * be made holds the writers back, a twin that does not match is remade,
+ * and a damaged primary is replaced by a whole twin, not by nothing. */
+static void
+test_twin_apart(void)
+{
+	char twin[300], tmp[300], aside[300], k[16];
+	struct timespec times[2];
+	struct stat st;
+	bool ok = true;
+	int i;
+
+	t_seed(26);
+	snprintf(twin, sizeof(twin), "%s.twin", path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(aside, sizeof(aside), "%s.corrupt", path);
+	for (i = 0; i < 20; i++) {
+		snprintf(k, sizeof(k), "K%d", i);
+		ok = ok && txn(k, "v", 0) == ORGW_OK;
+	}
+	T_ASSERT("apart: twenty keys written", ok && all_keys());
+
+	/* The restore after a death cannot be written: a directory where
+	 * the copy makes its temporary file (as a full disk, a quota or an
+	 * immutable directory would refuse it). */
+	T_ASSERT("apart: a writer dies", die_writing("K0", "half"));
+	T_ASSERT("apart: the copy's temporary file cannot be made",
+		 mkdir(tmp, 0700) == 0);
+	T_ASSERT("apart: a write that cannot restore first is refused",
+		 txn("W", "1", 0) == ORGW_EIO);
+	T_ASSERT("apart: ...the mark still names the twin", mark_of() == 'p');
+	T_ASSERT("apart: ...which readers read", has("K0", "v") && has("W", NULL));
+	T_ASSERT("apart: a repair refuses too (the twin is the better copy)",
+		 store_gdbm_repair(path, 1000) == ORGW_EIO && mark_of() == 'p');
+	T_ASSERT("apart: the copy can be made again", rmdir(tmp) == 0);
+	T_ASSERT("apart: the next write restores, then writes",
+		 txn("W", "1", 0) == ORGW_OK && mark_of() == 'c' &&
+			 has("K0", "v") && has("W", "1"));
+
+	/* A twin cut to nothing (": > STATE_PATH.twin"). */
+	T_ASSERT("apart: the twin truncated", truncate(twin, 0) == 0);
+	T_ASSERT("apart: a write after it", txn("X", "1", 0) == ORGW_OK);
+	T_ASSERT("apart: a writer dies after it", die_writing("X", "2"));
+	T_ASSERT("apart: the twin was remade whole (a reader reads it now)",
+		 mark_of() == 'p' && all_keys() && has("X", "1"));
+	T_ASSERT("apart: a write settles it",
+		 txn("Y", "1", 0) == ORGW_OK && all_keys() && has("X", "1"));
+
+	/* 64 random bytes over the primary's header. */
+	T_ASSERT("apart: the primary's header overwritten",
+		 scribble_header(path));
+	T_ASSERT("apart: the next write restores the twin first",
+		 txn("Z", "1", 0) == ORGW_OK);
+	T_ASSERT("apart: ...every key kept", all_keys() && has("Y", "1") &&
+						  has("Z", "1"));
+	T_ASSERT("apart: ...the damaged file kept aside",
+		 stat(aside, &st) == 0);
+
+	/* The same, with the primary's time set back so that nothing
+	 * tells the writer before GDBM refuses the file: the repair the
+	 * refusal calls for takes the twin too. */
+	T_ASSERT("apart: the header overwritten again", scribble_header(path));
+	T_ASSERT("apart: its time set to the twin's",
+		 stat(twin, &st) == 0 &&
+			 (times[0] = st.st_atim, times[1] = st.st_mtim,
+			  utimensat(AT_FDCWD, path, times, 0) == 0));
+	T_ASSERT("apart: the write fails on the damaged file",
+		 txn("Q", "1", 0) == ORGW_EIO);
+	T_ASSERT("apart: the repair restores the twin",
+		 store_gdbm_repair(path, 1000) == ORGW_OK && all_keys() &&
+			 has("Z", "1"));
+}
+
+/* A store that refuses writes is not healthy (store_check, /healthz),
+ * and is again once a write went in. */
+static void
+test_refused_health(void)
+{
+	struct orgw_conf c;
+	char tmp[300], why[512];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	T_ASSERT("refused: conf_init", conf_init(&c) == ORGW_OK);
+	free(c.state_path);
+	c.state_path = strdup(path);
+	T_ASSERT("refused: a write", txn("R", "1", 0) == ORGW_OK);
+	T_ASSERT("refused: healthy after it",
+		 store_check(&c, why, sizeof(why)) == ORGW_OK);
+	T_ASSERT("refused: a writer dies, the restore cannot be made",
+		 die_writing("R", "2") && mkdir(tmp, 0700) == 0);
+	T_ASSERT("refused: the next write is refused",
+		 txn("S", "1", 0) == ORGW_EIO);
+	why[0] = '\0';
+	T_ASSERT("refused: the check says so",
+		 store_check(&c, why, sizeof(why)) == ORGW_EIO);
+	T_ASSERT("refused: ...naming the cause",
+		 strstr(why, "writes refused") != NULL &&
+			 strstr(why, "Is a directory") != NULL);
+	T_ASSERT("refused: reading still works", has("R", "1"));
+	T_ASSERT("refused: ...and does not make it healthy",
+		 store_check(&c, why, sizeof(why)) == ORGW_EIO);
+	T_ASSERT("refused: the restore can be made again", rmdir(tmp) == 0);
+	T_ASSERT("refused: a write goes in", txn("S", "1", 0) == ORGW_OK);
+	T_ASSERT("refused: healthy again",
+		 store_check(&c, why, sizeof(why)) == ORGW_OK);
+	conf_free(&c);
+}
+
 /* An unpinned answer whose "provider" names a candidate is counted in
  * the ledger under that candidate's tag (the tag lives in the candidates
  * read inside the transaction: this ran on freed memory once, which
@@ -461,6 +602,10 @@ main(void)
 	test_twin();
 	snprintf(path, sizeof(path), "%s/state4.gdbm", dir);
 	test_finish_unpinned();
+	snprintf(path, sizeof(path), "%s/state5.gdbm", dir);
+	test_twin_apart();
+	snprintf(path, sizeof(path), "%s/state6.gdbm", dir);
+	test_refused_health();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
