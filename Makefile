@@ -53,7 +53,7 @@ SCORER  := scheduler/orgw-score
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/buf.c src/mask.c \
-	   src/statuspage.c src/statusauth.c src/prom.c src/redisconf.c src/guard.c \
+	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
@@ -167,6 +167,7 @@ check-layers:
 	if [ -n "$$bad" ]; then echo "I/O header in pure core: $$bad"; exit 1; fi; \
 	bad=$$(grep -nE '\b(getenv|time|sleep|usleep|nanosleep|clock_gettime)[[:space:]]*\(' $(CORE)); \
 	if [ -n "$$bad" ]; then echo "clock/env call in pure core:"; echo "$$bad"; exit 1; fi; \
+	sh tests/check-layers.sh || exit 1; \
 	echo "check-layers: ok"
 
 lint: check-layers

@@ -3,13 +3,15 @@
 # orgw worker, counted by valgrind's callgrind (the same figure on a busy
 # machine as on an idle one, unlike wall time).
 #
-#   bash bench/callgrind.sh LABEL=BINARY[@STATE.jsonl] ...
+#   bash bench/callgrind.sh LABEL=BINARY[@STATE.jsonl] ... [proxy=lighttpd]
 #
 # For each: one worker (ORGW_WORKERS=1) of BINARY under callgrind behind
 # lighttpd and the OpenRouter double, the state loaded from STATE (an
 # orgw-score --dump; none: a fresh state), CG_WARM requests (default 20),
 # the counters zeroed, CG_N sequential non-streamed chat completions
-# (default 200) counted.  Prints "LABEL instructions/request" lines.
+# (default 200) counted.  proxy=lighttpd counts the bare proxy instead:
+# lighttpd itself under callgrind with bench/lighttpd-proxy.conf, straight
+# to the double.  Prints "LABEL N instructions/request" lines.
 # bench/agestate.mjs writes 30-day states of either layout.
 set -u
 . "$(dirname "$0")/../tests/lib.sh"
@@ -22,6 +24,7 @@ BODY="{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello
 
 one() {
 	local label=$1 bin=$2 state=$3 out pid i ir bad code
+	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
 	out=$OUTDIR/$label
 	mkdir -p "$out"
 	cat >"$out/wrap.sh" <<-EOF
@@ -50,7 +53,44 @@ one() {
 	sleep 1
 	ir=$(grep -h '^summary:' "$out"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
 	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
-		$((ir / N)) "$bad" "$N"
+		$((${ir:-0} / N)) "$bad" "$N"
+	orgw_stop >/dev/null 2>&1
+}
+
+# The bare proxy: lighttpd with mod_proxy to the double, under callgrind.
+proxy() {
+	local label=$1 out=$OUTDIR/$1 port pid i ir bad code
+	mkdir -p "$out/www"
+	orgw_start
+	port=$(orgw__free_port)
+	sed -e "s|@PORT@|$port|g" -e "s|@BACKEND_PORT@|$ORGW_DOUBLE_PORT|g" \
+		-e "s|@DOCROOT@|$out/www|g" -e "s|@ERRORLOG@|$out/error.log|g" \
+		-e "s|@PIDFILE@|$out/lighttpd.pid|g" \
+		"$ORGW_ROOT/bench/lighttpd-proxy.conf" >"$out/lighttpd.conf"
+	valgrind --tool=callgrind --callgrind-out-file="$out/cg.%p" \
+		lighttpd -D -f "$out/lighttpd.conf" >"$out/out.log" 2>&1 </dev/null &
+	pid=$!
+	orgw__wait_http "http://127.0.0.1:$port/__double/health" 30
+	for ((i = 0; i < WARM; i++)); do
+		curl -sS -o /dev/null "http://127.0.0.1:$port/api/v1/chat/completions" \
+			-H "Authorization: Bearer $UPSTREAM_KEY" \
+			-H 'Content-Type: application/json' -d "$BODY"
+	done
+	callgrind_control -z "$pid" >/dev/null 2>&1
+	bad=0
+	for ((i = 0; i < N; i++)); do
+		code=$(curl -sS -o /dev/null -w '%{http_code}' \
+			"http://127.0.0.1:$port/api/v1/chat/completions" \
+			-H "Authorization: Bearer $UPSTREAM_KEY" \
+			-H 'Content-Type: application/json' -d "$BODY")
+		[ "$code" = 200 ] || bad=$((bad + 1))
+	done
+	callgrind_control -d "$pid" >/dev/null 2>&1
+	sleep 1
+	ir=$(grep -h '^summary:' "$out"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
+	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
+		$((${ir:-0} / N)) "$bad" "$N"
+	orgw__kill "$pid" >/dev/null 2>&1
 	orgw_stop >/dev/null 2>&1
 }
 
@@ -60,6 +100,10 @@ for arg in "$@"; do
 	bin=${rest%%@*}
 	state=
 	[[ $rest == *@* ]] && state=${rest#*@}
-	one "$label" "$bin" "$state"
+	if [ "$bin" = lighttpd ]; then
+		proxy "$label"
+	else
+		one "$label" "$bin" "$state"
+	fi
 done
 [ -n "${CG_KEEP:-}" ] && echo "callgrind files kept in $OUTDIR" || rm -rf "$OUTDIR"

@@ -259,6 +259,37 @@ p('"Double CPU" is the upstream double\'s share of one core; "other work" is CPU
   conc.map((c) => `c=${c}: ${names.map((n) => `${n} ${tput[c][n].runs.map((v) => f(v, 0)).join('/')}`).join(', ')}`).join('; ') + '.');
 p();
 
+p('## A state with 30 days of history');
+p();
+{
+  const aged = jsonl('wrk-aged.jsonl');
+  const cg = has('callgrind.txt') ? rd('callgrind.txt').split('\n').filter(Boolean)
+    .map((l) => l.match(/^(\S+) (\d+) instructions\/request \((\d+) of (\d+) not 200\)/)).filter(Boolean)
+    .map((m) => ({ label: m[1], ir: Number(m[2]), bad: Number(m[3]), n: Number(m[4]) })) : [];
+  if (aged.length) {
+    const c = aged[0].conc;
+    const rate = (n) => median(aged.filter((r) => r.target === n && r.wrk && r.wrk.requests > 0)
+      .map((r) => (r.wrk.requests - (r.wrk.non2xx || 0)) / r.wrk.seconds));
+    const errs = (n) => aged.filter((r) => r.target === n).reduce((s, r) => s + (r.wrk ? (r.wrk.non2xx || 0) + (r.wrk.timeouts || 0) : 1), 0);
+    p(`orgw's state loaded with 30 days of history for ${meta.model || 'the model'}, three providers and three APIs (\`node bench/agestate.mjs ledger\`), then the bare proxy and orgw at ${c} connections again, alternated, median of ${aged.filter((r) => r.target === 'orgw').length} run(s). The fresh-state figure is the throughput table's.`);
+    p();
+    p('| | proxy req/s | orgw req/s | orgw/proxy | orgw errors |');
+    p('| --- | --- | --- | --- | --- |');
+    if (tput[c]) p(`| fresh state | ${f(tput[c].proxy?.rps, 0)} | ${f(tput[c].orgw?.rps, 0)} | ${ratio(tput[c].orgw?.rps, tput[c].proxy?.rps)} | ${tput[c].orgw?.errors ?? 'n/a'} |`);
+    p(`| 30-day state | ${f(rate('proxy'), 0)} | ${f(rate('orgw'), 0)} | ${ratio(rate('orgw'), rate('proxy'))} | ${errs('orgw')} |`);
+    p();
+  }
+  if (cg.length) {
+    const by = Object.fromEntries(cg.map((x) => [x.label, x]));
+    p('Instructions per request, counted by valgrind\'s callgrind (the same on a busy machine as on an idle one): the bare proxy\'s lighttpd, and one orgw worker (lighttpd not counted) on a fresh state and on the 30-day state, sequential non-streamed chat completions after a warm-up (`bash bench/callgrind.sh`).');
+    p();
+    p('| | instructions per request | / bare proxy | answers not 200 |');
+    p('| --- | --- | --- | --- |');
+    for (const x of cg) p(`| ${x.label} | ${x.ir.toLocaleString('en-US')} | ${ratio(x.ir, by.proxy?.ir, 1)} | ${x.bad} of ${x.n} |`);
+    p();
+  }
+}
+
 p('## Streaming');
 p();
 if (stream) {

@@ -32,6 +32,11 @@
 #      through the bare proxy, orgw and Portkey in turn; memory of every
 #      process of each sampled idle and with all N open; then the same
 #      with a BENCH_LONG_BODY_KB request body (proxy and orgw)
+#   3b. a state with 30 days of history (bench/agestate.mjs) loaded into
+#      orgw's state: the bare proxy and orgw again at 64 connections
+#   7b. instructions per request under callgrind (bench/callgrind.sh): the
+#      bare proxy's lighttpd, one orgw worker on a fresh and on the 30-day
+#      state (BENCH_CALLGRIND=0 leaves it out)
 #   8. bench/report.mjs writes RESULTS.md; gnuplot draws the chart
 #
 # Knobs (environment):
@@ -229,6 +234,7 @@ meta libcurl "$(curl --version | head -n 1 | cut -d' ' -f2-3)"
 meta gdbm "$(dpkg-query -W -f='${Version}' libgdbm6 2>/dev/null)"
 meta libfcgi "$(dpkg-query -W -f='${Version}' libfcgi0ldbl 2>/dev/null || dpkg-query -W -f='${Version}' libfcgi-bin 2>/dev/null)"
 meta gnuplot "$(gnuplot --version)"
+meta model "$MODEL"
 meta cc "$(cc --version | head -n 1)"
 meta orgw "$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src cgi-bin 2>/dev/null || echo '+changes')"
 [ "$PORTKEY" = 1 ] && meta portkey "$(node -p "require('./$PK_DIR/package.json').version")"
@@ -556,7 +562,23 @@ long_phase() {
 
 if [ "$LONG_ONLY" = 1 ]; then
 	long_phase
-	meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+	# 7b. Instructions per request (callgrind: the same on a busy machine as
+# on an idle one): the bare proxy's lighttpd, and one orgw worker on a
+# fresh state and on the 30-day state of phase 3b (bench/callgrind.sh).
+if [ "${BENCH_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null; then
+	CG_N=200 CG_WARM=20
+	[ "$QUICK" = 1 ] && CG_N=10 CG_WARM=3
+	say "7b: instructions per request under callgrind ($CG_N requests each)"
+	CG_N=$CG_N CG_WARM=$CG_WARM CG_MODEL=$MODEL bash bench/callgrind.sh proxy=lighttpd \
+		orgw="$RELEASE_BIN" orgw-30d="$RELEASE_BIN@$OUT/aged-state.jsonl" \
+		>"$OUT/callgrind.txt" 2>"$OUT/callgrind.log" ||
+		say "   callgrind run failed (see $OUT/callgrind.log)"
+	sed 's/^/   /' "$OUT/callgrind.txt" >&2
+else
+	say "7b: valgrind missing (ORGW_DEPS_BENCH=1 sh deploy/install-deps.sh): instructions per request left out"
+fi
+
+meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 	node bench/report-long.mjs --out "$OUT" --results "$RESULTS" || die "report failed"
 	say "wrote $RESULTS (phase 7 only)"
 	exit 0
@@ -640,6 +662,30 @@ if [ "$REDIS" = 1 ]; then
 	meta redis_port "$ORGW_REDIS_PORT"
 	bench_redis_stop
 fi
+
+# 3b. The same state after 30 days: orgw's state gets 30 days of history
+# for one model, three providers and three APIs (bench/agestate.mjs), and
+# the bare proxy and orgw are measured again at 64 connections, alternated.
+# What a request costs must not grow with the state's age.
+AGED_C=64
+[ "$QUICK" = 1 ] && AGED_C=4
+say "3b/7 a state with 30 days of history: c=$AGED_C, ${DUR}s each, $REPEAT round(s)"
+node bench/agestate.mjs ledger "$MODEL" >"$OUT/aged-state.jsonl" || die "agestate"
+env -i PATH="$PATH" "$ORGW_ROOT/scheduler/orgw-score" --config "$ORGW_CONFIG_FILE" \
+	--load <"$OUT/aged-state.jsonl" >>"$OUT/aged-load.log" 2>&1 || die "loading the 30-day state"
+for ((rep = 1; rep <= REPEAT; rep++)); do
+	for n in proxy orgw; do
+		mapfile -t args <<<"${WRK_ARGS[$n]}"
+		sleep "$SETTLE_S"
+		run_wrk "$DUR" -t 2 -c "$AGED_C" -d "${DUR}s" --timeout 10s \
+			-s bench/post.lua "${args[@]}" >"$OUT/wrk.line"
+		line=$(cat "$OUT/wrk.line")
+		[ -n "$line" ] || line='{"requests":0,"req_per_s":0,"failed":true}'
+		printf '{"rep":%d,"conc":%d,"target":"%s","wrk":%s}\n' "$rep" "$AGED_C" \
+			"$n" "$line" >>"$OUT/wrk-aged.jsonl"
+		say "   c=$AGED_C $n: $(sed -n 's/.*"req_per_s":\([0-9.]*\).*/\1/p' <<<"$line") req/s"
+	done
+done
 
 # ---------------------------------------------------------------------------
 # 4. Streaming

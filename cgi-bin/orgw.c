@@ -24,6 +24,7 @@
 #include "harden.h"
 #include "gateway.h"
 #include "log.h"
+#include "fsafe.h"
 #include "store.h"
 #include "upstream.h"
 #include "workers.h"
@@ -90,7 +91,7 @@ load_conf(struct orgw_conf *c, const char *path, const char **conf_err,
 	}
 	if (*conf_err != NULL)
 		log_err("configuration refused: %s", err);
-	store_set_mode(c->state_mode);
+	fsafe_set_mode(c->state_mode);
 	curlsetup_ca_file(c->upstream_ca_file);
 }
 
@@ -142,7 +143,7 @@ main(int argc, char *argv[])
 		conf_err = err;
 		log_err("configuration refused: %s", err);
 	}
-	store_set_mode(conf.state_mode);
+	fsafe_set_mode(conf.state_mode);
 	if (argc > 1 && strcmp(argv[1], "--check-config") == 0) {
 		if (conf_err == NULL)
 			puts("orgw: configuration ok");

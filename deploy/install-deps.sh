@@ -19,8 +19,9 @@
 #                      clang-tidy and cppcheck (make format-check, make lint).
 #   ORGW_DEPS_BENCH=1  also install what only the benchmarks need (make
 #                      bench; bench/run.sh sets it): wrk (HTTP load with a
-#                      Lua script for the POST body) and gnuplot-nox (the
-#                      chart).  bench/run.sh installs the peer gateway it
+#                      Lua script for the POST body), gnuplot-nox (the
+#                      chart) and valgrind (instructions per request,
+#                      bench/callgrind.sh).  bench/run.sh installs the peer gateway it
 #                      compares with (Portkey, npm) into bench/node_modules.
 #   ORGW_DEPS_DIST=1   also install what `make dist` needs to build the static
 #                      shared-hosting artifact (deploy/build-dist.sh):
@@ -83,7 +84,7 @@ lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
 TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
 chromium prometheus"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
-BENCH="wrk gnuplot-nox"
+BENCH="wrk gnuplot-nox valgrind"
 DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 
 want=$BASE

@@ -54,6 +54,7 @@
 #include "scorerun.h"
 #include "state.h"
 #include "stats.h"
+#include "fsafe.h"
 #include "store.h"
 #include "upstream.h"
 
@@ -1292,7 +1293,7 @@ main(int argc, char *argv[])
 		}
 		if ((rc = load_conf(&conf, o.config, false)) != 0)
 			goto out;
-		store_set_mode(conf.state_mode);
+		fsafe_set_mode(conf.state_mode);
 		rc = o.dump ? dump_run(&conf) : load_run(&conf);
 		goto out;
 	}
@@ -1308,7 +1309,7 @@ main(int argc, char *argv[])
 		} else {
 			if ((rc = load_conf(&conf, o.config, false)) != 0)
 				goto out;
-			store_set_mode(conf.state_mode);
+			fsafe_set_mode(conf.state_mode);
 			rc = cmd_run(&conf, &k, o.json);
 			if (fflush(stdout) == EOF || ferror(stdout)) {
 				perror("orgw-score: stdout");
@@ -1319,7 +1320,7 @@ main(int argc, char *argv[])
 	}
 	if ((rc = load_conf(&conf, o.config, true)) != 0)
 		goto out;
-	store_set_mode(conf.state_mode);
+	fsafe_set_mode(conf.state_mode);
 	curlsetup_ca_file(conf.upstream_ca_file);
 	if (upstream_global_init() != ORGW_OK) {
 		fputs("orgw-score: libcurl initialisation failed\n", stderr);

@@ -104,7 +104,7 @@ slot_of(struct ledger_cell *c, const char *key)
 	if ((key[0] != 't' && key[0] != 'd') || key[1] < '0' || key[1] > '9')
 		return NULL;
 	i = strtol(key + 1, &end, 10);
-	if (*end != '\0' || i < 0 || i >= PROM_N_SLOTS)
+	if (*end != '\0' || i < 0 || i >= LAT_N_SLOTS)
 		return NULL;
 	return key[0] == 't' ? &c->ttfb[i] : &c->dur[i];
 }
@@ -144,11 +144,11 @@ put_num(cJSON *o, const char *k, double v)
 }
 
 /* The members of the histogram slots, "t0".."t12" and "d0".."d12". */
-_Static_assert(PROM_N_SLOTS == 13, "one name per histogram slot");
-static const char *const ttfb_names[PROM_N_SLOTS] = {
+_Static_assert(LAT_N_SLOTS == 13, "one name per histogram slot");
+static const char *const ttfb_names[LAT_N_SLOTS] = {
 	"t0", "t1", "t2", "t3", "t4", "t5", "t6",
 	"t7", "t8", "t9", "t10", "t11", "t12"};
-static const char *const dur_names[PROM_N_SLOTS] = {
+static const char *const dur_names[LAT_N_SLOTS] = {
 	"d0", "d1", "d2", "d3", "d4", "d5", "d6",
 	"d7", "d8", "d9", "d10", "d11", "d12"};
 
@@ -157,7 +157,7 @@ put_slots(cJSON *o, const char *const *names, const double *v)
 {
 	size_t i;
 
-	for (i = 0; i < PROM_N_SLOTS; i++)
+	for (i = 0; i < LAT_N_SLOTS; i++)
 		if (!put_num(o, names[i], v[i]))
 			return false;
 	return true;
@@ -195,7 +195,7 @@ ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src)
 			dst->v[i] = fin(dst->v[i] + s);
 		}
 	}
-	for (i = 0; i < PROM_N_SLOTS; i++) {
+	for (i = 0; i < LAT_N_SLOTS; i++) {
 		dst->ttfb[i] = fin(dst->ttfb[i] + fin(src->ttfb[i]));
 		dst->dur[i] = fin(dst->dur[i] + fin(src->dur[i]));
 	}
@@ -275,13 +275,13 @@ ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
 		c->v[LX_TTFB_SUM] = (double)d->ttfb_ms;
 		c->v[LX_TTFB_N] = 1;
 		c->v[LX_TTFB_MAX] = (double)d->ttfb_ms;
-		c->ttfb[prom_bucket_slot(d->ttfb_ms)] = 1;
+		c->ttfb[lat_bucket_slot(d->ttfb_ms)] = 1;
 	}
 	if (d->total_ms >= 0) {
 		c->v[LX_TOTAL_SUM] = (double)d->total_ms;
 		c->v[LX_TOTAL_N] = 1;
 		c->v[LX_TOTAL_MAX] = (double)d->total_ms;
-		c->dur[prom_bucket_slot(d->total_ms)] = 1;
+		c->dur[lat_bucket_slot(d->total_ms)] = 1;
 	}
 	if (d->money_tag != NULL && d->money_tag[0] != '\0') {
 		double unc = fin(d->uncached_usd);
@@ -479,7 +479,7 @@ stats_rows(cJSON *o, const struct ledger_cell *c, unsigned need, bool fill)
 	return true;
 }
 
-/* Adds a histogram's slot counts to o.buckets (made with PROM_N_SLOTS
+/* Adds a histogram's slot counts to o.buckets (made with LAT_N_SLOTS
  * zeroes when absent or of another size). */
 static bool
 hist_add(cJSON *o, const double *v)
@@ -489,17 +489,17 @@ hist_add(cJSON *o, const double *v)
 
 	if (o == NULL)
 		return false;
-	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != PROM_N_SLOTS) {
-		double zero[PROM_N_SLOTS] = {0};
+	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != LAT_N_SLOTS) {
+		double zero[LAT_N_SLOTS] = {0};
 
 		cJSON_DeleteItemFromObjectCaseSensitive(o, "buckets");
-		b = cJSON_CreateDoubleArray(zero, PROM_N_SLOTS);
+		b = cJSON_CreateDoubleArray(zero, LAT_N_SLOTS);
 		if (b == NULL || !cJSON_AddItemToObject(o, "buckets", b)) {
 			cJSON_Delete(b);
 			return false;
 		}
 	}
-	for (i = 0, it = b->child; it != NULL && i < PROM_N_SLOTS;
+	for (i = 0, it = b->child; it != NULL && i < LAT_N_SLOTS;
 	     i++, it = it->next)
 		if (v[i] != 0)
 			cJSON_SetNumberValue(it, fin(fin(it->valuedouble) + v[i]));
@@ -564,10 +564,10 @@ ledger_render_cell(cJSON *stats, cJSON *metrics,
 		if (!bump_path(at, f->metrics, c->v[i], false))
 			return false;
 	}
-	if (any(c->ttfb, PROM_N_SLOTS) && !hist_add(child(metrics, "ttfb"),
+	if (any(c->ttfb, LAT_N_SLOTS) && !hist_add(child(metrics, "ttfb"),
 						    c->ttfb))
 		return false;
-	if (any(c->dur, PROM_N_SLOTS) &&
+	if (any(c->dur, LAT_N_SLOTS) &&
 	    !hist_add(child(metrics, "duration"), c->dur))
 		return false;
 	return true;

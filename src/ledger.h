@@ -31,7 +31,7 @@
 #include <cJSON.h>
 
 #include "orgw.h"
-#include "prom.h"
+#include "latency.h"
 #include "record.h"
 
 /* The days /stats shows day by day: today (UTC) and the 29 before. */
@@ -109,8 +109,8 @@ extern const struct ledger_field ledger_fields[LX_N];
 
 struct ledger_cell {
 	double v[LX_N];
-	double ttfb[PROM_N_SLOTS];	/* histogram counts per slot */
-	double dur[PROM_N_SLOTS];
+	double ttfb[LAT_N_SLOTS];	/* histogram counts per slot */
+	double dur[LAT_N_SLOTS];
 };
 
 /* Cell text, parsed: absent or damaged text (or members) count as 0.

@@ -25,22 +25,6 @@
 #include "ledger.h"
 #include "prom.h"
 
-const int64_t prom_bucket_ms[PROM_N_BUCKETS] = {
-	250, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000, 120000,
-	300000, 600000,
-};
-
-size_t
-prom_bucket_slot(int64_t ms)
-{
-	size_t i;
-
-	for (i = 0; i < PROM_N_BUCKETS; i++)
-		if (ms <= prom_bucket_ms[i])
-			return i;
-	return PROM_N_BUCKETS;
-}
-
 static enum orgw_err
 escape(struct buf *b, const char *v, bool quote)
 {
@@ -301,14 +285,14 @@ histogram(struct emit *e, const cJSON *models, const char *field,
 			continue;
 		bk = get(h, "buckets");
 		cum = 0;
-		for (i = 0; i < PROM_N_SLOTS; i++) {
+		for (i = 0; i < LAT_N_SLOTS; i++) {
 			const char *lv[] = {"model", m->string, "le", le,
 					    NULL};
 			if (count_of(cJSON_GetArrayItem(bk, (int)i), &v))
 				cum += v;
-			if (i < PROM_N_BUCKETS)
+			if (i < LAT_N_BUCKETS)
 				prom_number(le, sizeof(le),
-					    (double)prom_bucket_ms[i] / 1000);
+					    (double)lat_bucket_ms[i] / 1000);
 			else
 				snprintf(le, sizeof(le), "+Inf");
 			snprintf(name, sizeof(name), "%s_bucket", base);

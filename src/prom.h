@@ -11,19 +11,10 @@
 #include <cJSON.h>
 
 #include "buf.h"
+#include "latency.h"
 
 #define PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Latency histogram buckets (upper bounds, milliseconds, "le" in
- * seconds): LLM calls take from a quarter second to ten minutes.  The
- * stored counts have one more slot, for +Inf. */
-#define PROM_N_BUCKETS 12
-#define PROM_N_SLOTS (PROM_N_BUCKETS + 1)
-extern const int64_t prom_bucket_ms[PROM_N_BUCKETS];
-
-/* The slot of a duration of ms milliseconds: the first bucket whose
- * bound is >= ms, or PROM_N_BUCKETS (+Inf). */
-size_t prom_bucket_slot(int64_t ms);
 
 /* Appends v escaped as a label value (backslash, double quote and line
  * feed become \\, \" and \n; all other bytes pass).  NULL is "". */

@@ -15,7 +15,6 @@
 
 #include <cJSON.h>
 
-#include "prom.h"
 #include "record.h"
 #include "score.h"
 

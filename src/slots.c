@@ -45,7 +45,7 @@
 #include "load.h"
 #include "log.h"
 #include "slots.h"
-#include "store.h"
+#include "fsafe.h"
 
 #define SLOTS_MAX 256
 #define SLOTS_MAGIC 0x6f72677775736c31ULL	/* "orgwusl1" */
@@ -205,7 +205,7 @@ open_shared(const char *state_path, unsigned threads)
 	r = snprintf(file, sizeof(file), "%s.workers", state_path);
 	if (r < 0 || (size_t)r >= sizeof(file))
 		return false;
-	if ((fd = store_open_side(file)) == -1) {
+	if ((fd = fsafe_open_side(file)) == -1) {
 		log_warn("worker table %s: %s; counting this process only",
 			 file, log_strerror(errno));
 		return false;

@@ -1,85 +1,40 @@
 /*
- * store.c - the state back-end boundary (store.h): picks the back-end
- * named by STATE_BACKEND for each call and hands the transaction to it
- * through its struct store_ops (store_impl.h).  Holds no state of its
- * own but the process-wide count of lost request counts, an atomic, and
- * the write turn of the process's threads (below); the outcome of write
- * transactions goes to the host's record in slots.c, for /healthz.
+ * store.c - the state back-end boundary (store.h): each call goes to the
+ * back-end STATE_BACKEND names, through its table (store_impl.h).  Holds
+ * no state of its own; what is generic to every back-end is here: a
+ * committed write transaction clears a refused write for /healthz, and
+ * /healthz reports a recent refusal whatever the back-end.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "log.h"
-#include "slots.h"
-#include "store_gdbm.h"
+#include "store.h"
 #include "store_impl.h"
-#include "store_mem.h"
-#include "store_redis.h"
+#include "slots.h"
 
-struct store_run {
-	enum conf_backend backend;
-	int fd;			/* GDBM: the flock'ed STATE_PATH.score */
-	struct store_redis_run *redis;
+static const struct store_backend *const backends[] = {
+	[CONF_BACKEND_GDBM] = &store_gdbm_backend,
+	[CONF_BACKEND_REDIS] = &store_redis_backend,
+	[CONF_BACKEND_MEMORY] = &store_mem_backend,
 };
 
-static _Atomic int64_t store_lost;
+struct store_run {
+	const struct store_backend *b;
+	void *run;
+};
 
-/*
- * Redis write transactions of one process take turns.  A worker runs
- * WORKER_THREADS threads and nearly every request writes its model's
- * keys: dozens of threads WATCHing one ledger cell would mostly lose their
- * EXEC to each other and run again.  The turn is a courtesy, never the
- * atomicity (WATCH/MULTI/EXEC keeps that across processes and hosts): a
- * thread that cannot have it within REDIS_TURN_WAIT_MS goes ahead
- * without it, so a frozen Redis holding one thread's command does not
- * make the others queue behind it.  GDBM needs none: its flock serialises
- * threads as it does processes, and a turn measured no faster there
- * (bench/notes.md, round 6) while a queue of 80 threads on one mutex let
- * a writer wait past STORE_LOCK_TIMEOUT_MS in the fault soak.
- */
-#define REDIS_TURN_WAIT_MS 250
-static pthread_mutex_t write_turn = PTHREAD_MUTEX_INITIALIZER;
-
-static bool
-turn_take(int64_t wait_ms)
+static const struct store_backend *
+backend(const struct orgw_conf *c)
 {
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-		return false;
-	ts.tv_sec += (time_t)(wait_ms / 1000);
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return pthread_mutex_timedlock(&write_turn, &ts) == 0;
+	return backends[c->state_backend];
 }
 
 enum orgw_err
 store_open(struct store **out, const struct orgw_conf *c, bool write,
 	   int64_t timeout_ms)
 {
-	bool redis = c->state_backend == CONF_BACKEND_REDIS, turn = false;
-	enum orgw_err err;
-
 	*out = NULL;
-	if (c->state_backend == CONF_BACKEND_MEMORY)
-		return store_mem_open(out, write);
-	if (write && redis)
-		turn = turn_take(REDIS_TURN_WAIT_MS);
-	err = redis ? store_redis_open(out, c, write) :
-		      store_gdbm_open(out, c->state_path, write, timeout_ms);
-	if (err != ORGW_OK) {
-		if (turn)
-			pthread_mutex_unlock(&write_turn);
-		return err;
-	}
-	(*out)->holds_turn = turn;
-	return ORGW_OK;
+	return backend(c)->open(out, c, write, timeout_ms);
 }
 
 enum orgw_err
@@ -117,33 +72,24 @@ enum orgw_err
 store_close(struct store *s)
 {
 	enum orgw_err err;
-	bool turn, wrote;
+	bool wrote;
 
 	if (s == NULL)
 		return ORGW_OK;
-	turn = s->holds_turn;
 	wrote = s->wrote;
 	err = s->ops->commit(s);	/* frees s */
-	if (turn)
-		pthread_mutex_unlock(&write_turn);
 	/* Only a transaction that wrote tells that writes go in: on a full
 	 * disk, opening and reading still work. */
 	if (err == ORGW_OK && wrote)
-		slots_write_note(false, 0);
+		store_write_ok();
 	return err;
 }
 
 void
 store_abort(struct store *s)
 {
-	bool turn;
-
-	if (s == NULL)
-		return;
-	turn = s->holds_turn;
-	s->ops->abort(s);		/* frees s */
-	if (turn)
-		pthread_mutex_unlock(&write_turn);
+	if (s != NULL)
+		s->ops->abort(s);	/* frees s */
 }
 
 enum orgw_err
@@ -157,16 +103,9 @@ store_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
 	*retry_after_s = 0;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return ORGW_ENOMEM;
-	r->backend = c->state_backend;
-	r->fd = -1;
-	if (r->backend == CONF_BACKEND_MEMORY)
-		err = ORGW_OK;
-	else if (r->backend == CONF_BACKEND_REDIS)
-		err = store_redis_run_begin(c, min_interval_s, now_s,
-					    &r->redis, retry_after_s);
-	else
-		err = store_gdbm_run_begin(c->state_path, min_interval_s,
-					   now_s, &r->fd, retry_after_s);
+	r->b = backend(c);
+	err = r->b->run_begin(c, min_interval_s, now_s, &r->run,
+			      retry_after_s);
 	if (err != ORGW_OK) {
 		free(r);
 		return err;
@@ -180,53 +119,23 @@ store_run_end(struct store_run *run)
 {
 	if (run == NULL)
 		return;
-	if (run->backend == CONF_BACKEND_REDIS)
-		store_redis_run_end(run->redis);
-	else if (run->backend == CONF_BACKEND_GDBM)
-		store_gdbm_run_end(run->fd);
+	run->b->run_end(run->run);
 	free(run);
-}
-
-void
-store_write_refused(int cause)
-{
-	slots_write_note(true, cause);
-}
-
-const char *
-store_cause_str(int cause)
-{
-	switch (cause) {
-	case STORE_CAUSE_OOM:
-		return "OOM: redis is at maxmemory and evicts nothing";
-	case STORE_CAUSE_EXECABORT:
-		return "EXECABORT: redis discarded the transaction";
-	case STORE_CAUSE_WRONGTYPE:
-		return "WRONGTYPE: a key of another type";
-	case STORE_CAUSE_REDIS:
-		return "an error reply from redis";
-	default:
-		return log_strerror(cause);
-	}
 }
 
 enum orgw_err
 store_check(const struct orgw_conf *c, char *why, size_t n)
 {
-	if (c->state_backend == CONF_BACKEND_MEMORY)
-		return ORGW_OK;
-	bool redis = c->state_backend == CONF_BACKEND_REDIS;
-	enum orgw_err err;
+	const struct store_backend *b = backend(c);
+	enum orgw_err err = b->check(c, why, n);
 	int64_t ago_ms;
 	int cause;
 
-	err = redis ? store_redis_check(c, why, n) :
-		      store_gdbm_check(c->state_path, why, n);
 	if (err != ORGW_OK ||
 	    !slots_write_refused(STORE_REFUSED_RECENT_MS, &cause, &ago_ms))
 		return err;
 	snprintf(why, n, "%swrites refused (%lld.%lld s ago): %s",
-		 redis ? "redis: " : "", (long long)(ago_ms / 1000),
+		 b->why_prefix, (long long)(ago_ms / 1000),
 		 (long long)(ago_ms % 1000 / 100), store_cause_str(cause));
 	return ORGW_EIO;
 }
@@ -234,33 +143,11 @@ store_check(const struct orgw_conf *c, char *why, size_t n)
 enum orgw_err
 store_repair(const struct orgw_conf *c, int64_t timeout_ms)
 {
-	if (c->state_backend != CONF_BACKEND_GDBM)
-		return ORGW_EIO;
-	return store_gdbm_repair(c->state_path, timeout_ms);
+	return backend(c)->repair(c, timeout_ms);
 }
 
 enum orgw_err
 store_tidy(const struct orgw_conf *c, int64_t timeout_ms)
 {
-	if (c->state_backend != CONF_BACKEND_GDBM)
-		return ORGW_OK;
-	return store_gdbm_tidy(c->state_path, timeout_ms);
-}
-
-void
-store_lost_add(int64_t n)
-{
-	atomic_fetch_add(&store_lost, n);
-}
-
-int64_t
-store_lost_take(void)
-{
-	return atomic_exchange(&store_lost, 0);
-}
-
-int64_t
-store_lost_peek(void)
-{
-	return atomic_load(&store_lost);
+	return backend(c)->tidy(c, timeout_ms);
 }

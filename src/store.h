@@ -23,29 +23,12 @@
 
 #include "conf.h"
 #include "orgw.h"
+#include "storenote.h"
 
 struct store;
 struct store_run;
 
 #define STORE_LOCK_TIMEOUT_MS 3000
-
-/*
- * The mode of the state and lock files orgw creates (STATE_MODE, SPEC 8:
- * 0600, or 0640/0660 for a scorer of the same group); bits for others are
- * dropped.  GDBM only.  Process-wide: call once at start, before any
- * thread.
- */
-void store_set_mode(unsigned mode);
-
-/*
- * Opens (creating with STATE_MODE) a side file of the state, such as the
- * worker table STATE_PATH.workers, read-write, with the checks the state
- * files get: not a symlink, a regular file not writable by others, in a
- * directory that is not a symlink nor writable by others.  Returns the
- * fd (O_CLOEXEC; the caller closes it) or -1 (errno set; a refusal has
- * been logged).  Whatever the back-end: the worker table is per host.
- */
-int store_open_side(const char *file);
 
 /*
  * Begins a transaction on c's state store.  write selects a read-modify-
@@ -112,23 +95,6 @@ enum orgw_err store_run_begin(const struct orgw_conf *c,
 void store_run_end(struct store_run *run);
 
 /*
- * Why a store refused a write, beside errno values (which are positive):
- * the causes a Redis names in its error replies.
- */
-#define STORE_CAUSE_OOM (-1)		/* at maxmemory, noeviction */
-#define STORE_CAUSE_EXECABORT (-2)	/* MULTI/EXEC discarded */
-#define STORE_CAUSE_WRONGTYPE (-3)	/* a key of another type */
-#define STORE_CAUSE_REDIS (-4)		/* another error reply */
-
-/* A refused write counts on /healthz for this long, unless a write
- * transaction commits after it. */
-#define STORE_REFUSED_RECENT_MS 5000
-
-/* The text of a cause (errno or STORE_CAUSE_*): a static string, or one
- * of log_strerror()'s, valid until the thread's next call. */
-const char *store_cause_str(int cause);
-
-/*
  * For /healthz, which anyone may ask often: GDBM, that a writer could
  * open the file (no GDBM open, a shared lock within 200 ms at most);
  * Redis, a PING within the command timeout (or the last connection
@@ -151,16 +117,5 @@ enum orgw_err store_repair(const struct orgw_conf *c, int64_t timeout_ms);
 
 /* Maintenance for the scorer (GDBM: recover, reorganize); Redis: ORGW_OK. */
 enum orgw_err store_tidy(const struct orgw_conf *c, int64_t timeout_ms);
-
-/*
- * Request counts lost because the state was unavailable (issue 19): a
- * process-wide count, thread-safe.  store_lost_add() adds n;
- * store_lost_take() returns the count and resets it to 0 (the caller
- * adds it to LOST_UPDATES in the store, or gives it back with
- * store_lost_add() when that fails); store_lost_peek() reads it.
- */
-void store_lost_add(int64_t n);
-int64_t store_lost_take(void);
-int64_t store_lost_peek(void);
 
 #endif

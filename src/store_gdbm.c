@@ -17,7 +17,7 @@
  * StrictModes, when the state file, its lock file or their directory is
  * a symlink or writable by others: anyone who can write there could
  * otherwise make orgw create or overwrite any file its user can write.
- * Files orgw creates get STATE_MODE (store_set_mode()).
+ * Files orgw creates get STATE_MODE (fsafe_set_mode()).
  *
  * No fsync: gdbm_close() syncs a database opened for writing and has no
  * flag against it; db_close() below sidesteps that (why: see there).
@@ -72,23 +72,20 @@
 #include <gdbm.h>
 
 #include "clock.h"
+#include "fsafe.h"
 #include "log.h"
 #include "store_gdbm.h"
 #include "store_impl.h"
+#include "storenote.h"
 
-/* errno of a refusal (symlink, writable by others) that was logged with
- * its reason: no open(2) or lstat(2) here returns it, so it is told
- * apart from a system error such as EPERM on an immutable file. */
-#define REFUSED ENOTRECOVERABLE
+/* errno of a refusal that was logged with its reason (fsafe.h). */
+#define REFUSED FSAFE_REFUSED
 
 /* Retry-After for a scoring run refused because another one runs. */
 #define STORE_RUN_BUSY_RETRY_S 10
 
 /* How long store_check() waits for its shared lock. */
 #define STORE_CHECK_WAIT_MS 200
-
-/* STATE_MODE, set once at start by store_set_mode(). */
-static mode_t store_mode = 0600;
 
 /* The mark in the lock file's first byte (an empty file is clean). */
 #define MARK_CLEAN 'c'		/* the two files are equal */
@@ -126,77 +123,6 @@ struct store_gdbm {
 	char path[];		/* sized to fit: no 4 KiB calloc per txn */
 };
 
-/* A file beside the state: path and suffix (".lock", ".twin", ...) into
- * dst (n bytes).  0, or -1 when it does not fit. */
-static int
-side_path(char *dst, size_t n, const char *path, const char *suffix)
-{
-	int r = snprintf(dst, n, "%s%s", path, suffix);
-
-	return (r < 0 || (size_t)r >= n) ? -1 : 0;
-}
-
-void
-store_set_mode(unsigned mode)
-{
-	store_mode = (mode_t)(mode & 0660);
-}
-
-/* The directory of path into dir (n bytes): 0, or -1 (ENAMETOOLONG). */
-static int
-dir_of(const char *path, char *dir, size_t n)
-{
-	const char *slash = strrchr(path, '/');
-	size_t k;
-
-	if (slash == NULL) {
-		if (n < 2)
-			return -1;
-		memcpy(dir, ".", 2);
-		return 0;
-	}
-	k = slash == path ? 1 : (size_t)(slash - path);
-	if (k >= n) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(dir, path, k);
-	dir[k] = '\0';
-	return 0;
-}
-
-/* Why st (lstat of name) is refused as a state file or directory, or
- * NULL: a symlink, or writable by others (sshd StrictModes). */
-static const char *
-refused(const struct stat *st)
-{
-	if (S_ISLNK(st->st_mode))
-		return "is a symlink; refused";
-	if ((st->st_mode & S_IWOTH) != 0)
-		return "is writable by others; refused: chmod o-w it";
-	return NULL;
-}
-
-/* The directory of path is not a symlink and not writable by others:
- * 0, or -1 after a log line (errno REFUSED). */
-static int
-dir_ok(const char *path)
-{
-	char dir[4200];
-	const char *why;
-	struct stat st;
-
-	if (dir_of(path, dir, sizeof(dir)) == -1 || lstat(dir, &st) == -1)
-		return -1;
-	if ((why = refused(&st)) != NULL) {
-		log_err("state directory %s (mode %04o) %s", dir,
-			(unsigned)(st.st_mode & 07777), why);
-		errno = REFUSED;
-		return -1;
-	}
-	return 0;
-}
-
 /* The empty memfd db_close() swaps in, made once per process (threads
  * share it: each dup3()s its own copy, so its offset never matters). */
 static pthread_once_t nosync_once = PTHREAD_ONCE_INIT;
@@ -206,66 +132,6 @@ static void
 nosync_make(void)
 {
 	nosync_shared = memfd_create("orgw-nosync", MFD_CLOEXEC);
-}
-
-/*
- * Opens file (the state or its lock file) without following a symlink,
- * creating it with STATE_MODE when create; refuses a file that is not a
- * regular file or is writable by others.  The fd, or -1 (errno set;
- * REFUSED after a log line for a refusal).
- */
-static int
-open_safe(const char *file, bool write, bool create)
-{
-	int flags = (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
-		    O_NOCTTY, fd, e;
-	const char *why;
-	struct stat st;
-	bool made = false;
-
-	if (create) {
-		fd = open(file, flags | O_CREAT | O_EXCL, store_mode);
-		made = fd != -1;
-		if (fd == -1 && errno == EEXIST)
-			fd = open(file, flags);
-	} else {
-		fd = open(file, flags);
-	}
-	if (fd == -1) {
-		if (errno == ELOOP) {
-			log_err("state %s is a symlink; refused", file);
-			errno = REFUSED;
-		}
-		return -1;
-	}
-	if (fstat(fd, &st) == -1)
-		goto bad;
-	why = S_ISREG(st.st_mode) ? refused(&st) :
-				    "is not a regular file; refused";
-	if (why != NULL) {
-		log_err("state %s (mode %04o) %s", file,
-			(unsigned)(st.st_mode & 07777), why);
-		errno = REFUSED;
-		goto bad;
-	}
-	/* The umask may have taken bits STATE_MODE wants (0660). */
-	if (made && (st.st_mode & 0777) != store_mode &&
-	    fchmod(fd, store_mode) == -1)
-		goto bad;
-	return fd;
-bad:
-	e = errno;
-	close(fd);
-	errno = e;
-	return -1;
-}
-
-int
-store_open_side(const char *file)
-{
-	if (dir_ok(file) == -1)
-		return -1;
-	return open_safe(file, true, true);
 }
 
 /*
@@ -318,15 +184,15 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	 * slept on it. */
 	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
 
-	if (side_path(lp, sizeof(lp), path, ".lock") == -1) {
+	if (fsafe_side_path(lp, sizeof(lp), path, ".lock") == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (dir_ok(path) == -1)
+	if (fsafe_dir_ok(path) == -1)
 		return -1;
-	fd = open_safe(lp, true, true);
+	fd = fsafe_open(lp, true, true);
 	if (fd == -1 && !write && errno != REFUSED)
-		fd = open_safe(lp, false, false);
+		fd = fsafe_open(lp, false, false);
 	if (fd == -1)
 		return -1;
 	for (;;) {
@@ -356,7 +222,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	return -1;
 }
 
-/* gdbm_open on a descriptor from open_safe(): NULL with gdbm_errno
+/* gdbm_open on a descriptor from fsafe_open(): NULL with gdbm_errno
  * GDBM_FILE_OPEN_ERROR and errno set when the file cannot be opened or
  * is refused (REFUSED). */
 static GDBM_FILE
@@ -365,7 +231,7 @@ open_db(const char *path, bool write)
 	int flags = (write ? GDBM_WRCREAT : GDBM_READER) | GDBM_NOLOCK |
 		    GDBM_NOMMAP | GDBM_CLOERROR, fd;
 
-	if ((fd = open_safe(path, write, write)) == -1) {
+	if ((fd = fsafe_open(path, write, write)) == -1) {
 		int e = errno;
 		gdbm_errno = GDBM_FILE_OPEN_ERROR;
 		errno = e;
@@ -413,11 +279,11 @@ copy_file(const char *from, const char *to)
 	int in = -1, out = -1, rc = -1, r, e;
 	ssize_t got, put, done;
 
-	if (side_path(tmp, sizeof(tmp), to, ".tmp") == -1)
+	if (fsafe_side_path(tmp, sizeof(tmp), to, ".tmp") == -1)
 		return ENAMETOOLONG;
 	if ((buf = malloc(65536)) == NULL ||
-	    (in = open_safe(from, false, false)) == -1 ||
-	    (out = open_safe(tmp, true, true)) == -1 ||
+	    (in = fsafe_open(from, false, false)) == -1 ||
+	    (out = fsafe_open(tmp, true, true)) == -1 ||
 	    ftruncate(out, 0) == -1)
 		goto out;
 	while ((got = read(in, buf, 65536)) != 0) {
@@ -566,7 +432,7 @@ twin_settle(const char *path, int lockfd, int *cause)
 	enum settle rc = SETTLE_OK;
 
 	*cause = EIO;
-	if (side_path(twin, sizeof(twin), path, ".twin") == -1)
+	if (fsafe_side_path(twin, sizeof(twin), path, ".twin") == -1)
 		return SETTLE_FAILED;
 	have_p = lstat(path, &ps) == 0;
 	have_t = lstat(twin, &ts) == 0;
@@ -603,7 +469,7 @@ twin_for_reader(const char *path, int lockfd, char *twin, size_t n)
 	struct stat ts;
 
 	if (!mark_dirty(mark_read(lockfd)) ||
-	    side_path(twin, n, path, ".twin") == -1 || lstat(twin, &ts) == -1)
+	    fsafe_side_path(twin, n, path, ".twin") == -1 || lstat(twin, &ts) == -1)
 		return path;
 	return twin;
 }
@@ -674,7 +540,7 @@ twin_replay(struct store_gdbm *s)
 	if (!s->marked || s->failed)
 		return;
 	if (s->ops_lost ||
-	    side_path(twin, sizeof(twin), s->path, ".twin") == -1) {
+	    fsafe_side_path(twin, sizeof(twin), s->path, ".twin") == -1) {
 		/* The twin cannot follow: remade by the next writer. */
 		(void)mark_set(s->lockfd, s->path, MARK_TWIN);
 		return;
@@ -994,10 +860,10 @@ store_gdbm_run_begin(const char *path, int64_t min_interval_s, int64_t now_s,
 
 	*fd_out = -1;
 	*retry_after_s = 0;
-	if (side_path(rp, sizeof(rp), path, ".score") == -1 ||
-	    dir_ok(path) == -1)
+	if (fsafe_side_path(rp, sizeof(rp), path, ".score") == -1 ||
+	    fsafe_dir_ok(path) == -1)
 		return ORGW_EIO;
-	if ((fd = open_safe(rp, true, true)) == -1) {
+	if ((fd = fsafe_open(rp, true, true)) == -1) {
 		if (errno != REFUSED)
 			log_err("scoring lock %s: %s", rp, log_strerror(errno));
 		return ORGW_EIO;
@@ -1048,7 +914,7 @@ check_one(const char *file, const char *dir, char *why, size_t n)
 	const char *r;
 
 	if (lstat(file, &st) == 0) {
-		if ((r = refused(&st)) != NULL || !S_ISREG(st.st_mode)) {
+		if ((r = fsafe_refused(&st)) != NULL || !S_ISREG(st.st_mode)) {
 			snprintf(why, n, "%s %s", file,
 				 r ? r : "is not a regular file");
 			return -1;
@@ -1076,8 +942,8 @@ store_gdbm_check(const char *path, char *why, size_t n)
 	const char *r;
 	int fd;
 
-	if (dir_of(path, dir, sizeof(dir)) == -1 ||
-	    side_path(lp, sizeof(lp), path, ".lock") == -1) {
+	if (fsafe_dir_of(path, dir, sizeof(dir)) == -1 ||
+	    fsafe_side_path(lp, sizeof(lp), path, ".lock") == -1) {
 		snprintf(why, n, "path too long");
 		return ORGW_EIO;
 	}
@@ -1085,7 +951,7 @@ store_gdbm_check(const char *path, char *why, size_t n)
 		snprintf(why, n, "%s: %s", dir, log_strerror(errno));
 		return ORGW_EIO;
 	}
-	if ((r = refused(&st)) != NULL) {
+	if ((r = fsafe_refused(&st)) != NULL) {
 		snprintf(why, n, "directory %s %s", dir, r);
 		return ORGW_EIO;
 	}
@@ -1153,7 +1019,7 @@ move_aside(const char *path, const char *then)
 {
 	char aside[4200];
 
-	if (side_path(aside, sizeof(aside), path, ".corrupt") == -1)
+	if (fsafe_side_path(aside, sizeof(aside), path, ".corrupt") == -1)
 		return ORGW_EIO;
 	if (rename(path, aside) == -1 && errno != ENOENT) {
 		log_err("state %s: cannot move aside: %s", path,
@@ -1199,7 +1065,7 @@ repair_locked(const char *path, bool reorganize)
 	gdbm_recovery rcvr;
 	enum orgw_err err = ORGW_OK;
 
-	if (side_path(twin, sizeof(twin), path, ".twin") == 0 &&
+	if (fsafe_side_path(twin, sizeof(twin), path, ".twin") == 0 &&
 	    db_state(path) == DB_DAMAGED && db_state(twin) == DB_WHOLE)
 		return twin_restore_damaged(path, twin) == 0 ? ORGW_OK :
 							       ORGW_EIO;
@@ -1265,7 +1131,7 @@ with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 	 * mark as it was: the twin may be the better copy). */
 	if (err == ORGW_OK) {
 		bool copied =
-			side_path(twin, sizeof(twin), path, ".twin") == 0 &&
+			fsafe_side_path(twin, sizeof(twin), path, ".twin") == 0 &&
 			copy_file(path, twin) == 0;
 
 		(void)mark_set(fd, path, copied ? MARK_CLEAN : MARK_TWIN);
@@ -1286,3 +1152,65 @@ store_gdbm_tidy(const char *path, int64_t timeout_ms)
 {
 	return with_exclusive(path, timeout_ms, true);
 }
+
+/* The back-end table (store_impl.h): STATE_PATH from the configuration,
+ * the scoring-run lock's fd kept for run_end. */
+static enum orgw_err
+gd_b_open(struct store **out, const struct orgw_conf *c, bool write,
+	  int64_t timeout_ms)
+{
+	return store_gdbm_open(out, c->state_path, write, timeout_ms);
+}
+
+static enum orgw_err
+gd_b_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
+	       int64_t now_s, void **run, int64_t *retry_after_s)
+{
+	int *fd = malloc(sizeof(*fd));
+	enum orgw_err err;
+
+	*run = NULL;
+	if (fd == NULL)
+		return ORGW_ENOMEM;
+	*fd = -1;
+	err = store_gdbm_run_begin(c->state_path, min_interval_s, now_s, fd,
+				   retry_after_s);
+	if (err != ORGW_OK) {
+		free(fd);
+		return err;
+	}
+	*run = fd;
+	return ORGW_OK;
+}
+
+static void
+gd_b_run_end(void *run)
+{
+	if (run == NULL)
+		return;
+	store_gdbm_run_end(*(int *)run);
+	free(run);
+}
+
+static enum orgw_err
+gd_b_check(const struct orgw_conf *c, char *why, size_t n)
+{
+	return store_gdbm_check(c->state_path, why, n);
+}
+
+static enum orgw_err
+gd_b_repair(const struct orgw_conf *c, int64_t timeout_ms)
+{
+	return store_gdbm_repair(c->state_path, timeout_ms);
+}
+
+static enum orgw_err
+gd_b_tidy(const struct orgw_conf *c, int64_t timeout_ms)
+{
+	return store_gdbm_tidy(c->state_path, timeout_ms);
+}
+
+const struct store_backend store_gdbm_backend = {
+	"",	       gd_b_open,   gd_b_run_begin, gd_b_run_end,
+	gd_b_check,    gd_b_repair, gd_b_tidy,
+};

@@ -1,8 +1,8 @@
 /*
  * store_gdbm.h - the GDBM back-end of the state store (STATE_BACKEND=gdbm,
  * the default; SPEC section 7, STYLE.md 7): one GDBM file plus a lock
- * file.  store.c calls these for a conf whose backend is gdbm; the unit
- * tests call them with a path.
+ * file.  store.c calls it through store_gdbm_backend (store_impl.h); the
+ * unit tests call these with a path.
  *
  * A transaction is store_gdbm_open() ... store_close(): the lock file is
  * flock'ed (shared for readers, exclusive for writers), the database is
@@ -19,7 +19,7 @@
 #ifndef ORGW_STORE_GDBM_H
 #define ORGW_STORE_GDBM_H
 
-#include "store.h"
+#include "store_impl.h"
 
 /*
  * Begins a transaction on the GDBM file at path (lock file path.lock).

@@ -1,18 +1,26 @@
 /*
  * store_impl.h - the back-end boundary under store.h: what a state
- * back-end (store_gdbm.c, store_redis.c) provides for one transaction.
- * Only store.c and the back-ends include this file.
+ * back-end (store_gdbm.c, store_redis.c, store_mem.c) provides, as one
+ * table each, for store.c to call.  Only store.c, the back-ends and
+ * their tests include this file; a back-end never calls into store.c
+ * (it notes what /healthz needs in storenote.h), so the include graph
+ * has no circle (make check-layers).
  *
  * Every back-end's transaction struct begins with a struct store, whose
- * ops the dispatcher in store.c calls.  commit and abort both end the
- * transaction and free it.
+ * ops store.c calls.  commit and abort both end the transaction and free
+ * it.
  */
 #ifndef ORGW_STORE_IMPL_H
 #define ORGW_STORE_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include "store.h"
+#include "conf.h"
+#include "orgw.h"
+
+struct store;
 
 struct store_ops {
 	enum orgw_err (*get)(struct store *s, const char *key, char **val);
@@ -29,16 +37,33 @@ struct store_ops {
 
 struct store {
 	const struct store_ops *ops;
-	bool holds_turn;	/* store.c's write turn (set by store.c) */
 	bool wrote;		/* a put or delete went in (set by store.c) */
 };
 
 /*
- * A back-end notes, where it logs it, that the store refused a write of
- * a write transaction: cause is an errno value (ENOSPC, EDQUOT, EIO, ...)
- * or a STORE_CAUSE_* (store.h).  /healthz reports it for a while
- * (store_check).  Thread-safe.
+ * One back-end, as store.h describes each call: open begins a
+ * transaction; run_begin/run_end take and release the scoring-run lock
+ * (*run is the back-end's, NULL allowed); check is /healthz's probe;
+ * repair and tidy as store_repair and store_tidy.  why_prefix begins
+ * /healthz's reason for a store that refused writes.
  */
-void store_write_refused(int cause);
+struct store_backend {
+	const char *why_prefix;
+	enum orgw_err (*open)(struct store **out, const struct orgw_conf *c,
+			      bool write, int64_t timeout_ms);
+	enum orgw_err (*run_begin)(const struct orgw_conf *c,
+				   int64_t min_interval_s, int64_t now_s,
+				   void **run, int64_t *retry_after_s);
+	void (*run_end)(void *run);
+	enum orgw_err (*check)(const struct orgw_conf *c, char *why,
+			       size_t n);
+	enum orgw_err (*repair)(const struct orgw_conf *c,
+				int64_t timeout_ms);
+	enum orgw_err (*tidy)(const struct orgw_conf *c, int64_t timeout_ms);
+};
+
+extern const struct store_backend store_gdbm_backend;
+extern const struct store_backend store_redis_backend;
+extern const struct store_backend store_mem_backend;
 
 #endif

@@ -33,9 +33,11 @@
 #include <sys/time.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -45,6 +47,7 @@
 #include "record.h"
 #include "redisconf.h"
 #include "store_impl.h"
+#include "storenote.h"
 #include "store_redis.h"
 
 #define KEY_PREFIX "orgw:"
@@ -79,6 +82,7 @@ struct store_redis {
 	struct store base;	/* first: the back-end boundary */
 	struct rconn *rc;
 	bool write, watched;
+	bool holds_turn;	/* the process's write turn (below) */
 	struct rbuf *buf;
 	size_t n, cap;
 };
@@ -703,6 +707,38 @@ out:
 	return err;
 }
 
+/*
+ * Write transactions of one process take turns.  A worker runs
+ * WORKER_THREADS threads and nearly every request writes its model's
+ * keys: dozens of threads WATCHing one ledger cell would mostly lose their
+ * EXEC to each other and run again.  The turn is a courtesy, never the
+ * atomicity (WATCH/MULTI/EXEC keeps that across processes and hosts): a
+ * thread that cannot have it within REDIS_TURN_WAIT_MS goes ahead
+ * without it, so a frozen Redis holding one thread's command does not
+ * make the others queue behind it.  GDBM needs none: its flock serialises
+ * threads as it does processes, and a turn measured no faster there
+ * (bench/notes.md, round 6) while a queue of 80 threads on one mutex let
+ * a writer wait past STORE_LOCK_TIMEOUT_MS in the fault soak.
+ */
+#define REDIS_TURN_WAIT_MS 250
+static pthread_mutex_t write_turn = PTHREAD_MUTEX_INITIALIZER;
+
+static bool
+turn_take(int64_t wait_ms)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return false;
+	ts.tv_sec += (time_t)(wait_ms / 1000);
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_mutex_timedlock(&write_turn, &ts) == 0;
+}
+
 static void
 txn_free(struct store_redis *s)
 {
@@ -714,6 +750,8 @@ txn_free(struct store_redis *s)
 		free(s->buf[i].val);
 	}
 	free(s->buf);
+	if (s->holds_turn)
+		pthread_mutex_unlock(&write_turn);
 	free(s);
 }
 
@@ -880,15 +918,25 @@ store_redis_open(struct store **out, const struct orgw_conf *c, bool write)
 {
 	struct store_redis *s;
 	struct rconn *rc;
+	bool turn = false;
 
 	*out = NULL;
-	if (conn_get(c, &rc) == NULL)
+	if (write)
+		turn = turn_take(REDIS_TURN_WAIT_MS);
+	if (conn_get(c, &rc) == NULL) {
+		if (turn)
+			pthread_mutex_unlock(&write_turn);
 		return rc == NULL ? ORGW_ENOMEM : ORGW_EIO;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		if (turn)
+			pthread_mutex_unlock(&write_turn);
 		return ORGW_ENOMEM;
+	}
 	s->base.ops = &rd_ops;
 	s->rc = rc;
 	s->write = write;
+	s->holds_turn = turn;
 	*out = &s->base;
 	return ORGW_OK;
 }
@@ -1032,3 +1080,53 @@ store_redis_check(const struct orgw_conf *c, char *why, size_t n)
 	freeReplyObject(r);
 	return ok ? ORGW_OK : ORGW_EIO;
 }
+
+/* The back-end table (store_impl.h).  Redis has nothing to repair
+ * (ORGW_EIO, so a caller does not retry a transaction that failed for
+ * want of a connection) and nothing to tidy. */
+static enum orgw_err
+redis_open(struct store **out, const struct orgw_conf *c, bool write,
+	   int64_t timeout_ms)
+{
+	(void)timeout_ms;
+	return store_redis_open(out, c, write);
+}
+
+static enum orgw_err
+redis_run_begin(const struct orgw_conf *c, int64_t min_interval_s,
+		int64_t now_s, void **run, int64_t *retry_after_s)
+{
+	struct store_redis_run *r = NULL;
+	enum orgw_err err = store_redis_run_begin(c, min_interval_s, now_s,
+						  &r, retry_after_s);
+
+	*run = r;
+	return err;
+}
+
+static void
+redis_run_end(void *run)
+{
+	store_redis_run_end(run);
+}
+
+static enum orgw_err
+redis_repair(const struct orgw_conf *c, int64_t timeout_ms)
+{
+	(void)c;
+	(void)timeout_ms;
+	return ORGW_EIO;
+}
+
+static enum orgw_err
+redis_tidy(const struct orgw_conf *c, int64_t timeout_ms)
+{
+	(void)c;
+	(void)timeout_ms;
+	return ORGW_OK;
+}
+
+const struct store_backend store_redis_backend = {
+	"redis: ",	   redis_open,	 redis_run_begin, redis_run_end,
+	store_redis_check, redis_repair, redis_tidy,
+};

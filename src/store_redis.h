@@ -1,8 +1,8 @@
 /*
  * store_redis.h - the Redis back-end of the state store
- * (STATE_BACKEND=redis, issue 19): the keys of SPEC section 7 under
- * "orgw:" in the database of REDIS_URL, shared by every gateway host.
- * store.c calls these for a conf whose backend is redis.
+ * (STATE_BACKEND=redis): the keys of SPEC section 7 under "orgw:" in the
+ * database of REDIS_URL, shared by every gateway host.  store.c calls it
+ * through store_redis_backend (store_impl.h).
  *
  * One connection per thread (a _Thread_local pointer), made on first use
  * and reused across requests; every command has a timeout.  A failed
@@ -14,7 +14,7 @@
 #ifndef ORGW_STORE_REDIS_H
 #define ORGW_STORE_REDIS_H
 
-#include "store.h"
+#include "store_impl.h"
 
 struct store_redis_run;
 

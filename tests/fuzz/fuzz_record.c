@@ -220,7 +220,7 @@ need_finite_cell(const struct ledger_cell *c)
 	for (i = 0; i < LX_N; i++)
 		if (!isfinite(c->v[i]))
 			abort();
-	for (i = 0; i < PROM_N_SLOTS; i++)
+	for (i = 0; i < LAT_N_SLOTS; i++)
 		if (!isfinite(c->ttfb[i]) || !isfinite(c->dur[i]))
 			abort();
 }

@@ -34,7 +34,7 @@ t_eq "--dump exits 0" 0 $?
 t_match "--dump says how many keys" 'dumped [0-9]+ keys' "$(cat "$ORGW_T/dump.err")"
 t_eq "every line is {key, value}" "$(wc -l <"$ORGW_T/dump.jsonl")" \
 	"$(node -e 'let n=0;for (const l of require("fs").readFileSync(process.argv[1],"utf8").split("\n")) { if (!l) continue; const j=JSON.parse(l); if (typeof j.key==="string" && "value" in j && Object.keys(j).length===2) n++ } console.log(n)' "$ORGW_T/dump.jsonl")"
-for k in BEST_PROVIDER PROVIDER_CANDIDATE STATS MODEL_SEEN PROVIDER_FAILURE PROVIDER_COOLDOWN; do
+for k in BEST_PROVIDER PROVIDER_CANDIDATE LEDGER HIT MODEL_SEEN PROVIDER_FAILURE PROVIDER_COOLDOWN; do
 	t_check "the dump has $k keys" grep -q "^{\"key\":\"$k:" "$ORGW_T/dump.jsonl"
 done
 

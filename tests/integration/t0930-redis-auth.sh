@@ -56,14 +56,18 @@ t_check "a password with spaces is never quoted" bash -c "! grep -q -e '$PW2' '$
 # absent and replaced by the next write, logged; the model stays pinned
 # and counted.
 rcli() { redis-cli -p "$ORGW_REDIS_PORT" -a "$PW2" --no-auth-warning -n 3 --raw "$@"; }
+# The key the next requests write: today's ledger cell of the model, chat,
+# its locked provider.
+tag=$(json_get "$(orgw_curl /stats)" "j.models['$M'].lock.tag")
+CELL="orgw:LEDGER:$M:$(date -u +%F):chat:$tag"
 before=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
-rcli DEL "orgw:STATS:$M" >/dev/null
-rcli HSET "orgw:STATS:$M" a b >/dev/null
-t_eq "a hash under orgw:STATS:$M" hash "$(rcli TYPE "orgw:STATS:$M")"
+rcli DEL "$CELL" >/dev/null
+rcli HSET "$CELL" a b >/dev/null
+t_eq "a hash under $CELL" hash "$(rcli TYPE "$CELL")"
 orgw_chat --model $M >/dev/null
 out=$(orgw_chat --model $M)
 t_eq "wrong type: requests still pinned" "true locked" "$(json_get "$out" 'j.ok + " " + j.headers["x-orgw-route"]')"
-t_eq "wrong type: the key was replaced by a string" string "$(rcli TYPE "orgw:STATS:$M")"
+t_eq "wrong type: the key was replaced by a string" string "$(rcli TYPE "$CELL")"
 t_eq "wrong type: the requests are counted again" 2 "$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")"
-t_match "wrong type: logged" "orgw:STATS:$M is not a string \\(WRONGTYPE\\)" "$(cat "$ORGW_LOG")"
-echo "# STATS before the hash: $before requests (its counts went with the hash)"
+t_match "wrong type: logged" "$CELL is not a string \\(WRONGTYPE\\)" "$(cat "$ORGW_LOG")"
+echo "# the cell before the hash: $before requests (its counts went with the hash)"

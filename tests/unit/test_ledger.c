@@ -14,7 +14,7 @@
 
 #include "t.h"
 #include "ledger.h"
-#include "prom.h"
+#include "latency.h"
 #include "record.h"
 #include "score.h"
 
@@ -103,8 +103,8 @@ test_cell_text(void)
 	{
 		char tk[8], dk[8];
 
-		snprintf(tk, sizeof(tk), "t%zu", prom_bucket_slot(300));
-		snprintf(dk, sizeof(dk), "d%zu", prom_bucket_slot(4000));
+		snprintf(tk, sizeof(tk), "t%zu", lat_bucket_slot(300));
+		snprintf(dk, sizeof(dk), "d%zu", lat_bucket_slot(4000));
 		T_ASSERT("cell: one slot of each histogram",
 			 o && at(o, tk) == 1 && at(o, dk) == 1 &&
 				 cJSON_GetArraySize(o) < 30);
@@ -113,7 +113,7 @@ test_cell_text(void)
 		 t && ledger_cell_decode(t, &back) == ORGW_OK);
 	for (i = 0; i < LX_N; i++)
 		same = same && back.v[i] == c.v[i];
-	for (i = 0; i < PROM_N_SLOTS; i++)
+	for (i = 0; i < LAT_N_SLOTS; i++)
 		same = same && back.ttfb[i] == c.ttfb[i] && back.dur[i] == c.dur[i];
 	T_ASSERT("cell: every counter and slot comes back", same);
 	cJSON_Delete(o);
@@ -158,7 +158,7 @@ test_cell_add(void)
 	T_ASSERT("add: maxima keep the larger",
 		 a.v[LX_TTFB_MAX] == 300 && a.v[LX_TOTAL_MAX] == 9000);
 	T_ASSERT("add: histogram slots add",
-		 a.ttfb[prom_bucket_slot(300)] + a.ttfb[prom_bucket_slot(100)] ==
+		 a.ttfb[lat_bucket_slot(300)] + a.ttfb[lat_bucket_slot(100)] ==
 			 2);
 	memset(&b, 0, sizeof(b));
 	b.v[LX_REQUESTS] = INFINITY;
@@ -378,7 +378,7 @@ test_render(void)
 
 		cJSON_ArrayForEach(it, b) sum += it->valuedouble;
 		T_ASSERT("metrics: histogram slots add with the old record's",
-			 cJSON_GetArraySize(b) == PROM_N_SLOTS && sum == 15 &&
+			 cJSON_GetArraySize(b) == LAT_N_SLOTS && sum == 15 &&
 				 at(mt, "ttfb.count") == 15 &&
 				 at(mt, "ttfb.sum_ms") == 2305);
 	}

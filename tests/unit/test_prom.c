@@ -163,18 +163,18 @@ test_buckets(void)
 	size_t i;
 	bool up = true;
 
-	for (i = 1; i < PROM_N_BUCKETS; i++)
-		up = up && prom_bucket_ms[i] > prom_bucket_ms[i - 1];
+	for (i = 1; i < LAT_N_BUCKETS; i++)
+		up = up && lat_bucket_ms[i] > lat_bucket_ms[i - 1];
 	T_ASSERT("buckets rise", up);
 	T_ASSERT("buckets 0.25 s to 600 s",
-		 prom_bucket_ms[0] == 250 &&
-			 prom_bucket_ms[PROM_N_BUCKETS - 1] == 600000);
-	T_ASSERT("slot: 0 ms in the first", prom_bucket_slot(0) == 0);
+		 lat_bucket_ms[0] == 250 &&
+			 lat_bucket_ms[LAT_N_BUCKETS - 1] == 600000);
+	T_ASSERT("slot: 0 ms in the first", lat_bucket_slot(0) == 0);
 	T_ASSERT("slot: the bound itself is in (le)",
-		 prom_bucket_slot(250) == 0 && prom_bucket_slot(251) == 1);
-	T_ASSERT("slot: 60 s", prom_bucket_slot(60000) == 8);
+		 lat_bucket_slot(250) == 0 && lat_bucket_slot(251) == 1);
+	T_ASSERT("slot: 60 s", lat_bucket_slot(60000) == 8);
 	T_ASSERT("slot: over 600 s is +Inf",
-		 prom_bucket_slot(600001) == PROM_N_BUCKETS);
+		 lat_bucket_slot(600001) == LAT_N_BUCKETS);
 }
 
 static const char *fixture =

@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "record.h"
 #include "state.h"
+#include "fsafe.h"
 #include "store.h"
 #include "store_gdbm.h"
 
@@ -197,13 +198,13 @@ test_strict(void)
 	snprintf(lp, sizeof(lp), "%s.lock", path);
 
 	/* STATE_MODE 0660 under umask 077. */
-	store_set_mode(0660);
+	fsafe_set_mode(0660);
 	T_ASSERT("a write creates both files", txn("A", "1", 0) == ORGW_OK);
 	T_ASSERT("state file created with STATE_MODE 0660 (umask 077)",
 		 mode_of(path) == 0660);
 	T_ASSERT("lock file created with STATE_MODE 0660",
 		 mode_of(lp) == 0660);
-	store_set_mode(0600);
+	fsafe_set_mode(0600);
 
 	/* A symlink as the lock file, to a file orgw may write. */
 	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
