@@ -562,23 +562,7 @@ long_phase() {
 
 if [ "$LONG_ONLY" = 1 ]; then
 	long_phase
-	# 7b. Instructions per request (callgrind: the same on a busy machine as
-# on an idle one): the bare proxy's lighttpd, and one orgw worker on a
-# fresh state and on the 30-day state of phase 3b (bench/callgrind.sh).
-if [ "${BENCH_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null; then
-	CG_N=200 CG_WARM=20
-	[ "$QUICK" = 1 ] && CG_N=10 CG_WARM=3
-	say "7b: instructions per request under callgrind ($CG_N requests each)"
-	CG_N=$CG_N CG_WARM=$CG_WARM CG_MODEL=$MODEL bash bench/callgrind.sh proxy=lighttpd \
-		orgw="$RELEASE_BIN" orgw-30d="$RELEASE_BIN@$OUT/aged-state.jsonl" \
-		>"$OUT/callgrind.txt" 2>"$OUT/callgrind.log" ||
-		say "   callgrind run failed (see $OUT/callgrind.log)"
-	sed 's/^/   /' "$OUT/callgrind.txt" >&2
-else
-	say "7b: valgrind missing (ORGW_DEPS_BENCH=1 sh deploy/install-deps.sh): instructions per request left out"
-fi
-
-meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+	meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 	node bench/report-long.mjs --out "$OUT" --results "$RESULTS" || die "report failed"
 	say "wrote $RESULTS (phase 7 only)"
 	exit 0
@@ -794,6 +778,22 @@ echo "{\"wall_ns\":$((t1 - t0))}" >"$OUT/trace-load-wall.json"
 if [ "$LONG" = 1 ]; then
 	ORGW_FCGI_BIN=$RELEASE_BIN
 	long_phase
+fi
+
+# 7b. Instructions per request (callgrind: the same on a busy machine as
+# on an idle one): the bare proxy's lighttpd, and one orgw worker on a
+# fresh state and on the 30-day state of phase 3b (bench/callgrind.sh).
+if [ "${BENCH_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null; then
+	CG_N=200 CG_WARM=20
+	[ "$QUICK" = 1 ] && CG_N=10 CG_WARM=3
+	say "7b: instructions per request under callgrind ($CG_N requests each)"
+	CG_N=$CG_N CG_WARM=$CG_WARM CG_MODEL=$MODEL bash bench/callgrind.sh proxy=lighttpd \
+		orgw="$RELEASE_BIN" orgw-30d="$RELEASE_BIN@$OUT/aged-state.jsonl" \
+		>"$OUT/callgrind.txt" 2>"$OUT/callgrind.log" ||
+		say "   callgrind run failed (see $OUT/callgrind.log)"
+	sed 's/^/   /' "$OUT/callgrind.txt" >&2
+else
+	say "7b: valgrind missing (ORGW_DEPS_BENCH=1 sh deploy/install-deps.sh): instructions per request left out"
 fi
 
 meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"

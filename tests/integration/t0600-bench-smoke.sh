@@ -2,7 +2,8 @@
 # works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
 # of every step, on every path, into a temporary directory; phase 7 with 6
 # concurrent long streams of 1 s (and 6 with 200 KB bodies); orgw on Redis
-# (issue 19) in the sequential and throughput steps.  No timing is
+# in the sequential and throughput steps; the 30-day state's throughput
+# and instructions per request under callgrind.  No timing is
 # asserted: on a shared 2-core machine these figures mean nothing; what is
 # checked is that each step produced its figures and that nothing failed.
 #
@@ -38,6 +39,14 @@ else
 fi
 
 t_check "RESULTS.md has the goals table" grep -q '^| added latency per sequential request' "$OUT/RESULTS.md"
+t_check "RESULTS.md: the 30-day state has its throughput row" \
+	grep -qE '^\| 30-day state \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|' "$OUT/RESULTS.md"
+if command -v valgrind >/dev/null; then
+	t_check "RESULTS.md: instructions per request of the proxy and orgw, fresh and 30 days" \
+		test "$(grep -cE '^\| (proxy|orgw|orgw-30d) \| [0-9,]+ \| [0-9.]+x \| 0 of [0-9]+ \|' "$OUT/RESULTS.md")" = 3
+else
+	t_skip "valgrind not installed: instructions per request left out"
+fi
 t_check "the chart was drawn" test -s "$OUT/results.svg"
 t_check "the three APIs: every request through the bare proxy and orgw answered, with first tokens" \
 	json_ok "$OUT/apis.json" '["chat","messages","responses"].every((a) => ["proxy","orgw"].every((n) => j.apis[a][n].n > 0 && j.apis[a][n].bad === 0 && j.apis[a][n].seq_ms > 0 && j.apis[a][n].ttft_ms > 0))'
