@@ -22,8 +22,32 @@ M=${CG_MODEL:-deepseek/deepseek-v3.2}
 OUTDIR=$(mktemp -d "${TMPDIR:-/tmp}/orgw-cg.XXXXXX")
 BODY="{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}],\"max_tokens\":16}"
 
+# measure LABEL PID URL KEY DIR: CG_WARM requests to URL (with KEY), the
+# counters of the callgrind process PID zeroed, CG_N requests counted, the
+# counts dumped into DIR/cg.*; prints the LABEL line.
+measure() {
+	local label=$1 pid=$2 url=$3 key=$4 dir=$5 i ir bad=0 code
+	for ((i = 0; i < WARM; i++)); do
+		curl -sS -o /dev/null "$url" -H "Authorization: Bearer $key" \
+			-H 'Content-Type: application/json' -d "$BODY"
+	done
+	callgrind_control -z "$pid" >/dev/null 2>&1
+	for ((i = 0; i < N; i++)); do
+		code=$(curl -sS -o /dev/null -w '%{http_code}' "$url" \
+			-H "Authorization: Bearer $key" \
+			-H 'Content-Type: application/json' -d "$BODY")
+		[ "$code" = 200 ] || bad=$((bad + 1))
+	done
+	callgrind_control -d "$pid" >/dev/null 2>&1
+	sleep 1
+	ir=$(grep -h '^summary:' "$dir"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
+	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
+		$((${ir:-0} / N)) "$bad" "$N"
+}
+
+# One orgw worker of BINARY under callgrind, behind lighttpd.
 one() {
-	local label=$1 bin=$2 state=$3 out pid i ir bad code
+	local label=$1 bin=$2 state=$3 out pid
 	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
 	out=$OUTDIR/$label
 	mkdir -p "$out"
@@ -37,29 +61,14 @@ one() {
 		env -i PATH="$PATH" "$ORGW_ROOT/scheduler/orgw-score" \
 			--config "$ORGW_CONFIG_FILE" --load <"$state" >/dev/null 2>&1
 	fi
-	for ((i = 0; i < WARM; i++)); do
-		orgw_curl /v1/chat/completions -H 'Content-Type: application/json' \
-			-d "$BODY" >/dev/null
-	done
 	pid=$(pgrep -f "callgrind-out-file=$out/cg" | head -1)
-	callgrind_control -z "$pid" >/dev/null 2>&1
-	bad=0
-	for ((i = 0; i < N; i++)); do
-		code=$(orgw_curl /v1/chat/completions -o /dev/null -w '%{http_code}' \
-			-H 'Content-Type: application/json' -d "$BODY")
-		[ "$code" = 200 ] || bad=$((bad + 1))
-	done
-	callgrind_control -d "$pid" >/dev/null 2>&1
-	sleep 1
-	ir=$(grep -h '^summary:' "$out"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
-	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
-		$((${ir:-0} / N)) "$bad" "$N"
+	measure "$label" "$pid" "$ORGW_URL/v1/chat/completions" "$ORGW_KEY" "$out"
 	orgw_stop >/dev/null 2>&1
 }
 
 # The bare proxy: lighttpd with mod_proxy to the double, under callgrind.
 proxy() {
-	local label=$1 out=$OUTDIR/$1 port pid i ir bad code
+	local label=$1 out=$OUTDIR/$1 port pid
 	mkdir -p "$out/www"
 	orgw_start
 	port=$(orgw__free_port)
@@ -71,25 +80,8 @@ proxy() {
 		lighttpd -D -f "$out/lighttpd.conf" >"$out/out.log" 2>&1 </dev/null &
 	pid=$!
 	orgw__wait_http "http://127.0.0.1:$port/__double/health" 30
-	for ((i = 0; i < WARM; i++)); do
-		curl -sS -o /dev/null "http://127.0.0.1:$port/api/v1/chat/completions" \
-			-H "Authorization: Bearer $UPSTREAM_KEY" \
-			-H 'Content-Type: application/json' -d "$BODY"
-	done
-	callgrind_control -z "$pid" >/dev/null 2>&1
-	bad=0
-	for ((i = 0; i < N; i++)); do
-		code=$(curl -sS -o /dev/null -w '%{http_code}' \
-			"http://127.0.0.1:$port/api/v1/chat/completions" \
-			-H "Authorization: Bearer $UPSTREAM_KEY" \
-			-H 'Content-Type: application/json' -d "$BODY")
-		[ "$code" = 200 ] || bad=$((bad + 1))
-	done
-	callgrind_control -d "$pid" >/dev/null 2>&1
-	sleep 1
-	ir=$(grep -h '^summary:' "$out"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
-	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
-		$((${ir:-0} / N)) "$bad" "$N"
+	measure "$label" "$pid" "http://127.0.0.1:$port/api/v1/chat/completions" \
+		"$UPSTREAM_KEY" "$out"
 	orgw__kill "$pid" >/dev/null 2>&1
 	orgw_stop >/dev/null 2>&1
 }
