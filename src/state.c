@@ -715,13 +715,6 @@ state_failure(const struct orgw_conf *c, const char *model, const char *tag,
 	return err;
 }
 
-struct finish_args {
-	const char *model;
-	struct stats_delta d;
-	const char *ok_tag;
-	int64_t lost;		/* counts lost earlier, for LOST_UPDATES */
-};
-
 /* Adds n to LOST_UPDATES (a decimal count). */
 static enum orgw_err
 lost_add(struct store *s, int64_t n)

@@ -47,6 +47,12 @@ fi
 if [ "${SOAK_MODE:-faults}" = long ]; then
 	exec bash "$(dirname "$0")/soak-long.sh" "$@"
 fi
+# SOAK_MODE=attacks: normal traffic beside clients that never read, invented
+# model ids and key guessing (tests/soak-attacks.sh; SOAK_SECONDS default
+# 600 there).
+if [ "${SOAK_MODE:-faults}" = attacks ]; then
+	exec bash "$(dirname "$0")/soak-attacks.sh" "$@"
+fi
 . "$(dirname "$0")/lib.sh"
 . "$ORGW_ROOT/tests/soak/statelib.sh"
 

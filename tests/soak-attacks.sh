@@ -1,0 +1,142 @@
+#!/bin/bash
+# tests/soak-attacks.sh - normal traffic beside three attacks at once
+# (`SOAK_MODE=attacks make soak`, 10 minutes; tests/integration/t0700
+# runs it for 20 s):
+#   - clients that never read a large answer: sockets with a 4 KiB receive
+#     buffer that send GET /metrics (several MB: 2,500 models in the
+#     state) with METRICS_KEY, hold it SOAK_HOLD_S, and come back, from
+#     127.0.0.4;
+#   - invented model ids at full speed with the client key, from
+#     127.0.0.3, each one new;
+#   - wrong keys at full speed, from 127.0.0.2 (Bearer, x-api-key and the
+#     /status login);
+# while tests/soak/driver.mjs runs SOAK_CLIENTS OpenAI-SDK clients
+# (streamed and not) from 127.0.0.1 and /healthz is asked every 0.5 s.
+# Passes when every normal request is served (ok == sent: none failed,
+# broken or hung), /healthz answered 200 every time, /stats counts exactly
+# the normal requests, the guessing address was refused (429) and never
+# let in, and the invented ids left at most a handful of keys in the state.
+# Loopback only; every process started here is stopped here by PID.
+. "$(dirname "$0")/lib.sh"
+
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+SOAK_CLIENTS=${SOAK_CLIENTS:-8}
+SOAK_HOLD_S=${SOAK_HOLD_S:-6}
+SOAK_TIMEOUT_MS=${SOAK_TIMEOUT_MS:-30000}
+for v in SOAK_SECONDS SOAK_CLIENTS SOAK_HOLD_S; do
+	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || { echo "soak: $v must be a positive integer" >&2; exit 2; }
+done
+SCORER=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
+[[ $SCORER == /* ]] || SCORER=$ORGW_ROOT/$SCORER
+
+MKEY=metrics-soak-key
+ORGW_WORKERS=${SOAK_WORKERS:-2} orgw_start WORKER_THREADS=16 METRICS_KEY=$MKEY MAX_MODELS=3000
+M=soak/model-a
+chat='{"model":"'$M'","messages":[{"role":"user","content":"hi"}]}'
+orgw_http POST /v1/chat/completions "$chat"
+t_eq "a first request scores and locks $M" 200 "$HTTP_STATUS"
+
+# A large /metrics: 2,500 copies of the model's keys.
+ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump >"$ORGW_T/one.jsonl" 2>/dev/null
+for i in $(seq 1 2500); do sed "s#$M\"#soak/copy$i\"#g; s#$M:#soak/copy$i:#g" "$ORGW_T/one.jsonl"; done \
+	>"$ORGW_T/many.jsonl"
+ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --load <"$ORGW_T/many.jsonl" >/dev/null 2>&1
+keys0=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
+size=$(curl -sS -H "Authorization: Bearer $MKEY" "$ORGW_URL/metrics" | wc -c)
+echo "# soak (attacks): ${SOAK_SECONDS}s, $SOAK_CLIENTS clients, /metrics $size bytes, $keys0 keys"
+before=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+port=${ORGW_URL##*:}
+END=$(($(date +%s) + SOAK_SECONDS))
+
+cat >"$ORGW_T/nonreader.py" <<'PY'
+import socket, sys, time
+port, key, hold, end = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+while time.time() < end:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind(("127.0.0.4", 0))
+    try:
+        s.connect(("127.0.0.1", port))
+        s.sendall(("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % key).encode())
+        time.sleep(min(hold, max(0, end - time.time())))
+    except OSError:
+        time.sleep(0.2)
+    s.close()
+PY
+apids=()
+for i in $(seq 12); do
+	python3 "$ORGW_T/nonreader.py" "$port" "$MKEY" "$SOAK_HOLD_S" "$END" &
+	apids+=($!)
+done
+# Invented ids, each one new.
+for i in 1 2; do
+	(n=0; while [ "$(date +%s)" -lt "$END" ]; do
+		n=$((n + 1))
+		curl -sS -o /dev/null --max-time 5 --interface 127.0.0.3 \
+			-H "Authorization: Bearer $ORGW_KEY" -H 'Content-Type: application/json' \
+			--data-binary '{"model":"invented/'$i-$n-$RANDOM'","messages":[{"role":"user","content":"x"}]}' \
+			"$ORGW_URL/v1/chat/completions"
+	done) &
+	apids+=($!)
+done
+# Wrong keys; each status on its own line.
+for how in bearer x-api-key login; do
+	(while [ "$(date +%s)" -lt "$END" ]; do
+		case $how in
+		bearer) curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 --interface 127.0.0.2 \
+			-H "Authorization: Bearer guess-$RANDOM" "$ORGW_URL/v1/models" ;;
+		x-api-key) curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 --interface 127.0.0.2 \
+			-H "x-api-key: guess-$RANDOM" -H 'Content-Type: application/json' \
+			--data-binary '{"model":"'$M'","max_tokens":8,"messages":[{"role":"user","content":"x"}]}' \
+			"$ORGW_URL/v1/messages" ;;
+		login) curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 --interface 127.0.0.2 \
+			--data-urlencode "key=guess-$RANDOM" "$ORGW_URL/status" ;;
+		esac
+	done) >>"$ORGW_T/guess.codes" &
+	apids+=($!)
+done
+# /healthz every 0.5 s.
+(while [ "$(date +%s)" -lt "$END" ]; do
+	curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 "$ORGW_URL/healthz"
+	sleep 0.5
+done) >"$ORGW_T/healthz.codes" &
+apids+=($!)
+
+REPORT=$ORGW_T/attack-soak.json
+node "$ORGW_ROOT/tests/soak/driver.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" \
+	--out "$REPORT" --seconds "$SOAK_SECONDS" --clients "$SOAK_CLIENTS" \
+	--stream-ratio 0.5 --timeout-ms "$SOAK_TIMEOUT_MS" --models "$M" \
+	--seed "${SOAK_SEED:-0}"
+rc=$?
+orgw__kill "${apids[@]}" >/dev/null 2>&1
+t_eq "the load driver ran" 0 "$rc"
+r() { json_get "$REPORT" "$1"; }
+sent=$(r j.sent)
+ok_n=$(r j.ok)
+hz_total=$(grep -c . "$ORGW_T/healthz.codes")
+hz_bad=$(grep -vc '^200$' "$ORGW_T/healthz.codes")
+g_total=$(grep -c . "$ORGW_T/guess.codes")
+g_429=$(grep -c '^429$' "$ORGW_T/guess.codes")
+g_in=$(grep -cE '^(200|303)$' "$ORGW_T/guess.codes")
+orgw_stats_settle "$M" $((before + ok_n))
+st=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+keys1=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
+invented=$(grep -c 'model=invented/' "$ORGW_LOG")
+sidecap=$(grep -c 'server_overloaded\|side requests' "$ORGW_LOG")
+cat <<EOF
+# ---- attack soak report ----
+# normal requests sent:     $sent, served $ok_n, failed $(r j.error), broken $(r j.broken), hung $(r j.hung)
+# latency ms:               $(r 'JSON.stringify(j.latency_ms)')
+# /healthz:                 $hz_total asked, $hz_bad not 200
+# wrong keys from 127.0.0.2: $g_total tried, $g_429 answered 429, $g_in let in
+# invented ids:             $invented requests logged; state keys $keys0 before, $keys1 after
+# /stats $M:      $st (before the soak $before)
+EOF
+t_check "normal requests were sent ($sent)" test "${sent:-0}" -gt 0
+t_eq "every normal request was served" "$sent" "$ok_n"
+t_eq "/healthz answered 200 every time ($hz_total)" 0 "$hz_bad"
+t_eq "/stats counts the normal requests exactly" $((before + ok_n)) "$st"
+t_check "the guessing address was answered 429 ($g_429 of $g_total)" test "$g_429" -gt 0
+t_eq "no guess was let in" 0 "$g_in"
+t_check "invented ids were sent ($invented)" test "$invented" -gt 0
+t_check "they left at most 20 keys in the state ($keys0 -> $keys1)" test $((keys1 - keys0)) -le 20
