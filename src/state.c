@@ -180,21 +180,34 @@ struct cool_ctx {
 	int64_t now;
 };
 
+/* Reads PROVIDER_COOLDOWN of tag for model into cd; *have false when
+ * there is none (or it does not decode: it cools nobody then). */
+static enum orgw_err
+read_cooldown(struct store *s, const char *model, const char *tag,
+	      struct rec_cooldown *cd, bool *have)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	memset(cd, 0, sizeof(*cd));
+	*have = false;
+	key3(k, "PROVIDER_COOLDOWN", model, tag);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	*have = v != NULL && record_cooldown_decode(v, cd) == ORGW_OK;
+	free(v);
+	return ORGW_OK;
+}
+
 static bool
 cooling(void *arg, const char *tag)
 {
 	struct cool_ctx *cc = arg;
 	struct rec_cooldown cd;
-	char k[KEY_MAX], *v = NULL;
-	bool hot;
+	bool have;
 
-	key3(k, "PROVIDER_COOLDOWN", cc->model, tag);
-	if (store_get(cc->s, k, &v) != ORGW_OK || v == NULL)
-		return false;
-	hot = record_cooldown_decode(v, &cd) == ORGW_OK &&
-	      failover_breaker_cooling(&cd, cc->now);
-	free(v);
-	return hot;
+	return read_cooldown(cc->s, cc->model, tag, &cd, &have) == ORGW_OK &&
+	       have && failover_breaker_cooling(&cd, cc->now);
 }
 
 /* Reads BEST_PROVIDER for model. */
@@ -634,37 +647,70 @@ struct fail_args {
 	int64_t now;
 	bool *tripped;
 	struct state_route *r;
+	struct state_route r_in;	/* *r as the caller gave it */
 };
+
+/*
+ * The failed provider cools already (another request tripped it while
+ * this one was in flight on it): the request goes on with the model's
+ * lock as it is now, as a new request would be routed (SPEC 4 steps 4
+ * to 7, a lock on a cooling provider moved at once), so it fails over
+ * before anything reached its client instead of spending its attempts on
+ * a provider every other request has left.  A model that would need an
+ * inline scoring goes on unpinned: the relay does not score mid-request.
+ */
+static enum orgw_err
+follow_lock(struct store *s, const struct fail_args *a)
+{
+	enum orgw_err err;
+
+	if (a->r == NULL)
+		return ORGW_OK;
+	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
+	if (a->r->kind == ROUTE_SCORED || a->r->tag[0] == '\0')
+		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
+	return err;
+}
 
 static enum orgw_err
 do_failure(struct store *s, void *arg)
 {
 	struct fail_args *a = arg;
 	struct rec_failure f;
-	struct rec_cooldown cd;
+	struct rec_cooldown cd, trip;
 	struct rec_lock lock;
 	struct rec_cands cands;
 	struct cool_ctx cc = {s, a->model, a->now};
-	bool have_lock, have_cands;
+	bool have_lock, have_cands, have_cd;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
+	enum failover_breaker b;
 
+	/* Set afresh on every run: a commit that lost a race runs this
+	 * again (state_txn). */
 	*a->tripped = false;
+	if (a->r)
+		*a->r = a->r_in;
+	if ((err = read_cooldown(s, a->model, a->tag, &cd, &have_cd)))
+		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->tag);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL || record_failure_decode(v, &f) != ORGW_OK)
 		memset(&f, 0, sizeof(f));
 	free(v);
-	*a->tripped = failover_breaker_fail(&f, a->reason, a->now,
-					    a->c->fail_limit,
-					    a->c->cooldown_seconds, &cd);
+	b = failover_breaker_fail(&f, have_cd ? &cd : NULL, a->reason, a->now,
+				  a->c->fail_limit, a->c->cooldown_seconds,
+				  &trip);
+	if (b == BREAKER_COOLING)
+		return follow_lock(s, a);
 	if ((err = put_text(s, k, record_failure_encode(&f))))
 		return err;
-	if (!*a->tripped)
+	if (b != BREAKER_TRIPPED)
 		return ORGW_OK;
+	*a->tripped = true;
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
-	if ((err = put_text(s, k, record_cooldown_encode(&cd))))
+	if ((err = put_text(s, k, record_cooldown_encode(&trip))))
 		return err;
 	if ((err = event_count(s, a->model, a->now, LX_TRIPS, a->tag)) !=
 	    ORGW_OK)
@@ -696,14 +742,22 @@ state_failure(const struct orgw_conf *c, const char *model, const char *tag,
 	      const char *reason, int64_t now, bool *tripped,
 	      struct state_route *r)
 {
-	struct fail_args a = {c, model, tag, reason, now, tripped, r};
+	struct fail_args a = {c, model, tag, reason, now, tripped, r, {0}};
 	enum orgw_err err;
 
+	if (r)
+		a.r_in = *r;
 	*tripped = false;
 	err = state_txn(c, true, do_failure, &a);
-	if (err != ORGW_OK)
+	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): failure of %s not recorded",
 			 orgw_strerror(err), tag);
+		/* Nothing was written: no trip, and the request goes on
+		 * where it was. */
+		*tripped = false;
+		if (r)
+			*r = a.r_in;
+	}
 	if (*tripped) {
 		char m[ORGW_MODEL_MAX * 4];
 		log_warn("breaker tripped: model=%s provider=%s reason=%s "

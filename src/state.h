@@ -96,7 +96,11 @@ enum orgw_err state_store_candidates(const struct orgw_conf *c,
  * When the breaker trips, writes the cooldown and re-locks the model to
  * the next candidate not cooling; *tripped is set and r (when non-NULL)
  * gets the route to continue on (ROUTE_RELOCKED, or ROUTE_UNPINNED when
- * nothing is left).  Without a trip r is left alone.
+ * nothing is left).  A failure of a provider that cools already (tripped
+ * by another request meanwhile) is not counted: no trip, and r gets the
+ * model's lock as a new request would find it (ROUTE_LOCKED or
+ * ROUTE_RELOCKED on another provider, or ROUTE_UNPINNED).  Otherwise,
+ * and when the state is unavailable, r is left alone.
  */
 enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 			    const char *tag, const char *reason, int64_t now,

@@ -1125,7 +1125,11 @@ function handleGen(ctx, rawBody, api) {
       case 'status': {
         const code = Number.isInteger(f.status) ? f.status : 502;
         const extra = f.retry_after != null ? { 'Retry-After': String(f.retry_after) } : null;
-        return sendJson(ctx, code, api.statusError(code, ep, f), extra);
+        const send = () => sendJson(ctx, code, api.statusError(code, ep, f), extra);
+        if (!(f.ms > 0)) return send();
+        // A provider that takes a while to fail keeps many requests in flight on it.
+        ctx.timer = setTimeout(() => { ctx.timer = null; if (!ctx.closed) send(); }, f.ms);
+        return;
       }
       default: break;
     }
