@@ -917,6 +917,7 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
  */
 struct finish_job {
 	const char *model;
+	const char *as;		/* the model it is counted under */
 	struct stats_delta d;	/* a copy; its strings are the caller's, who
 				 * waits until done */
 	const char *ok_tag;
@@ -940,6 +941,7 @@ struct finish_batch {
 	size_t n_keys, cap_keys;
 	const char *cands_model;	/* the model cands belongs to */
 	const struct rec_cands *cands;
+	const char *known_model;	/* the last one found seen */
 };
 
 /*
@@ -1040,10 +1042,10 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 	bool fresh;
 
 	/* Jobs of one model (most of a batch) read its candidates once. */
-	if (b->cands_model == NULL || strcmp(b->cands_model, j->model) != 0) {
-		if ((err = cached_cands(s, j->model, &cands)) != ORGW_OK)
+	if (b->cands_model == NULL || strcmp(b->cands_model, j->as) != 0) {
+		if ((err = cached_cands(s, j->as, &cands)) != ORGW_OK)
 			return err;
-		b->cands_model = j->model;
+		b->cands_model = j->as;
 		b->cands = cands;
 	}
 	ledger_price(&j->d, b->cands);
@@ -1051,7 +1053,7 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 	record_day(j->d.now, day);
 	/* A key that cannot be made (a model id too long for it) counts
 	 * nothing, as for a key GDBM would refuse. */
-	if (ledger_key(k, sizeof(k), j->model, day, ledger_api(&j->d),
+	if (ledger_key(k, sizeof(k), j->as, day, ledger_api(&j->d),
 		       ledger_provider(&j->d))) {
 		if ((e = batch_key(b, k, &fresh)) == NULL)
 			return ORGW_ENOMEM;
@@ -1075,14 +1077,14 @@ batch_hit(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
 	    d->tag == NULL || d->tag[0] == '\0')
 		return ORGW_OK;
-	key3(k, "HIT", j->model, d->tag);
+	key3(k, "HIT", j->as, d->tag);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (fresh) {
 		if ((err = store_get(s, k, &v)) != ORGW_OK)
 			return err;
 		if (v == NULL || record_hit_decode(v, &e->hit) != ORGW_OK)
-			err = legacy_hit(s, j->model, d->tag, &e->hit);
+			err = legacy_hit(s, j->as, d->tag, &e->hit);
 		free(v);
 		if (err != ORGW_OK)
 			return err;
@@ -1105,7 +1107,7 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 
 	if (j->ok_tag == NULL)
 		return ORGW_OK;
-	key3(k, "PROVIDER_FAILURE", j->model, j->ok_tag);
+	key3(k, "PROVIDER_FAILURE", j->as, j->ok_tag);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (!fresh)
@@ -1121,6 +1123,40 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	return err;
 }
 
+/*
+ * The model job j is counted under (j->as): its own once OpenRouter is
+ * known to serve it (MODEL_SEEN:<model>: its endpoints were fetched, or
+ * an earlier answer on it succeeded), or when this answer succeeded,
+ * which marks it seen now (a client's own provider object on a model no
+ * request scored yet).  Anything else is counted under STATE_OTHER_MODEL
+ * (SPEC 4 step 2): invented ids, sent with their own provider object or
+ * not, leave no ledger cell, hit rate or failure count of their own, so
+ * a client cannot grow the state with them.
+ */
+static enum orgw_err
+batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	j->as = j->model;
+	if (strcmp(j->model, STATE_OTHER_MODEL) == 0 ||
+	    (b->known_model != NULL && strcmp(b->known_model, j->model) == 0))
+		return ORGW_OK;
+	key2(k, "MODEL_SEEN", j->model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (v == NULL && j->d.ok == 0) {
+		j->as = STATE_OTHER_MODEL;
+		return ORGW_OK;
+	}
+	if (v == NULL)
+		err = put_text(s, k, record_model_seen_encode(j->d.now));
+	free(v);
+	b->known_model = j->model;
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1132,10 +1168,12 @@ do_finish_batch(struct store *s, void *arg)
 	/* A transaction that runs again (a Redis conflict) starts over. */
 	b->n_keys = 0;
 	b->cands_model = NULL;
+	b->known_model = NULL;
 	if (b->lost > 0 && (err = lost_add(s, b->lost)) != ORGW_OK)
 		return err;
 	for (j = b->jobs; err == ORGW_OK && j != NULL; j = j->next)
-		if ((err = batch_cell(s, b, j)) == ORGW_OK &&
+		if ((err = batch_model(s, b, j)) == ORGW_OK &&
+		    (err = batch_cell(s, b, j)) == ORGW_OK &&
 		    (err = batch_hit(s, b, j)) == ORGW_OK)
 			err = batch_ok(s, b, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {

@@ -109,7 +109,9 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 /*
  * The request's end: adds d to its ledger cell (ledger.h) and its
  * provider's measured hit rate and, when ok_tag is not NULL, resets that
- * provider's consecutive failure count.  A cost the answer did not
+ * provider's consecutive failure count.  A model not seen
+ * (MODEL_SEEN:<model>) is counted under STATE_OTHER_MODEL, unless d is a
+ * success (OpenRouter served it), which marks it seen.  A cost the answer did not
  * report is priced in the transaction (ledger_price): d->cost_usd and
  * d->cost_estimated say what was counted, for the request's log line.
  */

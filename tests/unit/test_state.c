@@ -527,6 +527,76 @@ test_finish(void)
 	free(v);
 }
 
+/* One finished request on model (ok or not), at NOW. */
+static enum orgw_err
+finish_one(const char *model, bool ok)
+{
+	struct stats_delta d;
+
+	memset(&d, 0, sizeof(d));
+	d.api = "chat";
+	d.requests = 1;
+	d.ok = ok ? 1 : 0;
+	d.now = NOW;
+	d.ttfb_ms = d.total_ms = 5;
+	return state_finish(&conf, model, &d, NULL);
+}
+
+/* A cell's requests, by model, day and API, for any provider tag. */
+static double
+requests_of(const char *model, const char *day)
+{
+	char k[256], *v;
+	struct ledger_cell c;
+
+	snprintf(k, sizeof(k), "LEDGER:%s:%s:chat:%s", model, day,
+		 RECORD_MONEY_UNKNOWN);
+	v = get(k);
+	(void)ledger_cell_decode(v, &c);
+	free(v);
+	return c.v[LX_REQUESTS];
+}
+
+/*
+ * Ids OpenRouter is not known to serve leave no key of their own: their
+ * requests are counted under STATE_OTHER_MODEL until one succeeds (which
+ * marks the model seen).
+ */
+static void
+test_unseen(void)
+{
+	struct state_route r;
+	char day[11], *v = NULL;
+
+	record_day(NOW, day);
+	store_mem_reset();
+	T_ASSERT("unseen: a failed request on an id never seen is counted "
+		 "under (other)",
+		 finish_one("x/invented", false) == ORGW_OK &&
+			 requests_of(STATE_OTHER_MODEL, day) == 1 &&
+			 store_mem_count("LEDGER:x/invented:") == 0 &&
+			 store_mem_count("MODEL_SEEN:x/invented") == 0);
+	T_ASSERT("unseen: a success marks it seen and counts it as its own",
+		 finish_one("x/real", true) == ORGW_OK &&
+			 requests_of("x/real", day) == 1 &&
+			 store_mem_count("MODEL_SEEN:x/real") == 1);
+	T_ASSERT("unseen: once seen, a failure counts as its own too",
+		 finish_one("x/real", false) == ORGW_OK &&
+			 requests_of("x/real", day) == 2 &&
+			 requests_of(STATE_OTHER_MODEL, day) == 1);
+	/* A failed first scoring keeps its error record (no worker fetches
+	 * again for a minute), which marks nothing seen: the scorer's run
+	 * drops it (test_scorerun). */
+	T_ASSERT("unseen: a failed first scoring is recorded, not seen",
+		 state_route_scored(&conf, "x/broken", NULL,
+				    "endpoints HTTP 500", NOW, &r) == ORGW_OK &&
+			 r.kind == ROUTE_UNPINNED &&
+			 (v = get("PROVIDER_CANDIDATE:x/broken")) != NULL &&
+			 strstr(v, "endpoints HTTP 500") != NULL &&
+			 store_mem_count("MODEL_SEEN:x/broken") == 0);
+	free(v);
+}
+
 static void
 test_operator(void)
 {
@@ -576,6 +646,7 @@ main(void)
 	test_breaker();
 	test_breaker_cooling();
 	test_finish();
+	test_unseen();
 	test_operator();
 	store_mem_reset();
 	conf_free(&conf);
