@@ -189,21 +189,23 @@ failover_kind_name(enum failover_kind k)
 	return "other";
 }
 
-bool
-failover_breaker_fail(struct rec_failure *f, const char *reason, int64_t now,
-		      int fail_limit, int64_t cooldown_seconds,
-		      struct rec_cooldown *trip)
+enum failover_breaker
+failover_breaker_fail(struct rec_failure *f, const struct rec_cooldown *cd,
+		      const char *reason, int64_t now, int fail_limit,
+		      int64_t cooldown_seconds, struct rec_cooldown *trip)
 {
+	if (failover_breaker_cooling(cd, now))
+		return BREAKER_COOLING;
 	f->count++;
 	f->last = now;
 	snprintf(f->reason, sizeof(f->reason), "%s", reason);
 	if (f->count < fail_limit)
-		return false;
+		return BREAKER_COUNTED;
 	memset(trip, 0, sizeof(*trip));
 	trip->until = now + cooldown_seconds;
 	snprintf(trip->reason, sizeof(trip->reason), "%s", reason);
 	f->count = 0;
-	return true;
+	return BREAKER_TRIPPED;
 }
 
 void

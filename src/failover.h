@@ -142,14 +142,30 @@ void failover_count(struct stats_delta *d, enum failover_kind k);
 /* "timeout", "5xx", ... as stored in PROVIDER_FAILURE.  Static. */
 const char *failover_kind_name(enum failover_kind k);
 
+/* What one failure did to the provider's breaker. */
+enum failover_breaker {
+	BREAKER_COUNTED,	/* counted, below fail_limit: retry it */
+	BREAKER_TRIPPED,	/* the fail_limit-th: it cools from now on */
+	BREAKER_COOLING,	/* it cools already: not counted */
+};
+
 /*
- * The breaker: records one failure (reason is copied, truncated) at now.
- * Returns true when the breaker tripped; then *trip holds the cooldown
- * (until now + cooldown_seconds) and f->count is back to 0.
+ * The breaker: one failure (reason is copied, truncated) at now of a
+ * provider whose stored cooldown is cd (NULL when none).  A provider
+ * that cools already is not counted again (BREAKER_COOLING, f left
+ * alone): the requests that were in flight on it when another one
+ * tripped it fail too, and counting them would trip it a second time
+ * and stretch its cooldown for failures it was already cooling for.
+ * Otherwise the failure is counted in f; at fail_limit it returns
+ * BREAKER_TRIPPED with the cooldown (until now + cooldown_seconds) in
+ * *trip and f->count back to 0.  *trip is written only on a trip.
  */
-bool failover_breaker_fail(struct rec_failure *f, const char *reason,
-			   int64_t now, int fail_limit,
-			   int64_t cooldown_seconds, struct rec_cooldown *trip);
+enum failover_breaker failover_breaker_fail(struct rec_failure *f,
+					    const struct rec_cooldown *cd,
+					    const char *reason, int64_t now,
+					    int fail_limit,
+					    int64_t cooldown_seconds,
+					    struct rec_cooldown *trip);
 
 /* Records a success: the consecutive count starts again. */
 void failover_breaker_ok(struct rec_failure *f);

@@ -513,7 +513,9 @@ parse_body(struct relay *rl)
 	return true;
 }
 
-/* Feeds a failure to the breaker; follows a re-lock on a trip. */
+/* Feeds a failure to the breaker; the next attempt goes where it says:
+ * the re-lock of a trip, or the model's current lock when the provider
+ * was cooling already (state_failure leaves next alone otherwise). */
 static void
 provider_failed(struct relay *rl, enum failover_kind kind)
 {
@@ -525,10 +527,9 @@ provider_failed(struct relay *rl, enum failover_kind kind)
 		return;
 	state_failure(rl->c, rl->req.model, tag, failover_kind_name(kind),
 		      clock_now_s(), &tripped, &next);
-	if (tripped) {
+	if (tripped)
 		rl->d.trips++;
-		rl->route = next;
-	}
+	rl->route = next;
 }
 
 /* Sleeps for a 429 retry while watching the client and keeping its

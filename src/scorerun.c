@@ -77,9 +77,11 @@ scorerun_answer(const struct score_params *p, long status, const char *body,
 
 	memset(res, 0, sizeof(*res));
 	if (status != 200) {
-		/* OPENROUTER.md 1: 403, 404 (unknown model), 500. */
+		/* OPENROUTER.md 1: 403, 404 (unknown model), 500; an id
+		 * that is no valid model id at all is answered 400. */
 		snprintf(err, errlen, "endpoints HTTP %ld", status);
-		return status == 404 ? ORGW_ENOENT : ORGW_EUPSTREAM;
+		return status == 404 || status == 400 ? ORGW_ENOENT :
+							 ORGW_EUPSTREAM;
 	}
 	e = score_endpoints(body, len, utc_hhmm, p, res);
 	if (e != ORGW_OK)
@@ -454,6 +456,156 @@ by_first_seen(const void *a, const void *b)
 	return strcmp(x->model, y->model);
 }
 
+/* Seen models by id, for keep_has(). */
+static int
+by_model(const void *a, const void *b)
+{
+	return strcmp(((const struct seen_ent *)a)->model,
+		      ((const struct seen_ent *)b)->model);
+}
+
+/*
+ * The models the state keeps keys for: the seen ones (v, sorted by_model),
+ * TARGET_MODEL's, and STATE_OTHER_MODEL, where requests on the others
+ * are counted.
+ */
+struct keep {
+	const struct orgw_conf *c;
+	const struct seen_ent *v;
+	size_t n;
+};
+
+static bool
+keep_has(const struct keep *k, const char *model)
+{
+	struct seen_ent key;
+	size_t i;
+
+	if (strcmp(model, STATE_OTHER_MODEL) == 0)
+		return true;
+	for (i = 0; i < k->c->n_target_models; i++)
+		if (strcmp(k->c->target_models[i], model) == 0)
+			return true;
+	if (strlen(model) >= sizeof(key.model))
+		return false;
+	snprintf(key.model, sizeof(key.model), "%s", model);
+	return k->n > 0 &&
+	       bsearch(&key, k->v, k->n, sizeof(*k->v), by_model) != NULL;
+}
+
+/*
+ * The model of a per-model key other than MODEL_SEEN and the ledger's
+ * cells (SPEC 7, README "State and logs") into model (n bytes); false
+ * for any other key.  Keys with a tag split at the last ':' (a tag holds
+ * none).  The old release's STATS:/METRICS: records are history that
+ * /stats adds in, never deleted.
+ */
+static bool
+key_model(const char *key, char *model, size_t n)
+{
+	static const struct {
+		const char *prefix;
+		bool tagged;
+	} per[] = {{"BEST_PROVIDER:", false},	 {"PROVIDER_CANDIDATE:", false},
+		   {"LOCK_LOG:", false},	 {"PROVIDER_FAILURE:", true},
+		   {"PROVIDER_COOLDOWN:", true}, {"HIT:", true}};
+	const char *rest, *end;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(per) / sizeof(per[0]); i++) {
+		len = strlen(per[i].prefix);
+		if (strncmp(key, per[i].prefix, len) != 0)
+			continue;
+		rest = key + len;
+		end = per[i].tagged ? strrchr(rest, ':') : rest + strlen(rest);
+		if (end == NULL || end == rest || (size_t)(end - rest) >= n)
+			return false;
+		memcpy(model, rest, (size_t)(end - rest));
+		model[end - rest] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* The keys of models the state no longer keeps, collected while the
+ * store is walked and deleted after it. */
+struct sweep_ctx {
+	const struct keep *k;
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static int
+sweep_key(void *arg, const char *key, const char *val)
+{
+	struct sweep_ctx *sw = arg;
+	char model[ORGW_MODEL_MAX];
+
+	(void)val;
+	if (!key_model(key, model, sizeof(model)) || keep_has(sw->k, model))
+		return 0;
+	if (sw->n == sw->cap) {
+		size_t cap = sw->cap ? sw->cap * 2 : 64;
+		char **v = realloc(sw->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			sw->oom = true;
+			return 1;
+		}
+		sw->v = v;
+		sw->cap = cap;
+	}
+	if ((sw->v[sw->n] = strdup(key)) == NULL) {
+		sw->oom = true;
+		return 1;
+	}
+	sw->n++;
+	return 0;
+}
+
+/* Deletes every per-model key of a model k does not keep; *n says how
+ * many. */
+static enum orgw_err
+sweep(struct store *s, const struct keep *k, size_t *n)
+{
+	struct sweep_ctx sw = {k, NULL, 0, 0, false};
+	enum orgw_err err;
+	size_t i;
+
+	err = store_each(s, "", sweep_key, &sw);
+	if (err == ORGW_OK && sw.oom)
+		err = ORGW_ENOMEM;
+	for (i = 0; err == ORGW_OK && i < sw.n; i++)
+		err = store_del(s, sw.v[i]);
+	*n = err == ORGW_OK ? sw.n : 0;
+	for (i = 0; i < sw.n; i++)
+		free(sw.v[i]);
+	free(sw.v);
+	return err;
+}
+
+/* Reads the seen models (MODEL_SEEN:<model> keys and the old MODELS_SEEN
+ * list) into p, sorted by id. */
+static enum orgw_err
+seen_read(struct store *s, struct prune_ctx *p)
+{
+	char *v = NULL;
+	enum orgw_err err;
+
+	if ((err = store_each(s, SEEN_PREFIX, prune_key, p)) != ORGW_OK ||
+	    (err = store_get(s, "MODELS_SEEN", &v)) != ORGW_OK)
+		return err;
+	if (v != NULL)
+		(void)record_seen_each(v, prune_legacy, p);
+	free(v);
+	if (p->oom)
+		return ORGW_ENOMEM;
+	if (p->n > 1)
+		qsort(p->v, p->n, sizeof(p->v[0]), by_model);
+	return ORGW_OK;
+}
+
 struct scorerun_model *
 scorerun_list(const struct orgw_conf *c, size_t *n)
 {
@@ -505,8 +657,9 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 }
 
 struct prune_args {
-	int max;
+	const struct orgw_conf *c;
 	size_t dropped;
+	size_t swept;		/* keys of models no longer kept */
 };
 
 /* The pruning transaction: see scorerun_prune(). */
@@ -552,8 +705,8 @@ do_prune(struct store *s, void *arg)
 	}
 	if (v != NULL && (err = store_del(s, "MODELS_SEEN")) != ORGW_OK)
 		goto out;
-	if (p.n > (size_t)pa->max) {
-		drop = p.n - (size_t)pa->max;
+	if (p.n > (size_t)pa->c->max_models) {
+		drop = p.n - (size_t)pa->c->max_models;
 		qsort(p.v, p.n, sizeof(p.v[0]), by_use);
 	}
 	for (i = 0; i < drop; i++) {
@@ -562,7 +715,20 @@ do_prune(struct store *s, void *arg)
 			goto out;
 	}
 	pa->dropped = drop;
-	err = ORGW_OK;
+	/* A model dropped takes its other keys with it, and so does any
+	 * model that was never seen (an error record of a failed first
+	 * scoring written by an older release, a cooldown of a dropped
+	 * model's provider): what is left is bounded by MAX_MODELS.  Its
+	 * ledger cells are folded into STATE_OTHER_MODEL's (scorerun_fold). */
+	{
+		struct keep kp = {pa->c, NULL, p.n - drop};
+
+		if (kp.n > 0) {
+			kp.v = p.v + drop;
+			qsort(p.v + drop, kp.n, sizeof(p.v[0]), by_model);
+		}
+		err = sweep(s, &kp, &pa->swept);
+	}
 out:
 	free(v);
 	free(p.v);
@@ -581,7 +747,19 @@ struct fold_ctx {
 	struct fold_ent *v;
 	size_t n, cap;
 	bool oom;
+	struct keep keep;	/* the models whose cells stay their own */
 };
+
+/* Empties f's list of cells (a transaction run again starts over). */
+static void
+fold_clear(struct fold_ctx *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		free(f->v[i].old_key);
+	f->n = 0;
+}
 
 static int
 fold_key(void *arg, const char *key, const char *val)
@@ -590,7 +768,13 @@ fold_key(void *arg, const char *key, const char *val)
 	struct ledger_key_parts p;
 	struct fold_ent *e;
 
-	if (!ledger_key_split(key, &p) || !ledger_day_old(p.day, f->now))
+	bool old, gone;
+
+	if (!ledger_key_split(key, &p))
+		return 0;
+	old = ledger_day_old(p.day, f->now);
+	gone = !keep_has(&f->keep, p.model);
+	if (!old && !gone)
 		return 0;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? f->cap * 2 : 64;
@@ -604,8 +788,9 @@ fold_key(void *arg, const char *key, const char *val)
 		f->cap = cap;
 	}
 	e = &f->v[f->n];
-	if (!ledger_key(e->total_key, sizeof(e->total_key), p.model,
-			LEDGER_TOTAL, p.api, p.tag))
+	if (!ledger_key(e->total_key, sizeof(e->total_key),
+			gone ? STATE_OTHER_MODEL : p.model,
+			old ? LEDGER_TOTAL : p.day, p.api, p.tag))
 		return 0;
 	if ((e->old_key = strdup(key)) == NULL) {
 		f->oom = true;
@@ -628,23 +813,39 @@ by_total_key(const void *a, const void *b)
  * The folding transaction: every cell of a day before the LEDGER_DAYS
  * that /stats shows day by day is added to its model, API and
  * provider's LEDGER_TOTAL cell and deleted, so the cells a /stats walk
- * reads stay bounded however long the state counts.  The cells are
- * collected first (no write while the store is walked) and each total is
- * read and written once (a Redis transaction does not read its own
- * writes).
+ * reads stay bounded however long the state counts.  The cells of a
+ * model the state no longer keeps (dropped past MAX_MODELS, or never
+ * seen) are added to STATE_OTHER_MODEL's cell of the same day, API and
+ * provider: the totals over all models (requests, tokens, spend) stay
+ * exact while the model's own rows go.  The cells are collected first
+ * (no write while the store is walked) and each total is read and
+ * written once (a Redis transaction does not read its own writes).
  */
 static enum orgw_err
 do_fold(struct store *s, void *arg)
 {
 	struct fold_ctx *f = arg;
+	struct prune_ctx seen = {NULL, 0, 0, false};
 	enum orgw_err err;
 	size_t i, j;
 
-	if ((err = store_each(s, LEDGER_PREFIX, fold_key, f)) != ORGW_OK)
+	fold_clear(f);
+	if ((err = seen_read(s, &seen)) != ORGW_OK) {
+		free(seen.v);
+		return err;
+	}
+	f->keep.v = seen.v;
+	f->keep.n = seen.n;
+	err = store_each(s, LEDGER_PREFIX, fold_key, f);
+	f->keep.v = NULL;
+	f->keep.n = 0;
+	free(seen.v);
+	if (err != ORGW_OK)
 		return err;
 	if (f->oom)
 		return ORGW_ENOMEM;
-	qsort(f->v, f->n, sizeof(f->v[0]), by_total_key);
+	if (f->n > 1)
+		qsort(f->v, f->n, sizeof(f->v[0]), by_total_key);
 	for (i = 0; i < f->n; i = j) {
 		struct ledger_cell total;
 		char *v = NULL, *text;
@@ -674,14 +875,13 @@ scorerun_fold(const struct orgw_conf *c, int64_t now, size_t *folded)
 {
 	struct fold_ctx f;
 	enum orgw_err err;
-	size_t i;
 
 	memset(&f, 0, sizeof(f));
 	f.now = now;
+	f.keep.c = c;
 	err = state_txn(c, true, do_fold, &f);
 	*folded = err == ORGW_OK ? f.n : 0;
-	for (i = 0; i < f.n; i++)
-		free(f.v[i].old_key);
+	fold_clear(&f);
 	free(f.v);
 	if (err != ORGW_OK)
 		log_warn("scorer: folding the ledger's old days of %s: %s",
@@ -692,7 +892,7 @@ scorerun_fold(const struct orgw_conf *c, int64_t now, size_t *folded)
 enum orgw_err
 scorerun_prune(const struct orgw_conf *c, size_t *dropped)
 {
-	struct prune_args pa = {c->max_models, 0};
+	struct prune_args pa = {c, 0, 0};
 	enum orgw_err err = state_txn(c, true, do_prune, &pa);
 	size_t folded;
 
@@ -704,6 +904,9 @@ scorerun_prune(const struct orgw_conf *c, size_t *dropped)
 	else if (pa.dropped > 0)
 		log_warn("scorer: %zu seen models over MAX_MODELS (%d) dropped, "
 			 "the longest unused first", pa.dropped, c->max_models);
+	if (err == ORGW_OK && pa.swept > 0)
+		log_info("scorer: %zu keys of models not kept deleted",
+			 pa.swept);
 	return err;
 }
 

@@ -36,7 +36,8 @@ bool scorerun_url(const struct orgw_conf *c, const char *model, char *dst,
  * Scores an endpoints answer that arrived with HTTP status at clock time
  * utc_hhmm.  On ORGW_OK the caller owns *res (score_result_free);
  * otherwise err says why ("endpoints HTTP 404", "endpoints response
- * unreadable"), and ORGW_ENOENT means the model does not exist (404).
+ * unreadable"), and ORGW_ENOENT means the model does not exist (404,
+ * or 400 for an id that is no model id).
  * Shared by scorerun_fetch() and the parallel run.
  */
 enum orgw_err scorerun_answer(const struct score_params *p, long status,

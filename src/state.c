@@ -180,21 +180,34 @@ struct cool_ctx {
 	int64_t now;
 };
 
+/* Reads PROVIDER_COOLDOWN of tag for model into cd; *have false when
+ * there is none (or it does not decode: it cools nobody then). */
+static enum orgw_err
+read_cooldown(struct store *s, const char *model, const char *tag,
+	      struct rec_cooldown *cd, bool *have)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	memset(cd, 0, sizeof(*cd));
+	*have = false;
+	key3(k, "PROVIDER_COOLDOWN", model, tag);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	*have = v != NULL && record_cooldown_decode(v, cd) == ORGW_OK;
+	free(v);
+	return ORGW_OK;
+}
+
 static bool
 cooling(void *arg, const char *tag)
 {
 	struct cool_ctx *cc = arg;
 	struct rec_cooldown cd;
-	char k[KEY_MAX], *v = NULL;
-	bool hot;
+	bool have;
 
-	key3(k, "PROVIDER_COOLDOWN", cc->model, tag);
-	if (store_get(cc->s, k, &v) != ORGW_OK || v == NULL)
-		return false;
-	hot = record_cooldown_decode(v, &cd) == ORGW_OK &&
-	      failover_breaker_cooling(&cd, cc->now);
-	free(v);
-	return hot;
+	return read_cooldown(cc->s, cc->model, tag, &cd, &have) == ORGW_OK &&
+	       have && failover_breaker_cooling(&cd, cc->now);
 }
 
 /* Reads BEST_PROVIDER for model. */
@@ -634,37 +647,70 @@ struct fail_args {
 	int64_t now;
 	bool *tripped;
 	struct state_route *r;
+	struct state_route r_in;	/* *r as the caller gave it */
 };
+
+/*
+ * The failed provider cools already (another request tripped it while
+ * this one was in flight on it): the request goes on with the model's
+ * lock as it is now, as a new request would be routed (SPEC 4 steps 4
+ * to 7, a lock on a cooling provider moved at once), so it fails over
+ * before anything reached its client instead of spending its attempts on
+ * a provider every other request has left.  A model that would need an
+ * inline scoring goes on unpinned: the relay does not score mid-request.
+ */
+static enum orgw_err
+follow_lock(struct store *s, const struct fail_args *a)
+{
+	enum orgw_err err;
+
+	if (a->r == NULL)
+		return ORGW_OK;
+	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
+	if (a->r->kind == ROUTE_SCORED || a->r->tag[0] == '\0')
+		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
+	return err;
+}
 
 static enum orgw_err
 do_failure(struct store *s, void *arg)
 {
 	struct fail_args *a = arg;
 	struct rec_failure f;
-	struct rec_cooldown cd;
+	struct rec_cooldown cd, trip;
 	struct rec_lock lock;
 	struct rec_cands cands;
 	struct cool_ctx cc = {s, a->model, a->now};
-	bool have_lock, have_cands;
+	bool have_lock, have_cands, have_cd;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
+	enum failover_breaker b;
 
+	/* Set afresh on every run: a commit that lost a race runs this
+	 * again (state_txn). */
 	*a->tripped = false;
+	if (a->r)
+		*a->r = a->r_in;
+	if ((err = read_cooldown(s, a->model, a->tag, &cd, &have_cd)))
+		return err;
 	key3(k, "PROVIDER_FAILURE", a->model, a->tag);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL || record_failure_decode(v, &f) != ORGW_OK)
 		memset(&f, 0, sizeof(f));
 	free(v);
-	*a->tripped = failover_breaker_fail(&f, a->reason, a->now,
-					    a->c->fail_limit,
-					    a->c->cooldown_seconds, &cd);
+	b = failover_breaker_fail(&f, have_cd ? &cd : NULL, a->reason, a->now,
+				  a->c->fail_limit, a->c->cooldown_seconds,
+				  &trip);
+	if (b == BREAKER_COOLING)
+		return follow_lock(s, a);
 	if ((err = put_text(s, k, record_failure_encode(&f))))
 		return err;
-	if (!*a->tripped)
+	if (b != BREAKER_TRIPPED)
 		return ORGW_OK;
+	*a->tripped = true;
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
-	if ((err = put_text(s, k, record_cooldown_encode(&cd))))
+	if ((err = put_text(s, k, record_cooldown_encode(&trip))))
 		return err;
 	if ((err = event_count(s, a->model, a->now, LX_TRIPS, a->tag)) !=
 	    ORGW_OK)
@@ -696,14 +742,22 @@ state_failure(const struct orgw_conf *c, const char *model, const char *tag,
 	      const char *reason, int64_t now, bool *tripped,
 	      struct state_route *r)
 {
-	struct fail_args a = {c, model, tag, reason, now, tripped, r};
+	struct fail_args a = {c, model, tag, reason, now, tripped, r, {0}};
 	enum orgw_err err;
 
+	if (r)
+		a.r_in = *r;
 	*tripped = false;
 	err = state_txn(c, true, do_failure, &a);
-	if (err != ORGW_OK)
+	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): failure of %s not recorded",
 			 orgw_strerror(err), tag);
+		/* Nothing was written: no trip, and the request goes on
+		 * where it was. */
+		*tripped = false;
+		if (r)
+			*r = a.r_in;
+	}
 	if (*tripped) {
 		char m[ORGW_MODEL_MAX * 4];
 		log_warn("breaker tripped: model=%s provider=%s reason=%s "
@@ -856,6 +910,7 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
  */
 struct finish_job {
 	const char *model;
+	const char *as;		/* the model it is counted under */
 	struct stats_delta d;	/* a copy; its strings are the caller's, who
 				 * waits until done */
 	const char *ok_tag;
@@ -879,6 +934,7 @@ struct finish_batch {
 	size_t n_keys, cap_keys;
 	const char *cands_model;	/* the model cands belongs to */
 	const struct rec_cands *cands;
+	const char *known_model;	/* the last one found seen */
 };
 
 /*
@@ -979,10 +1035,10 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 	bool fresh;
 
 	/* Jobs of one model (most of a batch) read its candidates once. */
-	if (b->cands_model == NULL || strcmp(b->cands_model, j->model) != 0) {
-		if ((err = cached_cands(s, j->model, &cands)) != ORGW_OK)
+	if (b->cands_model == NULL || strcmp(b->cands_model, j->as) != 0) {
+		if ((err = cached_cands(s, j->as, &cands)) != ORGW_OK)
 			return err;
-		b->cands_model = j->model;
+		b->cands_model = j->as;
 		b->cands = cands;
 	}
 	ledger_price(&j->d, b->cands);
@@ -990,7 +1046,7 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 	record_day(j->d.now, day);
 	/* A key that cannot be made (a model id too long for it) counts
 	 * nothing, as for a key GDBM would refuse. */
-	if (ledger_key(k, sizeof(k), j->model, day, ledger_api(&j->d),
+	if (ledger_key(k, sizeof(k), j->as, day, ledger_api(&j->d),
 		       ledger_provider(&j->d))) {
 		if ((e = batch_key(b, k, &fresh)) == NULL)
 			return ORGW_ENOMEM;
@@ -1014,14 +1070,14 @@ batch_hit(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
 	    d->tag == NULL || d->tag[0] == '\0')
 		return ORGW_OK;
-	key3(k, "HIT", j->model, d->tag);
+	key3(k, "HIT", j->as, d->tag);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (fresh) {
 		if ((err = store_get(s, k, &v)) != ORGW_OK)
 			return err;
 		if (v == NULL || record_hit_decode(v, &e->hit) != ORGW_OK)
-			err = legacy_hit(s, j->model, d->tag, &e->hit);
+			err = legacy_hit(s, j->as, d->tag, &e->hit);
 		free(v);
 		if (err != ORGW_OK)
 			return err;
@@ -1044,7 +1100,7 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 
 	if (j->ok_tag == NULL)
 		return ORGW_OK;
-	key3(k, "PROVIDER_FAILURE", j->model, j->ok_tag);
+	key3(k, "PROVIDER_FAILURE", j->as, j->ok_tag);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (!fresh)
@@ -1060,6 +1116,40 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	return err;
 }
 
+/*
+ * The model job j is counted under (j->as): its own once OpenRouter is
+ * known to serve it (MODEL_SEEN:<model>: its endpoints were fetched, or
+ * an earlier answer on it succeeded), or when this answer succeeded,
+ * which marks it seen now (a client's own provider object on a model no
+ * request scored yet).  Anything else is counted under STATE_OTHER_MODEL
+ * (SPEC 4 step 2): invented ids, sent with their own provider object or
+ * not, leave no ledger cell, hit rate or failure count of their own, so
+ * a client cannot grow the state with them.
+ */
+static enum orgw_err
+batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	j->as = j->model;
+	if (strcmp(j->model, STATE_OTHER_MODEL) == 0 ||
+	    (b->known_model != NULL && strcmp(b->known_model, j->model) == 0))
+		return ORGW_OK;
+	key2(k, "MODEL_SEEN", j->model);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (v == NULL && j->d.ok == 0) {
+		j->as = STATE_OTHER_MODEL;
+		return ORGW_OK;
+	}
+	if (v == NULL)
+		err = put_text(s, k, record_model_seen_encode(j->d.now));
+	free(v);
+	b->known_model = j->model;
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1071,10 +1161,12 @@ do_finish_batch(struct store *s, void *arg)
 	/* A transaction that runs again (a Redis conflict) starts over. */
 	b->n_keys = 0;
 	b->cands_model = NULL;
+	b->known_model = NULL;
 	if (b->lost > 0 && (err = lost_add(s, b->lost)) != ORGW_OK)
 		return err;
 	for (j = b->jobs; err == ORGW_OK && j != NULL; j = j->next)
-		if ((err = batch_cell(s, b, j)) == ORGW_OK &&
+		if ((err = batch_model(s, b, j)) == ORGW_OK &&
+		    (err = batch_cell(s, b, j)) == ORGW_OK &&
 		    (err = batch_hit(s, b, j)) == ORGW_OK)
 			err = batch_ok(s, b, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {

@@ -96,7 +96,11 @@ enum orgw_err state_store_candidates(const struct orgw_conf *c,
  * When the breaker trips, writes the cooldown and re-locks the model to
  * the next candidate not cooling; *tripped is set and r (when non-NULL)
  * gets the route to continue on (ROUTE_RELOCKED, or ROUTE_UNPINNED when
- * nothing is left).  Without a trip r is left alone.
+ * nothing is left).  A failure of a provider that cools already (tripped
+ * by another request meanwhile) is not counted: no trip, and r gets the
+ * model's lock as a new request would find it (ROUTE_LOCKED or
+ * ROUTE_RELOCKED on another provider, or ROUTE_UNPINNED).  Otherwise,
+ * and when the state is unavailable, r is left alone.
  */
 enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 			    const char *tag, const char *reason, int64_t now,
@@ -105,7 +109,9 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
 /*
  * The request's end: adds d to its ledger cell (ledger.h) and its
  * provider's measured hit rate and, when ok_tag is not NULL, resets that
- * provider's consecutive failure count.  A cost the answer did not
+ * provider's consecutive failure count.  A model not seen
+ * (MODEL_SEEN:<model>) is counted under STATE_OTHER_MODEL, unless d is a
+ * success (OpenRouter served it), which marks it seen.  A cost the answer did not
  * report is priced in the transaction (ledger_price): d->cost_usd and
  * d->cost_estimated say what was counted, for the request's log line.
  */

@@ -3,15 +3,21 @@
  * state knows, with its lock, candidates, failure counts, live
  * cooldowns, counters (the ledger's cells and hit rates, with the old
  * release's STATS records added in) and recent lock changes (LOCK_LOG),
- * read in one shared-lock transaction (state_txn) and built with cJSON.
- * GET /status renders the same tree (statuspage.c).  GET /metrics reads
- * the same way: the counters in the shapes prom.h names "stats" and
- * "metrics" and the live cooldowns, into a tree that prom_render()
- * formats.
+ * copied out in one shared-lock transaction (state_txn) and built with
+ * cJSON after it.  GET /status renders the same tree (statuspage.c).
+ * GET /metrics reads the same way: the counters in the shapes prom.h
+ * names "stats" and "metrics" and the live cooldowns, into a tree that
+ * prom_render() formats.
+ *
+ * The transaction only copies the keys and values (one walk, a few
+ * allocations a key): decoding every record and building the documents
+ * of a large state took long enough under the shared lock that writers
+ * waiting for it gave up (STORE_LOCK_TIMEOUT_MS) while a few /metrics
+ * loops ran.  The copy is freed once the document is built.
  *
  * Ownership: the document is built under a cJSON root owned by
- * stats_json() and printed once; values read from the store are
- * borrowed for the store_each() callback only.
+ * stats_json() and printed once; the copy belongs to the caller of
+ * snap_read().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,19 +297,99 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	return a->ok ? 0 : 1;
 }
 
-static enum orgw_err
-do_stats(struct store *s, void *arg)
+/* Every key and value of the state, copied out of one transaction. */
+struct snap {
+	char **kv;		/* key, value, key, value, ... (malloc'd) */
+	size_t n, cap;		/* strings in kv */
+	bool oom;
+};
+
+static void
+snap_clear(struct snap *sn)
 {
-	struct stats_args *a = arg;
-	char *seen = NULL;
+	size_t i;
+
+	for (i = 0; i < sn->n; i++)
+		free(sn->kv[i]);
+	free(sn->kv);
+	memset(sn, 0, sizeof(*sn));
+}
+
+static int
+snap_cb(void *arg, const char *key, const char *val)
+{
+	struct snap *sn = arg;
+	char *k, *v;
+
+	if (sn->n + 2 > sn->cap) {
+		size_t cap = sn->cap ? sn->cap * 2 : 256;
+		char **kv = realloc(sn->kv, cap * sizeof(*kv));
+
+		if (kv == NULL) {
+			sn->oom = true;
+			return 1;
+		}
+		sn->kv = kv;
+		sn->cap = cap;
+	}
+	k = strdup(key);
+	v = strdup(val);
+	if (k == NULL || v == NULL) {
+		free(k);
+		free(v);
+		sn->oom = true;
+		return 1;
+	}
+	sn->kv[sn->n++] = k;
+	sn->kv[sn->n++] = v;
+	return 0;
+}
+
+static enum orgw_err
+do_snap(struct store *s, void *arg)
+{
+	struct snap *sn = arg;
 	enum orgw_err err;
 
-	if ((err = store_get(s, "MODELS_SEEN", &seen)) != ORGW_OK)
-		return err;
-	if (seen != NULL)
-		record_seen_each(seen, stats_seen_cb, a);
-	free(seen);
-	return store_each(s, "", stats_key_cb, a);
+	/* A transaction run again starts its copy again. */
+	snap_clear(sn);
+	err = store_each(s, "", snap_cb, sn);
+	if (err == ORGW_OK && sn->oom)
+		err = ORGW_ENOMEM;
+	return err;
+}
+
+/* Copies the whole state into *sn (snap_clear() it after, whatever the
+ * result); the transaction's error. */
+static enum orgw_err
+snap_read(const struct orgw_conf *c, struct snap *sn)
+{
+	memset(sn, 0, sizeof(*sn));
+	return state_txn(c, false, do_snap, sn);
+}
+
+/* Runs cb over the copy, as store_each() would over the store. */
+static void
+snap_each(const struct snap *sn, int (*cb)(void *, const char *, const char *),
+	  void *arg)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < sn->n; i += 2)
+		if (cb(arg, sn->kv[i], sn->kv[i + 1]) != 0)
+			return;
+}
+
+/* The /stats walk over the copy: the old MODELS_SEEN list first. */
+static void
+stats_walk(const struct snap *sn, struct stats_args *a)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < sn->n; i += 2)
+		if (strcmp(sn->kv[i], "MODELS_SEEN") == 0)
+			record_seen_each(sn->kv[i + 1], stats_seen_cb, a);
+	snap_each(sn, stats_key_cb, a);
 }
 
 cJSON *
@@ -319,9 +405,14 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 	       cJSON_AddNumberToObject(root, "generated_at", (double)now) &&
 	       (a.models = cJSON_AddObjectToObject(root, "models")) != NULL;
 	if (a.ok) {
-		err = state_txn(c, false, do_stats, &a);
-		if (err == ORGW_OK)
+		struct snap sn;
+
+		err = snap_read(c, &sn);
+		if (err == ORGW_OK) {
+			stats_walk(&sn, &a);
 			finish_models(&a, true);
+		}
+		snap_clear(&sn);
 		if (err != ORGW_OK &&
 		    !cJSON_AddStringToObject(root, "state_error",
 					     orgw_strerror(err)))
@@ -380,12 +471,6 @@ metrics_key_cb(void *arg, const char *key, const char *val)
 	return a->ok ? 0 : 1;
 }
 
-static enum orgw_err
-do_metrics(struct store *s, void *arg)
-{
-	return store_each(s, "", metrics_key_cb, arg);
-}
-
 enum orgw_err
 stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	      struct buf *out)
@@ -399,9 +484,16 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	a.ok = a.models != NULL;
 	if (!a.ok)
 		return ORGW_ENOMEM;
-	err = state_txn(c, false, do_metrics, &a);
-	if (err == ORGW_OK)
-		finish_models(&a, false);
+	{
+		struct snap sn;
+
+		err = snap_read(c, &sn);
+		if (err == ORGW_OK) {
+			snap_each(&sn, metrics_key_cb, &a);
+			finish_models(&a, false);
+		}
+		snap_clear(&sn);
+	}
 	if (err == ORGW_OK && !a.ok)
 		err = ORGW_ENOMEM;
 	if (err == ORGW_OK)

@@ -25,7 +25,7 @@
 #   ORGW_TIMEOUT=S     per program timeout in seconds (default 300)
 #   ORGW_REDIS_TESTS=L the integration scripts (tNNNN numbers) that run a
 #                      second time with ORGW_STATE_BACKEND=redis (default:
-#                      the state tests t0120 t0130 t0140 t0340 t0355 t0410)
+#                      the state tests t0120 t0130 t0140 t0340 t0355 t0410 t0415)
 #
 # Each program runs in a process group of its own (GNU timeout makes one and
 # signals all of it), so a timed-out or interrupted test takes the servers it
@@ -198,7 +198,7 @@ if [ "${ORGW_UNIT_ONLY:-0}" != 1 ]; then
 		run integration "$s" bash "$s"
 		# The state tests once more on the Redis back-end (issue 19;
 		# tests/lib.sh starts a private redis-server).
-		for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0340 t0355 t0410}; do
+		for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0340 t0355 t0410 t0415}; do
 			case ${s##*/} in
 			"$pat"-*) run integration "$s [redis]" \
 				env ORGW_STATE_BACKEND=redis bash "$s" ;;

@@ -1089,7 +1089,7 @@ function handleGen(ctx, rawBody, api) {
   const bad = api.validate(body);
   if (bad) return sendJson(ctx, 400, api.bad(bad));
   // an id without an author (Anthropic's "claude-sonnet-4-5-20250929") is no OpenRouter model
-  if (model.startsWith('missing/') || model.indexOf('/') <= 0) return sendJson(ctx, 400, api.bad(`${model} is not a valid model ID`));
+  if (model.startsWith('missing/') || model.startsWith('invalid/') || model.indexOf('/') <= 0) return sendJson(ctx, 400, api.bad(`${model} is not a valid model ID`));
   const rec = getModel(model);
   noteSeen(model);
   const ep = chooseEndpoint(rec, body, api.maxOut(body));
@@ -1125,7 +1125,11 @@ function handleGen(ctx, rawBody, api) {
       case 'status': {
         const code = Number.isInteger(f.status) ? f.status : 502;
         const extra = f.retry_after != null ? { 'Retry-After': String(f.retry_after) } : null;
-        return sendJson(ctx, code, api.statusError(code, ep, f), extra);
+        const send = () => sendJson(ctx, code, api.statusError(code, ep, f), extra);
+        if (!(f.ms > 0)) return send();
+        // A provider that takes a while to fail keeps many requests in flight on it.
+        ctx.timer = setTimeout(() => { ctx.timer = null; if (!ctx.closed) send(); }, f.ms);
+        return;
       }
       default: break;
     }
@@ -1574,6 +1578,7 @@ function handleEndpoints(ctx, author, slug) {
   ctx.entry.model = id;
   bump(stats.models, id);
   if (id.startsWith('missing/')) return sendJson(ctx, 404, ERR_404_RES);
+  if (id.startsWith('invalid/')) return sendJson(ctx, 400, JSON.stringify({ error: { code: 400, message: `${id} is not a valid model ID` } }));
   const rec = getModel(id);
   noteSeen(id);
   const answer = () => {

@@ -5,7 +5,8 @@
  * step, the 429 delay, what a chunk carries, the lag rule, the stats
  * counters, and the breaker's arithmetic (FAIL_LIMIT, tripping exactly at
  * the limit with until = now + cooldown, the count starting again after a
- * trip or a success, the cooling boundary).
+ * trip or a success, the cooling boundary, a failure on a provider that
+ * cools already counted for nothing).
  */
 #include <stddef.h>
 #include <string.h>
@@ -448,50 +449,50 @@ test_breaker_counting(void)
 	memset(&sentinel, 0x33, sizeof(sentinel));
 	trip = sentinel;
 	T_ASSERT("1st failure of 3: no trip",
-	         !failover_breaker_fail(&f, "503", 100, 3, 600, &trip));
+	         failover_breaker_fail(&f, NULL, "503", 100, 3, 600, &trip) == BREAKER_COUNTED);
 	T_ASSERT("1st failure: count 1, last and reason set",
 	         f.count == 1 && f.last == 100 && strcmp(f.reason, "503") == 0);
 	T_ASSERT("no trip leaves *trip untouched",
 	         memcmp(&trip, &sentinel, sizeof(trip)) == 0);
 	T_ASSERT("2nd failure of 3: no trip",
-	         !failover_breaker_fail(&f, "timeout", 110, 3, 600, &trip));
+	         failover_breaker_fail(&f, NULL, "timeout", 110, 3, 600, &trip) == BREAKER_COUNTED);
 	T_ASSERT("2nd failure: count 2, reason is the latest",
 	         f.count == 2 && f.last == 110 &&
 	             strcmp(f.reason, "timeout") == 0);
 	T_ASSERT("3rd failure of 3: trips",
-	         failover_breaker_fail(&f, "502", 120, 3, 600, &trip));
+	         failover_breaker_fail(&f, NULL, "502", 120, 3, 600, &trip) == BREAKER_TRIPPED);
 	T_ASSERT("trip: until = now + cooldown", trip.until == 720);
 	T_ASSERT("trip: reason is the tripping failure's",
 	         strcmp(trip.reason, "502") == 0);
 	T_ASSERT("trip: count back to 0, last still set",
 	         f.count == 0 && f.last == 120);
 	T_ASSERT("after a trip: next failure counts from 1, no trip",
-	         !failover_breaker_fail(&f, "503", 130, 3, 600, &trip) && f.count == 1);
+	         failover_breaker_fail(&f, NULL, "503", 130, 3, 600, &trip) == BREAKER_COUNTED && f.count == 1);
 	T_ASSERT("...2, no trip",
-	         !failover_breaker_fail(&f, "503", 131, 3, 600, &trip) && f.count == 2);
+	         failover_breaker_fail(&f, NULL, "503", 131, 3, 600, &trip) == BREAKER_COUNTED && f.count == 2);
 	T_ASSERT("...3 trips again with the new time",
-	         failover_breaker_fail(&f, "503", 132, 3, 600, &trip) &&
+	         failover_breaker_fail(&f, NULL, "503", 132, 3, 600, &trip) == BREAKER_TRIPPED &&
 	             trip.until == 732 && f.count == 0);
 
-	failover_breaker_fail(&f, "503", 140, 3, 600, &trip);
-	failover_breaker_fail(&f, "503", 141, 3, 600, &trip);
+	failover_breaker_fail(&f, NULL, "503", 140, 3, 600, &trip);
+	failover_breaker_fail(&f, NULL, "503", 141, 3, 600, &trip);
 	failover_breaker_ok(&f);
 	T_ASSERT("success resets the count", f.count == 0);
 	T_ASSERT("after a success: two failures do not trip",
-	         !failover_breaker_fail(&f, "x", 150, 3, 600, &trip) &&
-	             !failover_breaker_fail(&f, "x", 151, 3, 600, &trip) &&
+	         failover_breaker_fail(&f, NULL, "x", 150, 3, 600, &trip) == BREAKER_COUNTED &&
+	             failover_breaker_fail(&f, NULL, "x", 151, 3, 600, &trip) == BREAKER_COUNTED &&
 	             f.count == 2);
 
 	memset(&f, 0, sizeof(f));
 	T_ASSERT("fail_limit 1: the first failure trips",
-	         failover_breaker_fail(&f, "524", 1000, 1, 30, &trip) &&
+	         failover_breaker_fail(&f, NULL, "524", 1000, 1, 30, &trip) == BREAKER_TRIPPED &&
 	             trip.until == 1030 && f.count == 0);
 
 	/* A count already past the limit (limit lowered in the config). */
 	memset(&f, 0, sizeof(f));
 	f.count = 7;
 	T_ASSERT("count above the limit trips on the next failure",
-	         failover_breaker_fail(&f, "503", 5, 3, 10, &trip) && trip.until == 15 &&
+	         failover_breaker_fail(&f, NULL, "503", 5, 3, 10, &trip) == BREAKER_TRIPPED && trip.until == 15 &&
 	             f.count == 0);
 }
 
@@ -506,7 +507,7 @@ test_breaker_reason(void)
 	longr[sizeof(longr) - 1] = '\0';
 	memset(&f, 0, sizeof(f));
 	T_ASSERT("long reason: trips",
-	         failover_breaker_fail(&f, longr, 1, 1, 1, &trip));
+	         failover_breaker_fail(&f, NULL, longr, 1, 1, 1, &trip) == BREAKER_TRIPPED);
 	T_ASSERT("long reason: failure reason cut, NUL-terminated",
 	         strlen(f.reason) == REC_REASON_MAX - 1);
 	T_ASSERT("long reason: cooldown reason cut, NUL-terminated",
@@ -533,6 +534,67 @@ test_breaker_cooling(void)
 	         failover_breaker_cooling(&c, -6));
 }
 
+/* A failure on a provider whose stored cooldown is until (0: none) at
+ * now, with count consecutive failures before it and a limit of 3. */
+struct cooled_row {
+	const char *rule;
+	bool has_cd;
+	int64_t until, now;
+	int count;
+	enum failover_breaker want;
+	int count_after;
+	bool trip_written;
+};
+
+static const struct cooled_row cooled_rows[] = {
+	{"no cooldown: counted", false, 0, 100, 0, BREAKER_COUNTED, 1, false},
+	{"no cooldown, at the limit: trips", false, 0, 100, 2,
+	 BREAKER_TRIPPED, 0, true},
+	{"cooling: not counted", true, 700, 100, 0, BREAKER_COOLING, 0, false},
+	{"cooling, one short of the limit: no second trip", true, 700, 100, 2,
+	 BREAKER_COOLING, 2, false},
+	{"cooling a second more: still not counted", true, 101, 100, 2,
+	 BREAKER_COOLING, 2, false},
+	{"cooldown ends at now: counted again", true, 100, 100, 0,
+	 BREAKER_COUNTED, 1, false},
+	{"cooldown over, at the limit: trips again", true, 50, 100, 2,
+	 BREAKER_TRIPPED, 0, true},
+};
+
+static void
+test_breaker_cooled(void)
+{
+	struct rec_failure f;
+	struct rec_cooldown cd, trip, sentinel;
+	char what[160];
+	size_t i;
+
+	memset(&sentinel, 0x33, sizeof(sentinel));
+	for (i = 0; i < NROWS(cooled_rows); i++) {
+		const struct cooled_row *r = &cooled_rows[i];
+		enum failover_breaker got;
+
+		memset(&f, 0, sizeof(f));
+		f.count = r->count;
+		f.last = 7;
+		memset(&cd, 0, sizeof(cd));
+		cd.until = r->until;
+		trip = sentinel;
+		got = failover_breaker_fail(&f, r->has_cd ? &cd : NULL, "503",
+					    r->now, 3, 600, &trip);
+		snprintf(what, sizeof(what), "breaker, cooldown: %s", r->rule);
+		T_ASSERT(what, got == r->want && f.count == r->count_after &&
+				       (memcmp(&trip, &sentinel,
+					       sizeof(trip)) != 0) ==
+					       r->trip_written);
+		snprintf(what, sizeof(what),
+			 "breaker, cooldown: %s: last failure %s", r->rule,
+			 r->want == BREAKER_COOLING ? "untouched" : "now");
+		T_ASSERT(what, f.last == (r->want == BREAKER_COOLING ? 7 :
+								       r->now));
+	}
+}
+
 int
 main(void)
 {
@@ -544,5 +606,6 @@ main(void)
 	test_breaker_counting();
 	test_breaker_reason();
 	test_breaker_cooling();
+	test_breaker_cooled();
 	return T_REPORT();
 }

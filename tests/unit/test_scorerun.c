@@ -4,8 +4,10 @@
  * scorerun_answer, shared by the inline scorer and a run), the model
  * list (scorerun_add: validation, dedup), fetchmany_run's
  * option checks, and its bookkeeping (every item gets exactly one done()
- * call, whatever fails) driven by URLs curl refuses before any I/O.
- * The parallel fetches themselves are tested against the double in
+ * call, whatever fails) driven by URLs curl refuses before any I/O,
+ * and the pruning on the in-memory state (a model dropped past
+ * MAX_MODELS, or never seen, takes all its keys with it and its ledger
+ * cells go to STATE_OTHER_MODEL).  The parallel fetches themselves are tested against the double in
  * tests/integration/t0320-score-parallel.sh.
  */
 #include <stdlib.h>
@@ -14,7 +16,12 @@
 #include "t.h"
 #include "conf.h"
 #include "fetchmany.h"
+#include "ledger.h"
+#include "record.h"
 #include "scorerun.h"
+#include "state.h"
+#include "store.h"
+#include "store_mem.h"
 #include "upstream.h"
 
 #define NITEMS 7
@@ -215,6 +222,163 @@ test_models_empty(void)
 		 scorerun_models(NULL, NULL, 0, 8, 1000, true) == 0);
 }
 
+static void
+mem_put(const struct orgw_conf *c, const char *key, const char *val)
+{
+	struct store *s;
+
+	if (store_open(&s, c, true, 100) != ORGW_OK)
+		return;
+	(void)store_put(s, key, val);
+	(void)store_close(s);
+}
+
+/* The value of key (malloc'd; NULL when absent). */
+static char *
+mem_get(const struct orgw_conf *c, const char *key)
+{
+	struct store *s;
+	char *v = NULL;
+
+	if (store_open(&s, c, false, 100) != ORGW_OK)
+		return NULL;
+	(void)store_get(s, key, &v);
+	(void)store_close(s);
+	return v;
+}
+
+/* Counter ix of a ledger cell (0 when absent). */
+static double
+mem_cell(const struct orgw_conf *c, const char *key, enum ledger_ix ix)
+{
+	struct ledger_cell cell;
+	char *v = mem_get(c, key);
+
+	(void)ledger_cell_decode(v, &cell);
+	free(v);
+	return cell.v[ix];
+}
+
+/* Every per-model key of model, and one request in a ledger cell of
+ * day (cost 0.5 USD). */
+static void
+mem_model(const struct orgw_conf *c, const char *model, int64_t seen,
+	  int64_t used, const char *day)
+{
+	static const char *const per[][2] = {
+		{"PROVIDER_CANDIDATE:", ""},  {"LOCK_LOG:", ""},
+		{"PROVIDER_FAILURE:", ":p"}, {"PROVIDER_COOLDOWN:", ":p"},
+		{"HIT:", ":p"}};
+	struct rec_lock l;
+	struct ledger_cell cell;
+	char k[256], *t;
+	size_t i;
+
+	if (seen > 0) {
+		snprintf(k, sizeof(k), "MODEL_SEEN:%s", model);
+		t = record_model_seen_encode(seen);
+		if (t != NULL)
+			mem_put(c, k, t);
+		record_free(t);
+	}
+	memset(&l, 0, sizeof(l));
+	snprintf(l.tag, sizeof(l.tag), "p");
+	l.locked_at = l.last_used = used;
+	snprintf(k, sizeof(k), "BEST_PROVIDER:%s", model);
+	t = record_lock_encode(&l);
+	if (t != NULL)
+		mem_put(c, k, t);
+	record_free(t);
+	for (i = 0; i < sizeof(per) / sizeof(per[0]); i++) {
+		snprintf(k, sizeof(k), "%s%s%s", per[i][0], model, per[i][1]);
+		mem_put(c, k, "{\"v\":1}");
+	}
+	memset(&cell, 0, sizeof(cell));
+	cell.v[LX_REQUESTS] = 1;
+	cell.v[LX_COST] = 0.5;
+	snprintf(k, sizeof(k), "LEDGER:%s:%s:chat:p", model, day);
+	t = ledger_cell_encode(&cell);
+	if (t != NULL)
+		mem_put(c, k, t);
+	record_free(t);
+}
+
+static size_t
+keys_of(const char *model)
+{
+	static const char *const prefixes[][2] = {
+		{"MODEL_SEEN:", ""},	     {"BEST_PROVIDER:", ""},
+		{"PROVIDER_CANDIDATE:", ""}, {"LOCK_LOG:", ""},
+		{"PROVIDER_FAILURE:", ":"},  {"PROVIDER_COOLDOWN:", ":"},
+		{"HIT:", ":"},		     {"LEDGER:", ":"}};
+	char k[256];
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		snprintf(k, sizeof(k), "%s%s%s", prefixes[i][0], model,
+			 prefixes[i][1]);
+		n += store_mem_count(k);
+	}
+	return n;
+}
+
+static void
+test_prune(void)
+{
+	static char target[] = "t/target";
+	struct orgw_conf c;
+	size_t dropped = 9;
+	int64_t now = 1796083200; /* 2026-12-01 UTC */
+	char day[11];
+
+	if (conf_init(&c) != ORGW_OK)
+		return;
+	c.state_backend = CONF_BACKEND_MEMORY;
+	c.max_models = 2;
+	record_day(now, day);
+	store_mem_reset();
+	/* Three seen models, the oldest in use first to go; one invented
+	 * id that was never seen (keys an older release left). */
+	mem_model(&c, "a/old", now - 300, now - 300, day);
+	mem_model(&c, "a/mid", now - 200, now - 100, day);
+	mem_model(&c, "a/new", now - 100, now - 10, day);
+	mem_model(&c, "x/invented", 0, now - 5, day);
+	T_ASSERT("prune: set up, 8 keys a model (7 unseen)",
+		 keys_of("a/old") == 8 && keys_of("x/invented") == 7);
+	T_ASSERT("prune: one seen model over MAX_MODELS 2 dropped",
+		 scorerun_prune(&c, &dropped) == ORGW_OK && dropped == 1);
+	T_ASSERT("prune: the longest unused left no key",
+		 keys_of("a/old") == 0);
+	T_ASSERT("prune: the id never seen left no key",
+		 keys_of("x/invented") == 0);
+	T_ASSERT("prune: the kept models keep every key",
+		 keys_of("a/mid") == 8 && keys_of("a/new") == 8);
+	{
+		char k[128];
+
+		snprintf(k, sizeof(k), "LEDGER:" STATE_OTHER_MODEL ":%s:chat:p",
+			 day);
+		T_ASSERT("prune: their requests and cost went to the (other) "
+			 "cell of the same day, API and provider",
+			 mem_cell(&c, k, LX_REQUESTS) == 2 &&
+				 mem_cell(&c, k, LX_COST) == 1.0);
+	}
+	T_ASSERT("prune: nothing more the second time",
+		 scorerun_prune(&c, &dropped) == ORGW_OK && dropped == 0 &&
+			 keys_of("a/mid") == 8);
+	/* A TARGET_MODEL model is kept whether seen or not. */
+	c.target_models[0] = target;
+	c.n_target_models = 1;
+	mem_model(&c, "t/target", 0, now, day);
+	T_ASSERT("prune: a TARGET_MODEL keeps its keys unseen",
+		 scorerun_prune(&c, &dropped) == ORGW_OK &&
+			 keys_of("t/target") == 7);
+	c.target_models[0] = NULL;
+	c.n_target_models = 0;
+	store_mem_reset();
+	conf_free(&c);
+}
+
 int
 main(void)
 {
@@ -228,6 +392,7 @@ main(void)
 	test_options();
 	test_bookkeeping();
 	test_models_empty();
+	test_prune();
 	upstream_global_cleanup();
 	return T_REPORT();
 }

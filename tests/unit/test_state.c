@@ -3,8 +3,10 @@
  * (store_mem.c), without files, sockets or servers: routing (a table of
  * locks, candidates, cooldowns and clients), renewal, the shared-lock
  * route that writes nothing, relocks and their lock log and ledger
- * events, the breaker, the bookkeeping of many threads at once (group
- * commit: N finished, N counted), a state that refuses to open (counts
+ * events, the breaker (and a failure of a provider that cools already:
+ * not counted, the request sent after the current lock), the
+ * bookkeeping of many threads at once (group commit: N finished, N
+ * counted), a state that refuses to open (counts
  * kept for LOST_UPDATES) and the operator commands.
  */
 #include <pthread.h>
@@ -307,6 +309,125 @@ test_breaker(void)
 			 cell(day, LEDGER_NONE, LEDGER_NONE, LX_LOCK_CHANGES) == 1);
 }
 
+/* The consecutive failures stored for tag (-1 when no record). */
+static int64_t
+failures_of(const char *tag)
+{
+	char k[128], *v;
+	struct rec_failure f;
+	int64_t n = -1;
+
+	snprintf(k, sizeof(k), "PROVIDER_FAILURE:" M ":%s", tag);
+	v = get(k);
+	if (v != NULL && record_failure_decode(v, &f) == ORGW_OK)
+		n = f.count;
+	free(v);
+	return n;
+}
+
+/*
+ * A failure of a provider that cools already (another request tripped
+ * it while this one was in flight on it): not counted, no second trip,
+ * and the request goes on with the model's lock as it is now.
+ */
+static void
+test_breaker_cooling(void)
+{
+	static const char *const abc[] = {"a", "b", "c"};
+	static const struct {
+		const char *what;
+		const char *lock;	/* NULL: none */
+		int64_t a_until;	/* a's cooldown, seconds after NOW */
+		bool b_cools, c_cools;
+		int failures;		/* of a, in a row */
+		bool tripped;		/* by the last of them */
+		enum route_kind want;
+		const char *want_tag;	/* the route's */
+		const char *want_lock;	/* the stored lock's after */
+		int64_t a_count;	/* a's stored count after (-1: none) */
+		double trips, changes;	/* ledger events after */
+	} rows[] = {
+		{"a cooling, the lock on b: followed, not counted", "b", 600,
+		 false, false, 1, false, ROUTE_LOCKED, "b", "b", -1, 0, 0},
+		{"a cooling: FAIL_LIMIT more failures never trip again", "b",
+		 600, false, false, 3, false, ROUTE_LOCKED, "b", "b", -1, 0, 0},
+		{"a cooling, the lock still on a: moved to b", "a", 600, false,
+		 false, 1, false, ROUTE_RELOCKED, "b", "b", -1, 0, 1},
+		{"a cooling, the lock on b cooling too: c", "b", 600, true,
+		 false, 1, false, ROUTE_RELOCKED, "c", "c", -1, 0, 1},
+		{"all cooling: unpinned, the lock left", "b", 600, true, true,
+		 1, false, ROUTE_UNPINNED, "", "b", -1, 0, 0},
+		{"a's cooldown over: counted again, the route left on a", "b",
+		 0, false, false, 1, false, ROUTE_LOCKED, "a", "b", 1, 0, 0},
+		{"a's cooldown over: trips again at FAIL_LIMIT", "a", 0, false,
+		 false, 3, true, ROUTE_RELOCKED, "b", "b", 0, 1, 1},
+	};
+	size_t i;
+
+	/* The rows count to the default limit. */
+	conf.fail_limit = 3;
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct state_route r;
+		char what[160], tag[ORGW_TAG_MAX], day[11];
+		bool tripped = false, ok = true;
+		int64_t lu;
+		int j;
+
+		store_mem_reset();
+		record_day(NOW, day);
+		put_cands(abc, 3);
+		if (rows[i].lock != NULL)
+			put_lock(rows[i].lock, NOW - 10);
+		put_cooling("a", NOW + rows[i].a_until);
+		if (rows[i].b_cools)
+			put_cooling("b", NOW + 600);
+		if (rows[i].c_cools)
+			put_cooling("c", NOW + 600);
+		for (j = 0; j < rows[i].failures; j++) {
+			/* The request as it was routed: to a, which the
+			 * failure is of. */
+			memset(&r, 0, sizeof(r));
+			r.kind = ROUTE_LOCKED;
+			snprintf(r.tag, sizeof(r.tag), "a");
+			if (state_failure(&conf, M, "a", "5xx", NOW, &tripped,
+					  &r) != ORGW_OK)
+				ok = false;
+		}
+		snprintf(what, sizeof(what), "breaker cooling: %s: route",
+			 rows[i].what);
+		T_ASSERT(what, ok && tripped == rows[i].tripped &&
+				       r.kind == rows[i].want &&
+				       strcmp(r.tag, rows[i].want_tag) == 0);
+		lock_now(tag, &lu);
+		snprintf(what, sizeof(what), "breaker cooling: %s: the lock",
+			 rows[i].what);
+		T_ASSERT(what, strcmp(tag, rows[i].want_lock) == 0);
+		snprintf(what, sizeof(what),
+			 "breaker cooling: %s: count and ledger events",
+			 rows[i].what);
+		T_ASSERT(what,
+			 failures_of("a") == rows[i].a_count &&
+				 cell(day, LEDGER_NONE, "a", LX_TRIPS) ==
+					 rows[i].trips &&
+				 cell(day, LEDGER_NONE, LEDGER_NONE,
+				      LX_LOCK_CHANGES) == rows[i].changes);
+	}
+
+	/* Without a route to fill (r NULL) it still counts nothing. */
+	store_mem_reset();
+	put_cands(abc, 3);
+	put_lock("b", NOW - 10);
+	put_cooling("a", NOW + 600);
+	{
+		bool tripped = true;
+
+		T_ASSERT("breaker cooling: no route asked: nothing counted",
+			 state_failure(&conf, M, "a", "5xx", NOW, &tripped,
+				       NULL) == ORGW_OK &&
+				 !tripped && failures_of("a") == -1);
+	}
+}
+
 struct finisher {
 	int n;
 	int failed;
@@ -406,6 +527,76 @@ test_finish(void)
 	free(v);
 }
 
+/* One finished request on model (ok or not), at NOW. */
+static enum orgw_err
+finish_one(const char *model, bool ok)
+{
+	struct stats_delta d;
+
+	memset(&d, 0, sizeof(d));
+	d.api = "chat";
+	d.requests = 1;
+	d.ok = ok ? 1 : 0;
+	d.now = NOW;
+	d.ttfb_ms = d.total_ms = 5;
+	return state_finish(&conf, model, &d, NULL);
+}
+
+/* A cell's requests, by model, day and API, for any provider tag. */
+static double
+requests_of(const char *model, const char *day)
+{
+	char k[256], *v;
+	struct ledger_cell c;
+
+	snprintf(k, sizeof(k), "LEDGER:%s:%s:chat:%s", model, day,
+		 RECORD_MONEY_UNKNOWN);
+	v = get(k);
+	(void)ledger_cell_decode(v, &c);
+	free(v);
+	return c.v[LX_REQUESTS];
+}
+
+/*
+ * Ids OpenRouter is not known to serve leave no key of their own: their
+ * requests are counted under STATE_OTHER_MODEL until one succeeds (which
+ * marks the model seen).
+ */
+static void
+test_unseen(void)
+{
+	struct state_route r;
+	char day[11], *v = NULL;
+
+	record_day(NOW, day);
+	store_mem_reset();
+	T_ASSERT("unseen: a failed request on an id never seen is counted "
+		 "under (other)",
+		 finish_one("x/invented", false) == ORGW_OK &&
+			 requests_of(STATE_OTHER_MODEL, day) == 1 &&
+			 store_mem_count("LEDGER:x/invented:") == 0 &&
+			 store_mem_count("MODEL_SEEN:x/invented") == 0);
+	T_ASSERT("unseen: a success marks it seen and counts it as its own",
+		 finish_one("x/real", true) == ORGW_OK &&
+			 requests_of("x/real", day) == 1 &&
+			 store_mem_count("MODEL_SEEN:x/real") == 1);
+	T_ASSERT("unseen: once seen, a failure counts as its own too",
+		 finish_one("x/real", false) == ORGW_OK &&
+			 requests_of("x/real", day) == 2 &&
+			 requests_of(STATE_OTHER_MODEL, day) == 1);
+	/* A failed first scoring keeps its error record (no worker fetches
+	 * again for a minute), which marks nothing seen: the scorer's run
+	 * drops it (test_scorerun). */
+	T_ASSERT("unseen: a failed first scoring is recorded, not seen",
+		 state_route_scored(&conf, "x/broken", NULL,
+				    "endpoints HTTP 500", NOW, &r) == ORGW_OK &&
+			 r.kind == ROUTE_UNPINNED &&
+			 (v = get("PROVIDER_CANDIDATE:x/broken")) != NULL &&
+			 strstr(v, "endpoints HTTP 500") != NULL &&
+			 store_mem_count("MODEL_SEEN:x/broken") == 0);
+	free(v);
+}
+
 static void
 test_operator(void)
 {
@@ -453,7 +644,9 @@ main(void)
 	test_route_table();
 	test_relock_events();
 	test_breaker();
+	test_breaker_cooling();
 	test_finish();
+	test_unseen();
 	test_operator();
 	store_mem_reset();
 	conf_free(&conf);
