@@ -1,8 +1,9 @@
 /*
- * redisconf.h - the pure parts of the Redis state back-end (issue 19):
- * REDIS_URL parsing (SPEC section 8) and the retry policy of a write
- * transaction that lost a WATCH race.  No I/O, no clock: store_redis.c
- * and state.c call in here, the unit tests table-test it.
+ * redisconf.h - the pure parts of the Redis state back-end: REDIS_URL
+ * parsing (SPEC section 8), the retry policy of a write transaction
+ * that lost a WATCH race, and the key and verdict of the marker that
+ * settles a lost EXEC reply.  No I/O, no clock: store_redis.c and
+ * state.c call in here, the unit tests table-test it.
  */
 #ifndef ORGW_REDISCONF_H
 #define ORGW_REDISCONF_H

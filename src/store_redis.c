@@ -1,6 +1,6 @@
 /*
- * store_redis.c - the Redis back-end of the state store (store_redis.h,
- * issue 19), on hiredis 0.14 (Debian 12): redisConnectWithTimeout /
+ * store_redis.c - the Redis back-end of the state store (store_redis.h),
+ * on hiredis 0.14 (Debian 12): redisConnectWithTimeout /
  * redisConnectUnixWithTimeout, redisSetTimeout for every command, AUTH
  * and SELECT after each connect.  No TLS.
  *
@@ -30,7 +30,7 @@
  * the expiry only removes the key once it is over.
  *
  * Connections.  One per thread in a _Thread_local pointer (workers may
- * run threads: issue 16), made on first use and reused; it is never
+ * run threads), made on first use and reused; it is never
  * shared, so no lock.  A connect error, a command timeout or any I/O
  * error frees the context (a timed-out reply may still arrive: the
  * stream is out of step) and records why, for /healthz; the next

@@ -1,5 +1,5 @@
 /*
- * test_redisconf.c - unit tests for redisconf.c (issue 19): REDIS_URL
+ * test_redisconf.c - unit tests for redisconf.c: REDIS_URL
  * forms and refusals, and the conflict retry policy (growth, cap,
  * jitter bounds), the transaction marker's key and what the fence's
  * reply tells; plus conf.c's STATE_BACKEND / REDIS_URL settings.
