@@ -171,3 +171,40 @@ redisconf_retry_delay_us(int attempt, uint32_t rnd)
 		d = RETRY_CAP_US;
 	return d / 2 + (int64_t)(rnd % (uint32_t)(d / 2 + 1));
 }
+
+char *
+redisconf_txn_key(const unsigned char id[REDISCONF_TXN_ID_BYTES], char *out,
+		  size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = sizeof(REDISCONF_TXN_PREFIX) - 1;
+
+	if (n < REDISCONF_TXN_KEY_LEN + 1)
+		return NULL;
+	memcpy(out, REDISCONF_TXN_PREFIX, o);
+	for (i = 0; i < REDISCONF_TXN_ID_BYTES; i++) {
+		out[o++] = hex[id[i] >> 4];
+		out[o++] = hex[id[i] & 0xf];
+	}
+	out[o] = '\0';
+	return out;
+}
+
+enum redisconf_fence
+redisconf_fence_verdict(enum redisconf_reply r, int64_t now_ms,
+			int64_t deadline_ms)
+{
+	switch (r) {
+	case REDISCONF_REPLY_OK:
+		return REDISCONF_FENCE_NOT_APPLIED;
+	case REDISCONF_REPLY_NIL:
+		return REDISCONF_FENCE_APPLIED;
+	case REDISCONF_REPLY_NONE:
+		return now_ms < deadline_ms ? REDISCONF_FENCE_RETRY :
+					      REDISCONF_FENCE_UNKNOWN;
+	case REDISCONF_REPLY_ERROR:
+	case REDISCONF_REPLY_OTHER:
+		break;
+	}
+	return REDISCONF_FENCE_UNKNOWN;
+}

@@ -1,8 +1,9 @@
 /*
- * redisconf.h - the pure parts of the Redis state back-end (issue 19):
- * REDIS_URL parsing (SPEC section 8) and the retry policy of a write
- * transaction that lost a WATCH race.  No I/O, no clock: store_redis.c
- * and state.c call in here, the unit tests table-test it.
+ * redisconf.h - the pure parts of the Redis state back-end: REDIS_URL
+ * parsing (SPEC section 8), the retry policy of a write transaction
+ * that lost a WATCH race, and the key and verdict of the marker that
+ * settles a lost EXEC reply.  No I/O, no clock: store_redis.c and
+ * state.c call in here, the unit tests table-test it.
  */
 #ifndef ORGW_REDISCONF_H
 #define ORGW_REDISCONF_H
@@ -41,5 +42,45 @@ enum orgw_err redisconf_parse_url(const char *url, struct redisconf_url *u,
  * so the hosts that collided do not collide again in step.
  */
 int64_t redisconf_retry_delay_us(int attempt, uint32_t rnd);
+
+/*
+ * The marker of a write transaction whose outcome its caller must know
+ * (store_redis.c): "TXN:" and the 32 lower-case hex digits of id, into
+ * out (n bytes, at least REDISCONF_TXN_KEY_LEN + 1).  The key without
+ * the "orgw:" prefix, or NULL when out is too small.
+ */
+#define REDISCONF_TXN_ID_BYTES 16
+#define REDISCONF_TXN_PREFIX "TXN:"
+#define REDISCONF_TXN_KEY_LEN (4 + 2 * REDISCONF_TXN_ID_BYTES)
+char *redisconf_txn_key(const unsigned char id[REDISCONF_TXN_ID_BYTES],
+			char *out, size_t n);
+
+/*
+ * The answer to the fence (SET <marker> NX, sent on a new connection
+ * after an EXEC whose reply was lost), and what it tells.
+ */
+enum redisconf_reply {
+	REDISCONF_REPLY_NONE,	/* no answer: unreachable, timed out */
+	REDISCONF_REPLY_OK,	/* +OK: the SET went in */
+	REDISCONF_REPLY_NIL,	/* nil: the key was there already */
+	REDISCONF_REPLY_ERROR,	/* an error reply (OOM, NOPERM...) */
+	REDISCONF_REPLY_OTHER	/* anything else */
+};
+
+enum redisconf_fence {
+	REDISCONF_FENCE_APPLIED,     /* the transaction went in */
+	REDISCONF_FENCE_NOT_APPLIED, /* it did not, and never will */
+	REDISCONF_FENCE_RETRY,	     /* ask again on a new connection */
+	REDISCONF_FENCE_UNKNOWN	     /* cannot be learnt: give up */
+};
+
+/*
+ * What the fence's reply r, at now_ms, says of the transaction.  No
+ * answer is asked again until deadline_ms; an error reply is final (the
+ * same SET would be refused again: a Redis at maxmemory, an ACL).
+ */
+enum redisconf_fence redisconf_fence_verdict(enum redisconf_reply r,
+					     int64_t now_ms,
+					     int64_t deadline_ms);
 
 #endif

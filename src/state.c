@@ -1158,6 +1158,9 @@ do_finish_batch(struct store *s, void *arg)
 	enum orgw_err err = ORGW_OK;
 	size_t i;
 
+	/* A failed batch is added to the lost counts (finish_lead): the
+	 * store must not call a commit that went in failed. */
+	store_exact_outcome(s);
 	/* A transaction that runs again (a Redis conflict) starts over. */
 	b->n_keys = 0;
 	b->cands_model = NULL;

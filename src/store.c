@@ -33,8 +33,15 @@ enum orgw_err
 store_open(struct store **out, const struct orgw_conf *c, bool write,
 	   int64_t timeout_ms)
 {
+	enum orgw_err err;
+
 	*out = NULL;
-	return backend(c)->open(out, c, write, timeout_ms);
+	err = backend(c)->open(out, c, write, timeout_ms);
+	if (err == ORGW_OK) {
+		(*out)->wrote = false;
+		(*out)->exact = false;
+	}
+	return err;
 }
 
 enum orgw_err
@@ -83,6 +90,12 @@ store_close(struct store *s)
 	if (err == ORGW_OK && wrote)
 		store_write_ok();
 	return err;
+}
+
+void
+store_exact_outcome(struct store *s)
+{
+	s->exact = true;
 }
 
 void

@@ -73,6 +73,20 @@ enum orgw_err store_each(struct store *s, const char *prefix,
 enum orgw_err store_close(struct store *s);
 
 /*
+ * Asks that store_close() of write transaction s report a commit that
+ * went in as ORGW_OK even when its answer was lost on the way, for a
+ * caller that acts on a failure (state.c adds a failed batch's counts to
+ * LOST_UPDATES: a commit that went in and was reported failed would be
+ * counted twice).  Call it before the first get, put or each.  GDBM
+ * knows every outcome (the commit is local); on Redis a commit whose
+ * EXEC reply was lost is settled on a new connection, for up to
+ * STORE_REDIS_FENCE_MS (store_redis.h), and only when that cannot be
+ * learnt does store_close() return ORGW_EIO for a commit that may have
+ * gone in (logged as such).
+ */
+void store_exact_outcome(struct store *s);
+
+/*
  * Ends the transaction without committing what is still buffered
  * (Redis: nothing of it is written; GDBM writes through, so what was
  * put is kept), freeing s.  NULL is a no-op.

@@ -38,6 +38,8 @@ struct store_ops {
 struct store {
 	const struct store_ops *ops;
 	bool wrote;		/* a put or delete went in (set by store.c) */
+	bool exact;		/* the commit's outcome must be known
+				 * (store_exact_outcome(), set by store.c) */
 };
 
 /*

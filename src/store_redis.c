@@ -1,6 +1,6 @@
 /*
- * store_redis.c - the Redis back-end of the state store (store_redis.h,
- * issue 19), on hiredis 0.14 (Debian 12): redisConnectWithTimeout /
+ * store_redis.c - the Redis back-end of the state store (store_redis.h),
+ * on hiredis 0.14 (Debian 12): redisConnectWithTimeout /
  * redisConnectUnixWithTimeout, redisSetTimeout for every command, AUTH
  * and SELECT after each connect.  No TLS.
  *
@@ -13,13 +13,24 @@
  * read-modify-write of state.c is atomic across hosts with the policy
  * still in C, and the same C for both back-ends.  No server-side script.
  *
+ * A lost EXEC reply.  A command timeout that fires after EXEC was sent
+ * leaves the outcome open: a frozen Redis runs the transaction once it
+ * resumes, though the connection is closed by then.  For most
+ * transactions that is harmless (the route is decided again by the next
+ * request), but a caller that counts a failed commit as lost must know:
+ * it asks for it (store_exact_outcome), and such a transaction WATCHes a
+ * marker key of its own, orgw:TXN:<128 random bits in hex>, and sets it
+ * inside its MULTI; after a lost reply fence() settles it on a new
+ * connection (why that is exact: there).  The markers expire after a
+ * minute and are never listed, dumped or loaded.
+ *
  * Cooldowns (PROVIDER_COOLDOWN:<model>:<tag>) are separate keys in SPEC
  * 7, so on Redis they expire (SET ... PXAT at their "until"); the
  * "until" in the value stays authoritative (failover_breaker_cooling),
  * the expiry only removes the key once it is over.
  *
  * Connections.  One per thread in a _Thread_local pointer (workers may
- * run threads: issue 16), made on first use and reused; it is never
+ * run threads), made on first use and reused; it is never
  * shared, so no lock.  A connect error, a command timeout or any I/O
  * error frees the context (a timed-out reply may still arrive: the
  * stream is out of step) and records why, for /healthz; the next
@@ -30,6 +41,7 @@
  * Ownership: struct store_redis owns its write buffer and is freed by
  * rd_commit()/rd_abort(); it borrows the thread's connection.
  */
+#include <sys/random.h>
 #include <sys/time.h>
 
 #include <errno.h>
@@ -61,6 +73,9 @@
 #define SCAN_COUNT "1000"
 #define MGET_BATCH 256
 #define COOLDOWN_PREFIX "PROVIDER_COOLDOWN:"
+#define MARKER_TTL_MS "60000"
+#define FENCE_PAUSE_MS 100
+#define MARKER_MAX (KEY_PREFIX_LEN + REDISCONF_TXN_KEY_LEN + 1)
 
 struct rconn {
 	redisContext *ctx;	/* NULL: not connected */
@@ -80,9 +95,12 @@ struct rbuf {
 
 struct store_redis {
 	struct store base;	/* first: the back-end boundary */
+	const struct orgw_conf *c;	/* borrowed: the fence reconnects */
 	struct rconn *rc;
 	bool write, watched;
 	bool holds_turn;	/* the process's write turn (below) */
+	bool marker_watched;	/* WATCH <marker> answered OK */
+	char marker[MARKER_MAX];	/* "orgw:TXN:<hex>", "" until made */
 	struct rbuf *buf;
 	size_t n, cap;
 };
@@ -322,6 +340,49 @@ command(struct rconn *rc, int argc, const char **argv, const size_t *lens)
 	return r;
 }
 
+/* A short command with string arguments; the reply or NULL. */
+static redisReply *
+cmd_strs(struct rconn *rc, int argc, const char **argv)
+{
+	size_t lens[8];
+	int i;
+
+	for (i = 0; i < argc && i < 8; i++)
+		lens[i] = strlen(argv[i]);
+	return command(rc, argc, argv, lens);
+}
+
+/*
+ * The marker of a transaction whose outcome its caller must know
+ * (store_exact_outcome), made on first use: true while it is still to be
+ * WATCHed, which the transaction's first WATCH does (so no round trip is
+ * added).  *err is ORGW_EIO when no random id could be had.
+ */
+static bool
+marker_due(struct store_redis *s, enum orgw_err *err)
+{
+	unsigned char id[REDISCONF_TXN_ID_BYTES];
+
+	*err = ORGW_OK;
+	if (!s->write || !s->base.exact || s->marker_watched)
+		return false;
+	if (s->marker[0] != '\0')
+		return true;
+	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
+		log_err("state: getrandom: %s", log_strerror(errno));
+		*err = ORGW_EIO;
+		return false;
+	}
+	memcpy(s->marker, KEY_PREFIX, KEY_PREFIX_LEN);
+	if (redisconf_txn_key(id, s->marker + KEY_PREFIX_LEN,
+			      sizeof(s->marker) - KEY_PREFIX_LEN) == NULL) {
+		s->marker[0] = '\0';
+		*err = ORGW_EIO;
+		return false;
+	}
+	return true;
+}
+
 static struct rbuf *
 buf_find(struct store_redis *s, const char *key)
 {
@@ -362,11 +423,12 @@ rd_get(struct store *base, const char *key, char **val)
 	redisReply *rep[2], *r;
 	const char *argv[2];
 	const char *const *argvs[2] = {argv, argv};
-	const char *wargv[2];
-	size_t lens[2], klen, wlens[2];
+	const char *wargv[3];
+	size_t lens[2], klen, wlens[3];
 	const size_t *lensv[2] = {wlens, lens};
 	int argcs[2] = {2, 2};
 	enum orgw_err err = ORGW_EIO;
+	bool mark;
 	char *k;
 
 	*val = NULL;
@@ -375,6 +437,10 @@ rd_get(struct store *base, const char *key, char **val)
 			return ORGW_ENOMEM;
 		return ORGW_OK;
 	}
+	mark = marker_due(s, &err);
+	if (err != ORGW_OK)
+		return err;
+	err = ORGW_EIO;
 	if ((k = full_key(key, &klen)) == NULL)
 		return ORGW_ENOMEM;
 	argv[0] = "GET";
@@ -385,6 +451,11 @@ rd_get(struct store *base, const char *key, char **val)
 	wargv[1] = k;
 	wlens[0] = 5;
 	wlens[1] = klen;
+	if (mark) {
+		wargv[2] = s->marker;
+		wlens[2] = strlen(s->marker);
+		argcs[0] = 3;
+	}
 	argvs[0] = wargv;
 	if (s->write) {
 		/* WATCH before GET, in one round trip. */
@@ -392,7 +463,9 @@ rd_get(struct store *base, const char *key, char **val)
 			goto out;
 		s->watched = true;
 		r = rep[1];
-		if (!reply_ok(rep[0]))
+		if (reply_ok(rep[0]))
+			s->marker_watched = s->marker_watched || mark;
+		else
 			log_err("state: redis WATCH %s: %s", key,
 				rep[0]->type == REDIS_REPLY_ERROR ?
 				rep[0]->str : "unexpected reply");
@@ -511,9 +584,11 @@ keys_add(struct keys *ks, const char *k, size_t len, const char *prefix,
 	k += KEY_PREFIX_LEN;
 	len -= KEY_PREFIX_LEN;
 	/* The run lock's keys are not state (GDBM keeps them in
-	 * STATE_PATH.score): never listed, dumped or loaded. */
+	 * STATE_PATH.score), nor are the transactions' markers: never
+	 * listed, dumped or loaded. */
 	if ((len == 3 && memcmp(k, "RUN", 3) == 0) ||
-	    (len == 8 && memcmp(k, "RUN_LAST", 8) == 0))
+	    (len == 8 && memcmp(k, "RUN_LAST", 8) == 0) ||
+	    (len > 4 && memcmp(k, REDISCONF_TXN_PREFIX, 4) == 0))
 		return ORGW_OK;
 	if (len < plen || memcmp(k, prefix, plen) != 0 ||
 	    memchr(k, '\0', len) != NULL)
@@ -617,14 +692,19 @@ each_batch(struct store_redis *s, char **keys, size_t n,
 	size_t *lens[2] = {NULL, NULL}, i;
 	int argcs[2];
 	redisReply *rep[2] = {NULL, NULL}, *vals;
-	enum orgw_err err = ORGW_ENOMEM;
+	enum orgw_err err;
 	struct rbuf *b;
 	char *v;
 	int w = s->write ? 1 : 0, c;
+	bool mark = marker_due(s, &err);
 
+	if (err != ORGW_OK)
+		return err;
+	err = ORGW_ENOMEM;
 	for (c = 0; c < 2; c++) {
-		argv[c] = calloc(n + 1, sizeof(*argv[c]));
-		lens[c] = calloc(n + 1, sizeof(*lens[c]));
+		/* One slot more for WATCH's marker. */
+		argv[c] = calloc(n + 2, sizeof(*argv[c]));
+		lens[c] = calloc(n + 2, sizeof(*lens[c]));
 		if (argv[c] == NULL || lens[c] == NULL)
 			goto out;
 		argcs[c] = (int)n + 1;
@@ -641,13 +721,21 @@ each_batch(struct store_redis *s, char **keys, size_t n,
 		argv[0][i + 1] = argv[1][i + 1] = fk;
 		lens[0][i + 1] = lens[1][i + 1] = kl;
 	}
+	if (mark) {
+		argv[0][n + 1] = s->marker;
+		lens[0][n + 1] = strlen(s->marker);
+		argcs[0] = (int)n + 2;
+	}
 	err = pipeline(s->rc, (size_t)(1 + w), argcs + 1 - w,
 		       (const char *const *const *)(argv + 1 - w),
 		       (const size_t *const *)(lens + 1 - w), rep);
 	if (err != ORGW_OK)
 		goto out_keys;
-	if (w)
+	if (w) {
 		s->watched = true;
+		if (reply_ok(rep[0]))
+			s->marker_watched = s->marker_watched || mark;
+	}
 	vals = rep[w];
 	if (vals->type != REDIS_REPLY_ARRAY || vals->elements != n) {
 		log_err("state: redis MGET: unexpected reply");
@@ -781,23 +869,134 @@ cooldown_pxat(const struct rbuf *b)
 	return (cd.until > now ? cd.until : now + 1) * 1000;
 }
 
-/* MULTI, the buffered writes, EXEC: one round trip. */
+/*
+ * Settles a transaction whose EXEC reply was lost (a timeout, a dropped
+ * connection: a frozen Redis may still run it once it resumes) on a new
+ * connection: SET <marker> fence NX.
+ *
+ * Why that is exact: the transaction's MULTI sets its marker, and its
+ * first WATCH, answered before MULTI/EXEC was sent, watched the marker
+ * too.  Redis runs one command at a time, so either the EXEC ran before
+ * the fence (the marker is there: the SET NX answers nil, the writes
+ * went in) or the fence ran first: it creates the marker, which marks
+ * the old connection's WATCH dirty, so its EXEC, should Redis still
+ * read it (bytes in a socket buffer or in flight on the network outlive
+ * the close), answers nil and writes nothing; the SET answers OK, and
+ * the transaction did not and never will go in.  Closing the old socket
+ * first settles nothing by itself (Redis reads what was received before
+ * it sees the close, and reads it after it resumes); the WATCH does.  A
+ * marker evicted before the fence (an eviction policy other than
+ * noeviction) would read as not applied: the fence runs within seconds.
+ *
+ * No answer (Redis still frozen or down) is asked again, every
+ * FENCE_PAUSE_MS, until STORE_REDIS_FENCE_MS have passed; then, or on an
+ * error reply, the outcome is unknown.  Returns ORGW_OK when the
+ * transaction went in, else ORGW_EIO (logged).
+ */
+static enum orgw_err
+fence(struct store_redis *s)
+{
+	const char *argv[] = {"SET", s->marker, "fence", "NX", "PX",
+			      MARKER_TTL_MS};
+	int64_t t0 = clock_mono_ms(), deadline = t0 + STORE_REDIS_FENCE_MS;
+	enum redisconf_fence v = REDISCONF_FENCE_RETRY;
+	enum redisconf_reply kind;
+	struct rconn *rc;
+	redisReply *r;
+
+	for (;;) {
+		kind = REDISCONF_REPLY_NONE;
+		r = NULL;
+		/* The fence keeps its own pace (FENCE_PAUSE_MS), within its
+		 * deadline, not the backoff of the connection just lost. */
+		s->rc->next_try_ms = 0;
+		if (conn_get(s->c, &rc) != NULL &&
+		    (r = cmd_strs(rc, 6, argv)) != NULL) {
+			if (reply_ok(r))
+				kind = REDISCONF_REPLY_OK;
+			else if (r->type == REDIS_REPLY_NIL)
+				kind = REDISCONF_REPLY_NIL;
+			else if (r->type == REDIS_REPLY_ERROR)
+				kind = REDISCONF_REPLY_ERROR;
+			else
+				kind = REDISCONF_REPLY_OTHER;
+		}
+		v = redisconf_fence_verdict(kind, clock_mono_ms(), deadline);
+		if (v == REDISCONF_FENCE_UNKNOWN)
+			log_err("state: redis transaction's outcome unknown "
+				"(%s): it may have gone in, and its request "
+				"counts may be counted twice",
+				kind == REDISCONF_REPLY_ERROR ? r->str :
+				kind == REDISCONF_REPLY_NONE ?
+				"no answer within the fence's time" :
+				"unexpected reply to SET NX");
+		freeReplyObject(r);
+		if (v != REDISCONF_FENCE_RETRY)
+			break;
+		clock_sleep_us(FENCE_PAUSE_MS * 1000);
+	}
+	if (v == REDISCONF_FENCE_APPLIED) {
+		log_info("state: redis EXEC's reply was lost, and the "
+			 "transaction went in (its marker was there %lld ms "
+			 "later)",
+			 (long long)(clock_mono_ms() - t0));
+		return ORGW_OK;
+	}
+	if (v == REDISCONF_FENCE_NOT_APPLIED)
+		log_info("state: redis EXEC's reply was lost, and the "
+			 "transaction did not go in (nor can it any more)");
+	return ORGW_EIO;
+}
+
+/*
+ * MULTI, the buffered writes, EXEC: one round trip.  A transaction whose
+ * outcome must be known also sets its marker inside MULTI (for
+ * MARKER_TTL_MS: only the fence reads it, within seconds, and a minute
+ * leaves room for a stepped clock) after WATCHing it, by a round trip
+ * of its own when no read did it; a lost EXEC reply is then settled by
+ * fence().
+ */
 static enum orgw_err
 exec_writes(struct store_redis *s)
 {
-	size_t ncmd = s->n + 2, i;
-	int *argcs = calloc(ncmd, sizeof(*argcs));
-	const char *(*argv)[5] = calloc(ncmd, sizeof(*argv));
-	size_t (*lens)[5] = calloc(ncmd, sizeof(*lens));
-	const char *const **av = calloc(ncmd, sizeof(*av));
-	const size_t **lv = calloc(ncmd, sizeof(*lv));
-	redisReply **rep = calloc(ncmd, sizeof(*rep)), *ex;
-	char (*px)[24] = calloc(ncmd, sizeof(*px));
+	/* MULTI, the writes, the marker's SET, EXEC. */
+	size_t cap = s->n + 3, ncmd = cap, nw = s->n, i;
+	int *argcs = calloc(cap, sizeof(*argcs));
+	const char *(*argv)[5] = calloc(cap, sizeof(*argv));
+	size_t (*lens)[5] = calloc(cap, sizeof(*lens));
+	const char *const **av = calloc(cap, sizeof(*av));
+	const size_t **lv = calloc(cap, sizeof(*lv));
+	redisReply **rep = calloc(cap, sizeof(*rep)), *ex;
+	char (*px)[24] = calloc(cap, sizeof(*px));
 	enum orgw_err err = ORGW_ENOMEM;
+	bool mark = s->base.exact && s->marker_watched;
 
 	if (argcs == NULL || argv == NULL || lens == NULL || av == NULL ||
 	    lv == NULL || rep == NULL || px == NULL)
 		goto out;
+	if (marker_due(s, &err)) {
+		/* A transaction that wrote without reading: WATCH its
+		 * marker now, answered before MULTI goes out. */
+		const char *wa[] = {"WATCH", s->marker};
+		redisReply *w = cmd_strs(s->rc, 2, wa);
+
+		if (w == NULL || !reply_ok(w)) {
+			if (w != NULL)
+				log_err("state: redis WATCH: %s",
+					w->type == REDIS_REPLY_ERROR ?
+					w->str : "unexpected reply");
+			freeReplyObject(w);
+			err = ORGW_EIO;	/* nothing of MULTI was sent */
+			goto out;
+		}
+		freeReplyObject(w);
+		s->marker_watched = mark = true;
+	} else if (err != ORGW_OK) {
+		goto out;
+	}
+	if (mark)
+		nw = s->n + 1;
+	ncmd = nw + 2;
 	for (i = 0; i < ncmd; i++) {
 		av[i] = argv[i];
 		lv[i] = lens[i];
@@ -806,6 +1005,14 @@ exec_writes(struct store_redis *s)
 	argcs[0] = 1;
 	argv[ncmd - 1][0] = "EXEC";
 	argcs[ncmd - 1] = 1;
+	if (mark) {
+		argv[nw][0] = "SET";
+		argv[nw][1] = s->marker;
+		argv[nw][2] = "1";
+		argv[nw][3] = "PX";
+		argv[nw][4] = MARKER_TTL_MS;
+		argcs[nw] = 5;
+	}
 	for (i = 0; i < s->n; i++) {
 		struct rbuf *b = &s->buf[i];
 		size_t kl;
@@ -835,8 +1042,13 @@ exec_writes(struct store_redis *s)
 	}
 	err = pipeline(s->rc, ncmd, argcs, av, lv, rep);
 	s->watched = false;	/* EXEC unwatches, and so does a drop */
-	if (err != ORGW_OK)
+	if (err != ORGW_OK) {
+		/* The connection is gone (pipeline dropped it), maybe with
+		 * EXEC already sent: only the marker can tell. */
+		if (mark)
+			err = fence(s);
 		goto out_keys;
+	}
 	ex = rep[ncmd - 1];
 	if (ex->type == REDIS_REPLY_NIL) {
 		err = ORGW_ECONFLICT;
@@ -854,7 +1066,7 @@ exec_writes(struct store_redis *s)
 			q != NULL ? "EXECABORT)" : ex->str);
 		store_write_refused(reply_cause(q != NULL ? q : ex));
 		err = ORGW_EIO;
-	} else if (ex->type != REDIS_REPLY_ARRAY || ex->elements != s->n) {
+	} else if (ex->type != REDIS_REPLY_ARRAY || ex->elements != nw) {
 		log_err("state: redis EXEC: unexpected reply");
 		err = ORGW_EIO;
 	} else {
@@ -862,7 +1074,9 @@ exec_writes(struct store_redis *s)
 		for (i = 0; i < ex->elements; i++)
 			if (ex->element[i]->type == REDIS_REPLY_ERROR) {
 				log_err("state: redis %s %s: %s",
-					argv[i + 1][0], s->buf[i].key,
+					argv[i + 1][0],
+					i < s->n ? s->buf[i].key :
+						   "(marker)",
 					ex->element[i]->str);
 				store_write_refused(
 					reply_cause(ex->element[i]));
@@ -934,6 +1148,7 @@ store_redis_open(struct store **out, const struct orgw_conf *c, bool write)
 		return ORGW_ENOMEM;
 	}
 	s->base.ops = &rd_ops;
+	s->c = c;
 	s->rc = rc;
 	s->write = write;
 	s->holds_turn = turn;
@@ -945,18 +1160,6 @@ struct store_redis_run {
 	const struct orgw_conf *c;
 	char token[64];
 };
-
-/* A short command with string arguments; the reply or NULL. */
-static redisReply *
-cmd_strs(struct rconn *rc, int argc, const char **argv)
-{
-	size_t lens[8];
-	int i;
-
-	for (i = 0; i < argc && i < 8; i++)
-		lens[i] = strlen(argv[i]);
-	return command(rc, argc, argv, lens);
-}
 
 enum orgw_err
 store_redis_run_begin(const struct orgw_conf *c, int64_t min_interval_s,

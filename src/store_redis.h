@@ -20,6 +20,11 @@ struct store_redis_run;
 
 #define STORE_REDIS_CONNECT_TIMEOUT_MS 200
 #define STORE_REDIS_COMMAND_TIMEOUT_MS 500
+/* How long a transaction whose EXEC reply was lost asks again whether
+ * it went in (store_exact_outcome), plus one connect and one command
+ * timeout at most: longer than a Redis paused for a fork or a brief
+ * stall, short enough that the batch waiting on it is not held long. */
+#define STORE_REDIS_FENCE_MS 2000
 
 /*
  * Begins a transaction on this thread's connection (connecting when

@@ -1,7 +1,8 @@
 /*
- * test_redisconf.c - unit tests for redisconf.c (issue 19): REDIS_URL
+ * test_redisconf.c - unit tests for redisconf.c: REDIS_URL
  * forms and refusals, and the conflict retry policy (growth, cap,
- * jitter bounds); plus conf.c's STATE_BACKEND / REDIS_URL settings.
+ * jitter bounds), the transaction marker's key and what the fence's
+ * reply tells; plus conf.c's STATE_BACKEND / REDIS_URL settings.
  */
 #include <stdint.h>
 #include <string.h>
@@ -201,12 +202,69 @@ test_conf(void)
 	conf_free(&c);
 }
 
+static void
+test_txn_key(void)
+{
+	unsigned char id[REDISCONF_TXN_ID_BYTES] = {
+		0x00, 0x01, 0x0f, 0x10, 0x7f, 0x80, 0xa5, 0x5a,
+		0xde, 0xad, 0xbe, 0xef, 0xc0, 0xff, 0xee, 0xff};
+	char k[REDISCONF_TXN_KEY_LEN + 1], small[REDISCONF_TXN_KEY_LEN];
+
+	T_ASSERT("marker: TXN: and 32 lower-case hex digits, high nibble first",
+		 redisconf_txn_key(id, k, sizeof(k)) == k &&
+			 strcmp(k, "TXN:00010f107f80a55adeadbeefc0ffeeff") ==
+				 0);
+	T_ASSERT("marker: its length is REDISCONF_TXN_KEY_LEN",
+		 strlen(k) == REDISCONF_TXN_KEY_LEN && REDISCONF_TXN_KEY_LEN == 36);
+	memset(id, 0, sizeof(id));
+	T_ASSERT("marker: zero bytes are zero digits, not cut short",
+		 redisconf_txn_key(id, k, sizeof(k)) != NULL &&
+			 strcmp(k, "TXN:00000000000000000000000000000000") ==
+				 0);
+	T_ASSERT("marker: a buffer one byte short is refused",
+		 redisconf_txn_key(id, small, sizeof(small)) == NULL);
+}
+
+static void
+test_fence(void)
+{
+	static const struct {
+		enum redisconf_reply r;
+		int64_t now, deadline;
+		enum redisconf_fence want;
+		const char *what;
+	} t[] = {
+		{REDISCONF_REPLY_OK, 0, 2000, REDISCONF_FENCE_NOT_APPLIED,
+		 "fence: SET NX went in: the transaction did not"},
+		{REDISCONF_REPLY_OK, 5000, 2000, REDISCONF_FENCE_NOT_APPLIED,
+		 "fence: an answer after the deadline still counts"},
+		{REDISCONF_REPLY_NIL, 0, 2000, REDISCONF_FENCE_APPLIED,
+		 "fence: the marker was there: the transaction went in"},
+		{REDISCONF_REPLY_NONE, 1999, 2000, REDISCONF_FENCE_RETRY,
+		 "fence: no answer before the deadline: ask again"},
+		{REDISCONF_REPLY_NONE, 2000, 2000, REDISCONF_FENCE_UNKNOWN,
+		 "fence: no answer at the deadline: unknown"},
+		{REDISCONF_REPLY_ERROR, 0, 2000, REDISCONF_FENCE_UNKNOWN,
+		 "fence: an error reply (OOM) is final: unknown"},
+		{REDISCONF_REPLY_OTHER, 0, 2000, REDISCONF_FENCE_UNKNOWN,
+		 "fence: an unexpected reply is unknown, never applied"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		T_ASSERT(t[i].what, redisconf_fence_verdict(t[i].r, t[i].now,
+							    t[i].deadline) ==
+					    t[i].want);
+}
+
 int
 main(void)
 {
 	test_url_ok();
 	test_url_refused();
 	test_retry();
+	test_txn_key();
+	test_fence();
 	test_conf();
 	return T_REPORT();
 }
