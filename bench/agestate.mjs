@@ -5,7 +5,7 @@
 //   node bench/agestate.mjs ledger|stats [MODEL]
 //
 // ledger: this release's cells LEDGER:<model>:<day>:<api>:<tag> (30 days x
-// 3 APIs x 3 providers) and HIT:<model>:<tag>; stats: the previous
+// 3 APIs x 3 providers) and HIT:<model>; stats: the previous
 // release's one STATS:<model> record (days x providers, by_provider,
 // by_api) and METRICS:<model>.  Same counts either way: 100 requests a
 // day per API and provider.  The lock and candidates come from the
@@ -28,7 +28,7 @@ if (layout === 'ledger') {
           v: 1, ...per, e5xx: 1, o5xx: 1, tbs: 30000, tbn: 100, tbx: 900,
           tts: 400000, ttn: 100, ttx: 9000, t3: 60, t4: 40, d6: 70, d7: 30,
         });
-  for (const t of tags) line(`HIT:${model}:${t}`, { v: 1, rate: 0.78, weight: 1e6, tokens: 5e7 });
+  line(`HIT:${model}`, { v: 1, by_provider: Object.fromEntries(tags.map((t) => [t, { hit: { rate: 0.78, weight: 1e6, tokens: 5e7 } }])) });
 } else if (layout === 'stats') {
   const n = days.length, k = tags.length * apis.length;
   const tok = (m) => ({ prompt: per.pt * m, cached: per.ct * m, cache_write: 0, completion: per.out * m });

@@ -170,7 +170,7 @@ bool ledger_render_cell(cJSON *stats, cJSON *metrics,
 			const struct ledger_key_parts *p,
 			const struct ledger_cell *c, int64_t now);
 
-/* A provider's measured hit rate (HIT:<model>:<tag>) into
+/* A provider's measured hit rate (one of HIT:<model>'s) into
  * stats.by_provider.<tag>.hit. */
 bool ledger_render_hit(cJSON *stats, const char *tag,
 		       const struct score_hit *h);

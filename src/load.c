@@ -4,7 +4,14 @@
 bool
 load_saturated(const struct orgw_load *l)
 {
-	return l->capacity > 0 && l->busy >= l->capacity;
+	unsigned over = 0, max;
+
+	if (l->capacity == 0)
+		return false;
+	max = load_side_max(l->capacity);
+	if (l->side > max)
+		over = l->side - max;
+	return (over < l->busy ? l->busy - over : 0) >= l->capacity;
 }
 
 unsigned

@@ -30,13 +30,16 @@ struct orgw_load {
 	unsigned busy;		/* threads of the host serving, this one too */
 	unsigned capacity;	/* threads of the host taking requests */
 	unsigned peak;		/* most busy at once since the gateway started */
+	unsigned side;		/* side requests of the host (load_side_max) */
 	bool shared;		/* counted over the host (false: this process) */
 };
 
 /* True when a long request (a chat completion) must be refused: every
  * thread of the host, the asking one included, is busy, so serving it
- * would leave none for the next request.  capacity 0 (unknown) never
- * refuses. */
+ * would leave none for the next request.  Side requests over their share
+ * (load_side_max) do not count: each holds its thread only to answer 503,
+ * and a burst of them (clients that never read, coming back together)
+ * must not turn generations away.  capacity 0 (unknown) never refuses. */
 bool load_saturated(const struct orgw_load *l);
 
 /* The threads of a host with capacity threads that side requests (every

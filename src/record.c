@@ -680,7 +680,7 @@ hit_get(const cJSON *p, struct score_hit *h)
 }
 
 enum orgw_err
-record_stats_hits(const char *text, struct score_hit **v, size_t *n)
+record_hits_decode(const char *text, struct score_hit **v, size_t *n)
 {
 	cJSON *o = parse_obj(text), *it;
 	const cJSON *bp;
@@ -774,27 +774,19 @@ record_lock_log_add(const char *text, int64_t at, const char *from,
 }
 
 char *
-record_hit_encode(const struct score_hit *h)
+record_hits_encode(const struct score_hit *v, size_t n)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject(), *bp, *p, *h;
+	bool ok = o != NULL && add_num(o, "v", RECORD_VERSION) &&
+		  (bp = cJSON_AddObjectToObject(o, "by_provider")) != NULL;
+	size_t i;
 
-	return finish(o, o != NULL && add_num(o, "v", RECORD_VERSION) &&
-				 add_num(o, "rate", h->rate) &&
-				 add_num(o, "weight", h->weight) &&
-				 add_num(o, "tokens", (double)h->tokens));
-}
-
-enum orgw_err
-record_hit_decode(const char *text, struct score_hit *h)
-{
-	cJSON *o = parse_obj(text);
-
-	h->tag[0] = '\0';
-	h->rate = h->weight = 0;
-	h->tokens = 0;
-	if (o == NULL)
-		return ORGW_EINVAL;
-	hit_get_fields(o, h);
-	cJSON_Delete(o);
-	return ORGW_OK;
+	for (i = 0; ok && i < n; i++) {
+		ok = (p = cJSON_AddObjectToObject(bp, v[i].tag)) != NULL &&
+		     (h = cJSON_AddObjectToObject(p, "hit")) != NULL &&
+		     add_num(h, "rate", v[i].rate) &&
+		     add_num(h, "weight", v[i].weight) &&
+		     add_num(h, "tokens", (double)v[i].tokens);
+	}
+	return finish(o, ok);
 }

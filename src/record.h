@@ -178,22 +178,16 @@ char *record_lock_log_add(const char *text, int64_t at, const char *from,
 void record_day(int64_t t, char dst[11]);
 
 /*
- * The measured hit rates of an old release's STATS text
- * (by_provider.<tag>.hit), read until the provider has a HIT key: *v is
- * malloc'd (caller frees; NULL when none), *n its length.  Text that is
- * absent or not an object gives none.  ORGW_ENOMEM leaves *v NULL, *n 0.
+ * HIT:<model>, the measured prompt-cache hit rates of a model's providers
+ * (score_hit_add): {"v":1,"by_provider":{"<tag>":{"hit":{"rate","weight",
+ * "tokens"}}}}, the shape an old release's STATS:<model> kept them in,
+ * so one decoder reads both.  encode returns cJSON-allocated text (free
+ * with record_free) or NULL.  decode: *v is malloc'd (caller frees; NULL
+ * when none), *n its length; text that is absent or not an object gives
+ * none, ORGW_ENOMEM leaves *v NULL and *n 0.
  */
-enum orgw_err record_stats_hits(const char *text, struct score_hit **v,
-				size_t *n);
-
-/*
- * HIT:<model>:<tag>, a provider's measured prompt-cache hit rate
- * (score_hit_add): {"v":1,"rate":r,"weight":w,"tokens":n}.  encode
- * returns cJSON-allocated text (free with record_free) or NULL; decode
- * empties h->tag; ORGW_EINVAL for text that is not an
- * object.
- */
-char *record_hit_encode(const struct score_hit *h);
-enum orgw_err record_hit_decode(const char *text, struct score_hit *h);
+char *record_hits_encode(const struct score_hit *v, size_t n);
+enum orgw_err record_hits_decode(const char *text, struct score_hit **v,
+				 size_t *n);
 
 #endif

@@ -508,7 +508,7 @@ key_model(const char *key, char *model, size_t n)
 		bool tagged;
 	} per[] = {{"BEST_PROVIDER:", false},	 {"PROVIDER_CANDIDATE:", false},
 		   {"LOCK_LOG:", false},	 {"PROVIDER_FAILURE:", true},
-		   {"PROVIDER_COOLDOWN:", true}, {"HIT:", true}};
+		   {"PROVIDER_COOLDOWN:", true}, {"HIT:", false}};
 	const char *rest, *end;
 	size_t i, len;
 

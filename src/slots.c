@@ -77,7 +77,11 @@ struct table {
 	/* In what was padding: a file of an older build reads as "no
 	 * refusal", and the slots stay where they were. */
 	struct writes writes;
-	uint32_t pad[8];
+	/* When a writer of the state began to wait for its lock
+	 * (slots_writer_waiting), CLOCK_MONOTONIC ms, 0: none.  Also in
+	 * what was padding. */
+	_Atomic int64_t writer_wants_ms;
+	uint32_t pad[6];
 	struct slot slot[SLOTS_MAX];
 };
 _Static_assert(offsetof(struct table, slot) == 64,
@@ -261,7 +265,7 @@ slots_open(const char *state_path, unsigned threads)
 void
 slots_enter(struct orgw_load *load)
 {
-	uint32_t busy = 0, cap = 0, peak;
+	uint32_t busy = 0, cap = 0, side = 0, peak;
 	size_t i;
 
 	memset(load, 0, sizeof(*load));
@@ -276,6 +280,7 @@ slots_enter(struct orgw_load *load)
 			continue;
 		busy += atomic_load(&s->busy);
 		cap += atomic_load(&s->threads);
+		side += atomic_load(&s->side);
 	}
 	peak = atomic_load(&tab->peak);
 	while (busy > peak &&
@@ -283,6 +288,7 @@ slots_enter(struct orgw_load *load)
 		;
 	load->busy = busy;
 	load->capacity = cap;
+	load->side = side;
 	load->peak = busy > peak ? busy : peak;
 	load->shared = shared;
 }
@@ -381,4 +387,35 @@ slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
 	*cause = atomic_load(&w->cause);
 	*ago_ms = now - at;
 	return true;
+}
+
+void
+slots_writer_waiting(bool waiting)
+{
+	int64_t at;
+
+	if (tab == NULL)
+		return;
+	if (!waiting) {
+		atomic_store(&tab->writer_wants_ms, 0);
+		return;
+	}
+	at = atomic_load(&tab->writer_wants_ms);
+	if (at == 0) {
+		int64_t now = clock_mono_ms();
+
+		(void)atomic_compare_exchange_strong(&tab->writer_wants_ms, &at,
+						     now > 0 ? now : 1);
+	}
+}
+
+bool
+slots_writer_pending(int64_t within_ms)
+{
+	int64_t at;
+
+	if (tab == NULL)
+		return false;
+	at = atomic_load(&tab->writer_wants_ms);
+	return at != 0 && clock_mono_ms() - at < within_ms;
 }

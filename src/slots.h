@@ -59,6 +59,20 @@ void slots_close(void);
  * keeps its own.  Thread-safe, lock-free, no system call but the clock.
  */
 void slots_write_note(bool refused, int cause);
+
+/*
+ * A writer of the GDBM state that found its lock taken says so
+ * (waiting true) until it has it (false), and a reader about to take a
+ * shared lock first lets such a writer in: slots_writer_pending() is true
+ * while a writer has waited for less than within_ms.  flock(2) lets new
+ * readers in while a writer waits, so without this, readers whose shared
+ * locks overlap (several /metrics of a large state) could keep every
+ * writer out, and requests whose counts wait for a writer pile up until
+ * no thread is free.  A writer that died waiting is forgotten after
+ * within_ms.  Without a table (CGI, the scorer) nothing is noted.
+ */
+void slots_writer_waiting(bool waiting);
+bool slots_writer_pending(int64_t within_ms);
 bool slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms);
 
 #endif

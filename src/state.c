@@ -11,8 +11,8 @@
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
  * PROVIDER_COOLDOWN:<model>:<tag>, the ledger's cells
- * LEDGER:<model>:<day>:<api>:<tag> (ledger.h), HIT:<model>:<tag> (a
- * provider's measured hit rate) and LOCK_LOG:<model> (the recent lock
+ * LEDGER:<model>:<day>:<api>:<tag> (ledger.h), HIT:<model> (its
+ * providers' measured hit rates) and LOCK_LOG:<model> (the recent lock
  * changes for /status): each counter is written in the same transaction
  * as the event it counts (the request, the trip's cooldown, the lock's
  * move), so it is exact.  The old release's STATS:<model> and
@@ -788,113 +788,70 @@ lost_add(struct store *s, int64_t n)
 	return store_put(s, STATE_LOST_KEY, num);
 }
 
-/* The old release's measured hit rate of tag in STATS:<model> into h
- * (zero when none), so a HIT key starts from it. */
-static enum orgw_err
-legacy_hit(struct store *s, const char *model, const char *tag,
-	   struct score_hit *h)
-{
-	struct score_hit *v = NULL;
-	size_t n = 0, i;
-	char k[KEY_MAX], *text = NULL;
-	enum orgw_err err;
-
-	key2(k, "STATS", model);
-	if ((err = store_get(s, k, &text)) != ORGW_OK)
-		return err;
-	err = record_stats_hits(text, &v, &n);
-	free(text);
-	for (i = 0; i < n; i++)
-		if (strcmp(v[i].tag, tag) == 0)
-			*h = v[i];
-	free(v);
-	return err;
-}
-
-struct hits_ctx {
-	size_t prefix_len;
-	struct score_hit *v;
-	size_t n, cap;
-	bool oom;
-};
-
+/*
+ * A growing list of hit rates: the tag's entry (made, zeroed, when new),
+ * or NULL when out of memory.
+ */
 static struct score_hit *
-hits_push(struct hits_ctx *h)
+hit_of(struct score_hit **v, size_t *n, size_t *cap, const char *tag)
 {
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 8;
-		struct score_hit *v = realloc(h->v, cap * sizeof(*v));
+	size_t i;
 
-		if (v == NULL) {
-			h->oom = true;
+	for (i = 0; i < *n; i++)
+		if (strcmp((*v)[i].tag, tag) == 0)
+			return &(*v)[i];
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		struct score_hit *nv = realloc(*v, c * sizeof(*nv));
+
+		if (nv == NULL)
 			return NULL;
-		}
-		h->v = v;
-		h->cap = cap;
+		*v = nv;
+		*cap = c;
 	}
-	memset(&h->v[h->n], 0, sizeof(h->v[0]));
-	return &h->v[h->n++];
-}
-
-static int
-hits_cb(void *arg, const char *key, const char *val)
-{
-	struct hits_ctx *h = arg;
-	const char *tag = key + h->prefix_len;
-	struct score_hit *e;
-
-	/* "HIT:a/b:" also begins the keys of a model "a/b:free". */
-	if (strchr(tag, ':') != NULL || strlen(tag) >= ORGW_TAG_MAX)
-		return 0;
-	if ((e = hits_push(h)) == NULL)
-		return 1;
-	if (record_hit_decode(val, e) != ORGW_OK) {
-		h->n--;
-		return 0;
-	}
-	memcpy(e->tag, tag, strlen(tag) + 1);
-	return 0;
+	memset(&(*v)[*n], 0, sizeof((*v)[0]));
+	snprintf((*v)[*n].tag, sizeof((*v)[0].tag), "%s", tag);
+	return &(*v)[(*n)++];
 }
 
 enum orgw_err
 state_hits(struct store *s, const char *model, struct score_hit **v,
 	   size_t *n)
 {
-	struct hits_ctx h;
-	struct score_hit *old = NULL;
-	size_t n_old = 0, i, j;
+	struct score_hit *have = NULL, *old = NULL, *e;
+	size_t n_have = 0, cap, n_old = 0, i;
 	char k[KEY_MAX], *text = NULL;
 	enum orgw_err err;
 
-	memset(&h, 0, sizeof(h));
 	*v = NULL;
 	*n = 0;
 	key2(k, "HIT", model);
-	strcat(k, ":");
-	h.prefix_len = strlen(k);
-	if ((err = store_each(s, k, hits_cb, &h)) == ORGW_OK && !h.oom) {
-		key2(k, "STATS", model);
-		err = store_get(s, k, &text);
-	}
-	if (err == ORGW_OK && !h.oom)
-		err = record_stats_hits(text, &old, &n_old);
+	if ((err = store_get(s, k, &text)) != ORGW_OK)
+		return err;
+	err = record_hits_decode(text, &have, &n_have);
 	free(text);
-	for (i = 0; err == ORGW_OK && !h.oom && i < n_old; i++) {
-		for (j = 0; j < h.n; j++)
-			if (strcmp(h.v[j].tag, old[i].tag) == 0)
-				break;
-		if (j == h.n && hits_push(&h) != NULL)
-			h.v[h.n - 1] = old[i];
+	text = NULL;
+	cap = n_have;
+	/* Providers the old release measured and this one has not yet. */
+	key2(k, "STATS", model);
+	if (err == ORGW_OK && (err = store_get(s, k, &text)) == ORGW_OK)
+		err = record_hits_decode(text, &old, &n_old);
+	free(text);
+	for (i = 0; err == ORGW_OK && i < n_old; i++) {
+		size_t before = n_have;
+
+		if ((e = hit_of(&have, &n_have, &cap, old[i].tag)) == NULL)
+			err = ORGW_ENOMEM;
+		else if (n_have > before)
+			*e = old[i];
 	}
 	free(old);
-	if (err == ORGW_OK && h.oom)
-		err = ORGW_ENOMEM;
 	if (err != ORGW_OK) {
-		free(h.v);
+		free(have);
 		return err;
 	}
-	*v = h.v;
-	*n = h.n;
+	*v = have;
+	*n = n_have;
 	return ORGW_OK;
 }
 
@@ -919,11 +876,12 @@ struct finish_job {
 	struct finish_job *next;
 };
 
-/* One cell, hit rate or failure count the batch writes. */
+/* One cell, model's hit rates or failure count the batch writes. */
 struct finish_key {
 	char key[KEY_MAX + 64];
 	struct ledger_cell cell;
-	struct score_hit hit;
+	struct score_hit *hits;	/* HIT:<model>: malloc'd */
+	size_t n_hits, cap_hits;
 };
 
 struct finish_batch {
@@ -1063,28 +1021,39 @@ batch_hit(struct store *s, struct finish_batch *b, const struct finish_job *j)
 {
 	const struct stats_delta *d = &j->d;
 	struct finish_key *e;
-	char k[KEY_MAX], *v = NULL;
-	enum orgw_err err = ORGW_OK;
+	struct score_hit *h;
+	char k[KEY_MAX];
+	enum orgw_err err;
 	bool fresh;
 
 	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
 	    d->tag == NULL || d->tag[0] == '\0')
 		return ORGW_OK;
-	key3(k, "HIT", j->as, d->tag);
+	key2(k, "HIT", j->model);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (fresh) {
-		if ((err = store_get(s, k, &v)) != ORGW_OK)
+		if ((err = state_hits(s, j->model, &e->hits, &e->n_hits)) !=
+		    ORGW_OK)
 			return err;
-		if (v == NULL || record_hit_decode(v, &e->hit) != ORGW_OK)
-			err = legacy_hit(s, j->as, d->tag, &e->hit);
-		free(v);
-		if (err != ORGW_OK)
-			return err;
+		e->cap_hits = e->n_hits;
 	}
-	score_hit_add(&e->hit, d->prompt_tokens, d->cached_tokens,
+	if ((h = hit_of(&e->hits, &e->n_hits, &e->cap_hits, d->tag)) == NULL)
+		return ORGW_ENOMEM;
+	score_hit_add(h, d->prompt_tokens, d->cached_tokens,
 		      d->hit_half_life_tokens);
 	return ORGW_OK;
+}
+
+/* Empties the batch's keys (a run that starts over, or the end). */
+static void
+batch_keys_clear(struct finish_batch *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n_keys; i++)
+		free(b->keys[i].hits);
+	b->n_keys = 0;
 }
 
 /* Resets the consecutive failure count of the provider that answered
@@ -1162,7 +1131,7 @@ do_finish_batch(struct store *s, void *arg)
 	 * store must not call a commit that went in failed. */
 	store_exact_outcome(s);
 	/* A transaction that runs again (a Redis conflict) starts over. */
-	b->n_keys = 0;
+	batch_keys_clear(b);
 	b->cands_model = NULL;
 	b->known_model = NULL;
 	if (b->lost > 0 && (err = lost_add(s, b->lost)) != ORGW_OK)
@@ -1178,7 +1147,8 @@ do_finish_batch(struct store *s, void *arg)
 		char *v = NULL;
 
 		if (strncmp(e->key, "HIT:", 4) == 0) {
-			err = put_text(s, e->key, record_hit_encode(&e->hit));
+			err = put_text(s, e->key,
+				       record_hits_encode(e->hits, e->n_hits));
 			continue;
 		}
 		if (strncmp(e->key, LEDGER_PREFIX, strlen(LEDGER_PREFIX)) != 0)
@@ -1222,6 +1192,7 @@ finish_lead(const struct orgw_conf *c)
 	 * LOST_UPDATES with these, in the same transaction. */
 	b.lost = store_lost_take();
 	err = state_txn(c, true, do_finish_batch, &b);
+	batch_keys_clear(&b);
 	free(b.keys);
 	if (err != ORGW_OK) {
 		store_lost_add(b.lost + (int64_t)b.n_jobs);

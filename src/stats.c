@@ -144,9 +144,6 @@ count_key(struct stats_args *a, const char *key, const char *val,
 {
 	struct ledger_key_parts p;
 	struct ledger_cell c;
-	struct score_hit h;
-	char model[ORGW_MODEL_MAX];
-	const char *tag;
 	cJSON *m;
 
 	if (ledger_key_split(key, &p)) {
@@ -159,11 +156,17 @@ count_key(struct stats_args *a, const char *key, const char *val,
 		return true;
 	}
 	if (strncmp(key, "HIT:", 4) == 0) {
-		if (split_model_tag(key + 4, model, sizeof(model), &tag) &&
-		    record_hit_decode(val, &h) == ORGW_OK &&
-		    (m = model_obj(a, model)) != NULL &&
-		    !ledger_render_hit(acc(a, m, "stats"), tag, &h))
+		struct score_hit *h = NULL;
+		size_t n = 0, i;
+
+		if (record_hits_decode(val, &h, &n) != ORGW_OK)
 			a->ok = false;
+		else if (n > 0 && (m = model_obj(a, key + 4)) != NULL)
+			for (i = 0; i < n; i++)
+				if (!ledger_render_hit(acc(a, m, "stats"),
+						       h[i].tag, &h[i]))
+					a->ok = false;
+		free(h);
 		return true;
 	}
 	if (strncmp(key, "STATS:", 6) == 0) {

@@ -74,6 +74,7 @@
 #include "clock.h"
 #include "fsafe.h"
 #include "log.h"
+#include "slots.h"
 #include "store_gdbm.h"
 #include "store_impl.h"
 #include "storenote.h"
@@ -83,6 +84,12 @@
 
 /* Retry-After for a scoring run refused because another one runs. */
 #define STORE_RUN_BUSY_RETRY_S 10
+
+/* A reader waits this long at most for writers that wait for the lock,
+ * counting those that began to wait within READER_YIELD_WITHIN_MS: a
+ * write transaction takes well under a millisecond. */
+#define READER_YIELD_MAX_MS 100
+#define READER_YIELD_WITHIN_MS 500
 
 /* How long store_check() waits for its shared lock. */
 #define STORE_CHECK_WAIT_MS 200
@@ -183,6 +190,8 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	 * (the old start) left the lock idle most of the time a worker
 	 * slept on it. */
 	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
+	int64_t yield_until = clock_mono_ms() + READER_YIELD_MAX_MS;
+	bool waited = false;
 
 	if (fsafe_side_path(lp, sizeof(lp), path, ".lock") == -1) {
 		errno = ENAMETOOLONG;
@@ -195,9 +204,20 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		fd = fsafe_open(lp, false, false);
 	if (fd == -1)
 		return -1;
+	/* A reader lets a waiting writer in first (slots.h), for a while. */
+	while (!write && slots_writer_pending(READER_YIELD_WITHIN_MS) &&
+	       clock_mono_ms() < yield_until)
+		clock_sleep_us(200);
 	for (;;) {
-		if (flock(fd, op | LOCK_NB) == 0)
+		if (flock(fd, op | LOCK_NB) == 0) {
+			if (write && waited)
+				slots_writer_waiting(false);
 			return fd;
+		}
+		if (write && !waited) {
+			slots_writer_waiting(true);
+			waited = true;
+		}
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			break;
 		if (clock_mono_ms() >= deadline) {
@@ -216,6 +236,8 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	}
 	{
 		int e = errno;
+		if (write && waited)
+			slots_writer_waiting(false);
 		close(fd);
 		errno = e;
 	}

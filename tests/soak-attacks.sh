@@ -7,11 +7,15 @@
 #     state) with METRICS_KEY, hold it SOAK_HOLD_S, and come back, from
 #     127.0.0.4;
 #   - invented model ids at full speed with the client key, from
-#     127.0.0.3, each one new;
+#     127.0.0.3, each one new (ids OpenRouter answers 404 or 400 for,
+#     some with the client's own provider object);
 #   - wrong keys at full speed, from 127.0.0.2 (Bearer, x-api-key and the
 #     /status login);
 # while tests/soak/driver.mjs runs SOAK_CLIENTS OpenAI-SDK clients
-# (streamed and not) from 127.0.0.1 and /healthz is asked every 0.5 s.
+# (streamed and not, with the SDK's default two retries: a 503 with
+# Retry-After is orgw's answer when every thread is busy, and the report
+# says how many there were) from 127.0.0.1 and /healthz is asked every
+# 0.5 s.
 # Passes when every normal request is served (ok == sent: none failed,
 # broken or hung), /healthz answered 200 every time, /stats counts exactly
 # the normal requests, the guessing address was refused (429) and never
@@ -44,7 +48,8 @@ ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --load <"$ORGW_T/many.jsonl" >/dev/nul
 keys0=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
 size=$(curl -sS -H "Authorization: Bearer $MKEY" "$ORGW_URL/metrics" | wc -c)
 echo "# soak (attacks): ${SOAK_SECONDS}s, $SOAK_CLIENTS clients, /metrics $size bytes, $keys0 keys"
-before=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+orgw_curl /stats -o "$ORGW_T/stats0.json"
+before=$(json_get "$ORGW_T/stats0.json" "j.models['$M'].requests")
 port=${ORGW_URL##*:}
 END=$(($(date +%s) + SOAK_SECONDS))
 
@@ -63,24 +68,30 @@ while time.time() < end:
         time.sleep(0.2)
     s.close()
 PY
+ATTACKS=${SOAK_ATTACKS:-"nonreaders invented guess"}
+on() { [[ " $ATTACKS " == *" $1 "* ]]; }
 apids=()
-for i in $(seq 12); do
+on nonreaders && for i in $(seq 12); do
 	python3 "$ORGW_T/nonreader.py" "$port" "$MKEY" "$SOAK_HOLD_S" "$END" &
 	apids+=($!)
 done
-# Invented ids, each one new.
-for i in 1 2; do
+# Invented ids, each one new: ids OpenRouter does not know (the double
+# answers their endpoints 404 for missing/..., 400 for invalid/...), every
+# third with the client's own provider object.
+on invented && for pre in missing invalid; do
 	(n=0; while [ "$(date +%s)" -lt "$END" ]; do
 		n=$((n + 1))
+		prov=
+		[ $((n % 3)) = 0 ] && prov=',"provider":{"order":["alpha"]}'
 		curl -sS -o /dev/null --max-time 5 --interface 127.0.0.3 \
 			-H "Authorization: Bearer $ORGW_KEY" -H 'Content-Type: application/json' \
-			--data-binary '{"model":"invented/'$i-$n-$RANDOM'","messages":[{"role":"user","content":"x"}]}' \
+			--data-binary '{"model":"'$pre/$n-$RANDOM'","messages":[{"role":"user","content":"x"}]'"$prov"'}' \
 			"$ORGW_URL/v1/chat/completions"
 	done) &
 	apids+=($!)
 done
 # Wrong keys; each status on its own line.
-for how in bearer x-api-key login; do
+on guess && for how in bearer x-api-key login; do
 	(while [ "$(date +%s)" -lt "$END" ]; do
 		case $how in
 		bearer) curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 --interface 127.0.0.2 \
@@ -106,7 +117,7 @@ REPORT=$ORGW_T/attack-soak.json
 node "$ORGW_ROOT/tests/soak/driver.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" \
 	--out "$REPORT" --seconds "$SOAK_SECONDS" --clients "$SOAK_CLIENTS" \
 	--stream-ratio 0.5 --timeout-ms "$SOAK_TIMEOUT_MS" --models "$M" \
-	--seed "${SOAK_SEED:-0}"
+	--seed "${SOAK_SEED:-0}" --max-retries 2
 rc=$?
 orgw__kill "${apids[@]}" >/dev/null 2>&1
 t_eq "the load driver ran" 0 "$rc"
@@ -119,15 +130,17 @@ g_total=$(grep -c . "$ORGW_T/guess.codes")
 g_429=$(grep -c '^429$' "$ORGW_T/guess.codes")
 g_in=$(grep -cE '^(200|303)$' "$ORGW_T/guess.codes")
 orgw_stats_settle "$M" $((before + ok_n))
-st=$(json_get "$(orgw_curl /stats)" "j.models['$M'].requests")
+orgw_curl /stats -o "$ORGW_T/stats1.json"
+st=$(json_get "$ORGW_T/stats1.json" "j.models['$M'].requests")
 keys1=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
-invented=$(grep -c 'model=invented/' "$ORGW_LOG")
+invented=$(grep -cE 'model=(missing|invalid)/' "$ORGW_LOG")
+retried=$(grep -c 'path=/chat/completions status=503' "$ORGW_LOG")
 sidecap=$(grep -c 'server_overloaded\|side requests' "$ORGW_LOG")
 cat <<EOF
 # ---- attack soak report ----
-# normal requests sent:     $sent, served $ok_n, failed $(r j.error), broken $(r j.broken), hung $(r j.hung)
+# normal requests sent:     $sent (503 answered and retried by the SDK: $retried), served $ok_n, failed $(r j.error) $(r 'JSON.stringify(j.errors_by_status)'), broken $(r j.broken), hung $(r j.hung)
 # latency ms:               $(r 'JSON.stringify(j.latency_ms)')
-# /healthz:                 $hz_total asked, $hz_bad not 200
+# /healthz:                 $hz_total asked, $hz_bad not 200 ($(grep -v '^200$' "$ORGW_T/healthz.codes" | sort | uniq -c | tr '\n' ' '))
 # wrong keys from 127.0.0.2: $g_total tried, $g_429 answered 429, $g_in let in
 # invented ids:             $invented requests logged; state keys $keys0 before, $keys1 after
 # /stats $M:      $st (before the soak $before)

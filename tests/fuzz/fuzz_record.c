@@ -234,7 +234,6 @@ fuzz_ledger(const char *text, const uint8_t *data, size_t size)
 	struct stats_delta d;
 	struct ledger_cell c, one, back;
 	struct ledger_key_parts p;
-	struct score_hit h;
 	char *s, k[512];
 	double before;
 	cJSON *st, *mt;
@@ -285,9 +284,29 @@ fuzz_ledger(const char *text, const uint8_t *data, size_t size)
 	    ledger_key(k, sizeof(k), p.model, p.day, p.api, p.tag) &&
 	    strcmp(k, text) != 0)
 		abort();
-	if (record_hit_decode(text, &h) == ORGW_OK &&
-	    (!isfinite(h.rate) || !isfinite(h.weight)))
-		abort();
+	{
+		struct score_hit *hv = NULL;
+		size_t hn = 0, i;
+		char *t;
+
+		if (record_hits_decode(text, &hv, &hn) == ORGW_OK) {
+			for (i = 0; i < hn; i++)
+				if (!isfinite(hv[i].rate) || !isfinite(hv[i].weight))
+					abort();
+			/* What is read is written back and read the same. */
+			if ((t = record_hits_encode(hv, hn)) != NULL) {
+				struct score_hit *w = NULL;
+				size_t wn = 0;
+
+				if (record_hits_decode(t, &w, &wn) != ORGW_OK ||
+				    wn != hn)
+					abort();
+				free(w);
+				record_free(t);
+			}
+		}
+		free(hv);
+	}
 }
 
 int

@@ -9,7 +9,7 @@
 //        [--models a,b,c] [--timeout-ms 30000] [--seed N]
 //        [--supervisor PID --kill-every-ms 10000 --kill-min-age-ms 11000]
 //        [--scorer BIN --scorer-config FILE --score-every-ms 5000 --scorer-log FILE]
-//        [--double URL]
+//        [--double URL] [--max-retries N (the SDK's own retries; default 0)]
 //
 // Every request ends in exactly one class:
 //   ok        non-stream: 200 with a choice whose content is a string;
@@ -78,6 +78,7 @@ function parseArgs(argv) {
       case '--scorer-log': o.scorerLog = v(); break;
       case '--score-every-ms': o.scoreEveryMs = Number(v()); break;
       case '--double': o.double = v(); break;
+      case '--max-retries': o.maxRetries = Number(v()); break;
       case '--workers-file': o.workersFile = v(); break;
       default: throw new Error(`unknown argument ${a}`);
     }
@@ -142,7 +143,7 @@ async function oneRequest(o, id, model, stream) {
   const r = { id, model, stream, t_start: now(), t_end: null, class: null, detail: null,
     status: null, attempts: null, route: null };
   const client = new OpenAI({
-    baseURL: o.base, apiKey: o.key, maxRetries: 0, timeout: o.timeoutMs, fetch: watchingFetch(st, (res) => {
+    baseURL: o.base, apiKey: o.key, maxRetries: o.maxRetries || 0, timeout: o.timeoutMs, fetch: watchingFetch(st, (res) => {
       st.status = res.status;
       st.ctype = res.headers.get('content-type');
       st.attempts = res.headers.get('x-orgw-attempts');

@@ -18,6 +18,18 @@ test_saturated(void)
 		 load_saturated(&l));
 	l.busy = 9;	/* a draining process's requests count too */
 	T_ASSERT("more busy than capacity: refused", load_saturated(&l));
+	l.capacity = 8;	/* a quarter, 2, for side requests */
+	l.busy = 8;
+	l.side = 2;
+	T_ASSERT("8 of 8 busy, 2 of them side requests in their share: refused",
+		 load_saturated(&l));
+	l.side = 6;
+	T_ASSERT("8 of 8 busy, 4 side requests over their share: served",
+		 !load_saturated(&l));
+	l.busy = 12;
+	T_ASSERT("12 busy, 4 over the share: still all threads: refused",
+		 load_saturated(&l));
+	l.side = 0;
 	l.capacity = 0;
 	T_ASSERT("capacity unknown: never refused", !load_saturated(&l));
 	l.capacity = 1;

@@ -641,47 +641,54 @@ test_cands_terms(void)
 /* Two candidates for the money tests: "ds" (DeepSeek) has a base price,
  * an evening window [1630, 0030) at half price and a 20 % discount;
  * "di" (Deep Infra) has flat prices and no completion price. */
-/* HIT:<model>:<tag> round trip, and the hit rates an old release kept
- * in STATS by_provider.<tag>.hit, read until a HIT key replaces them. */
+/* HIT:<model> round trip, and the same decoder on the hit rates an old
+ * release kept in STATS by_provider.<tag>.hit. */
 static void
 test_hits(void)
 {
-	struct score_hit h = {"x", 0.75, 1234.5, 99}, back;
+	struct score_hit h[2] = {{"x", 0.75, 1234.5, 99}, {"deepinfra/fp8", 0, 0, 0}};
 	struct score_hit *v = NULL;
 	size_t n = 9;
-	char *t = record_hit_encode(&h);
+	char *t = record_hits_encode(h, 2);
 
-	T_ASSERT("hit: encodes with v 1", t && has_v1(t));
-	T_ASSERT("hit: decodes what it encoded, tag emptied",
-		 t && record_hit_decode(t, &back) == ORGW_OK &&
-			 back.rate == 0.75 && back.weight == 1234.5 &&
-			 back.tokens == 99 && back.tag[0] == '\0');
+	T_ASSERT("hits: encode with v 1", t && has_v1(t));
+	T_ASSERT("hits: decode what was encoded, tags and all",
+		 t && record_hits_decode(t, &v, &n) == ORGW_OK && n == 2 &&
+			 strcmp(v[0].tag, "x") == 0 && v[0].rate == 0.75 &&
+			 v[0].weight == 1234.5 && v[0].tokens == 99 &&
+			 strcmp(v[1].tag, "deepinfra/fp8") == 0);
+	free(v);
+	v = NULL;
 	record_free(t);
-	T_ASSERT("hit: not an object is refused",
-		 record_hit_decode("[1]", &back) == ORGW_EINVAL &&
-			 record_hit_decode(NULL, &back) == ORGW_EINVAL);
-	T_ASSERT("hit: a damaged member reads 0",
-		 record_hit_decode("{\"rate\":\"x\",\"weight\":2}", &back) ==
-				 ORGW_OK &&
-			 back.rate == 0 && back.weight == 2);
+	t = record_hits_encode(NULL, 0);
+	T_ASSERT("hits: none is an empty record",
+		 t && record_hits_decode(t, &v, &n) == ORGW_OK && n == 0);
+	record_free(t);
 
 	T_ASSERT("legacy hits: two providers, one without a hit",
-		 record_stats_hits("{\"v\":1,\"by_provider\":{\"a\":{\"hit\":"
-				   "{\"rate\":0.5,\"weight\":10,\"tokens\":20}},"
-				   "\"b\":{\"requests\":3},\"c\":{\"hit\":"
-				   "{\"rate\":0.25}}}}",
-				   &v, &n) == ORGW_OK &&
+		 record_hits_decode("{\"v\":1,\"by_provider\":{\"a\":{\"hit\":"
+				    "{\"rate\":0.5,\"weight\":10,\"tokens\":20}},"
+				    "\"b\":{\"requests\":3},\"c\":{\"hit\":"
+				    "{\"rate\":0.25}}}}",
+				    &v, &n) == ORGW_OK &&
 			 n == 2 && strcmp(v[0].tag, "a") == 0 &&
 			 v[0].rate == 0.5 && v[0].tokens == 20 &&
 			 strcmp(v[1].tag, "c") == 0 && v[1].rate == 0.25);
 	free(v);
 	v = NULL;
-	T_ASSERT("legacy hits: none in absent or odd text",
-		 record_stats_hits(NULL, &v, &n) == ORGW_OK && n == 0 &&
+	T_ASSERT("hits: none in absent or odd text, damage reads 0",
+		 record_hits_decode(NULL, &v, &n) == ORGW_OK && n == 0 &&
 			 v == NULL &&
-			 record_stats_hits("[1]", &v, &n) == ORGW_OK && n == 0 &&
-			 record_stats_hits("{\"by_provider\":{\"a\":{\"hit\":"
-					   "5}}}", &v, &n) == ORGW_OK && n == 0);
+			 record_hits_decode("[1]", &v, &n) == ORGW_OK && n == 0 &&
+			 record_hits_decode("{\"by_provider\":{\"a\":{\"hit\":"
+					    "5}}}", &v, &n) == ORGW_OK && n == 0);
+	free(v);
+	v = NULL;
+	T_ASSERT("hits: a damaged member reads 0",
+		 record_hits_decode("{\"by_provider\":{\"a\":{\"hit\":"
+				    "{\"rate\":\"x\",\"weight\":2}}}}",
+				    &v, &n) == ORGW_OK &&
+			 n == 1 && v[0].rate == 0 && v[0].weight == 2);
 	free(v);
 }
 

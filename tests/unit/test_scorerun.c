@@ -268,7 +268,7 @@ mem_model(const struct orgw_conf *c, const char *model, int64_t seen,
 	static const char *const per[][2] = {
 		{"PROVIDER_CANDIDATE:", ""},  {"LOCK_LOG:", ""},
 		{"PROVIDER_FAILURE:", ":p"}, {"PROVIDER_COOLDOWN:", ":p"},
-		{"HIT:", ":p"}};
+		{"HIT:", ""}};
 	struct rec_lock l;
 	struct ledger_cell cell;
 	char k[256], *t;
@@ -310,7 +310,7 @@ keys_of(const char *model)
 		{"MODEL_SEEN:", ""},	     {"BEST_PROVIDER:", ""},
 		{"PROVIDER_CANDIDATE:", ""}, {"LOCK_LOG:", ""},
 		{"PROVIDER_FAILURE:", ":"},  {"PROVIDER_COOLDOWN:", ":"},
-		{"HIT:", ":"},		     {"LEDGER:", ":"}};
+		{"HIT:", ""},		     {"LEDGER:", ":"}};
 	char k[256];
 	size_t i, n = 0;
 

@@ -468,7 +468,6 @@ test_finish(void)
 	struct finisher f[8];
 	pthread_t th[8];
 	char day[11], *v;
-	struct score_hit h;
 	struct rec_failure fl;
 	int64_t before;
 	int i, failed = 0;
@@ -496,10 +495,17 @@ test_finish(void)
 			 cell(day, "chat", "a", LX_PROMPT) == 200000);
 	T_ASSERT("finish: no more write transactions than requests",
 		 store_mem_writes() - before <= 200);
-	v = get("HIT:" M ":a");
-	T_ASSERT("finish: the hit rate learnt from every answer",
-		 v != NULL && record_hit_decode(v, &h) == ORGW_OK &&
-			 h.tokens == 200000 && T_NEAR(h.rate, 0.5));
+	v = get("HIT:" M);
+	{
+		struct score_hit *hv = NULL;
+		size_t hn = 0;
+
+		T_ASSERT("finish: the hit rate learnt from every answer",
+			 v != NULL && record_hits_decode(v, &hv, &hn) == ORGW_OK &&
+				 hn == 1 && strcmp(hv[0].tag, "a") == 0 &&
+				 hv[0].tokens == 200000 && T_NEAR(hv[0].rate, 0.5));
+		free(hv);
+	}
 	free(v);
 	v = get("PROVIDER_FAILURE:" M ":a");
 	T_ASSERT("finish: the answering provider's failures are reset",
