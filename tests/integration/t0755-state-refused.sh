@@ -15,6 +15,8 @@
 D=
 unmount() { # also from the EXIT trap, so orgw_stop can remove $D
 	local rc=$?
+	# The workers hold the state files open: a mount they use is busy.
+	orgw__workers_stop
 	[ -n "$D" ] && mountpoint -q "$D" && umount "$D"
 	return $rc
 }
