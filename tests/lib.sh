@@ -429,6 +429,20 @@ orgw_redis_cli() { redis-cli -p "$ORGW_REDIS_PORT" "$@"; }
 
 # orgw_state_dump: the whole state as JSON lines (orgw-score --dump), on
 # either back-end.
+# orgw_state_copies MODEL N PREFIX: N copies of every key of MODEL, as the
+# models PREFIX1 .. PREFIXN, loaded in one transaction (orgw-score
+# --load): a state with many models without N scorings.
+orgw_state_copies() {
+	local m=$1 n=$2 pre=$3 i
+	local bin=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
+	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
+	env -i PATH="$PATH" "$bin" --config "$ORGW_CONFIG_FILE" --dump >"$ORGW_T/one.jsonl" 2>/dev/null
+	for i in $(seq 1 "$n"); do
+		sed "s#$m\"#$pre$i\"#g; s#$m:#$pre$i:#g" "$ORGW_T/one.jsonl"
+	done >"$ORGW_T/many.jsonl"
+	env -i PATH="$PATH" "$bin" --config "$ORGW_CONFIG_FILE" --load <"$ORGW_T/many.jsonl" >/dev/null 2>&1
+}
+
 orgw_state_dump() {
 	local bin=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
 	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin

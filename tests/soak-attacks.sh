@@ -41,10 +41,7 @@ orgw_http POST /v1/chat/completions "$chat"
 t_eq "a first request scores and locks $M" 200 "$HTTP_STATUS"
 
 # A large /metrics: 2,500 copies of the model's keys.
-ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump >"$ORGW_T/one.jsonl" 2>/dev/null
-for i in $(seq 1 2500); do sed "s#$M\"#soak/copy$i\"#g; s#$M:#soak/copy$i:#g" "$ORGW_T/one.jsonl"; done \
-	>"$ORGW_T/many.jsonl"
-ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --load <"$ORGW_T/many.jsonl" >/dev/null 2>&1
+orgw_state_copies "$M" 2500 soak/copy
 keys0=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
 size=$(curl -sS -H "Authorization: Bearer $MKEY" "$ORGW_URL/metrics" | wc -c)
 echo "# soak (attacks): ${SOAK_SECONDS}s, $SOAK_CLIENTS clients, /metrics $size bytes, $keys0 keys"
