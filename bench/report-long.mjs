@@ -107,7 +107,7 @@ export function longSection(D) {
   p();
   const g = (n) => goals[`long${n}_first_token_vs_proxy_ms`];
   const memN = (n) => goals[`long${n}_orgw_pss_kb`];
-  p('Goals of issue 16 (orgw = workers + multiwatch; lighttpd shown apart):');
+  p('Goals for concurrent long streams (orgw = workers + multiwatch; lighttpd shown apart):');
   p();
   p('| goal | measured | |');
   p('| --- | --- | --- |');

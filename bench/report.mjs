@@ -17,7 +17,7 @@ const jsonl = (f) => (has(f) ? rd(f).split('\n').filter(Boolean).map((l) => JSON
 
 const meta = Object.fromEntries(rd('meta.txt').split('\n').filter(Boolean)
   .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-// orgw-redis (issue 19): the orgw stack with STATE_BACKEND=redis, in the
+// orgw-redis: the orgw stack with STATE_BACKEND=redis, in the
 // sequential and throughput runs only; the chart keeps the first four.
 const ALL = ['direct', 'proxy', 'orgw', 'portkey', 'orgw-redis'];
 const CHART = ['direct', 'proxy', 'orgw', 'portkey'];
@@ -54,7 +54,7 @@ for (const c of conc) {
     const ok = rs.filter((r) => r.wrk && r.wrk.requests > 0);
     tput[c][n] = {
       // Answers that succeeded, per second: a gateway that answers
-      // 503 when all its workers are busy (orgw, issue 16) is not
+      // 503 when all its workers are busy (orgw) is not
       // credited for the refusals; they show in the errors column.
       rps: median(ok.map((r) => (r.wrk.requests - (r.wrk.non2xx || 0)) / r.wrk.seconds)),
       p50: median(ok.map((r) => r.wrk.lat_p50_ms)),
@@ -138,7 +138,7 @@ const S = {
   hold_pss_kb: holdOrgw ? holdOrgw.pss : null,
   hold_rss_kb: holdOrgw ? holdOrgw.rss : null,
   hold_streams: holds.orgw ? holds.orgw.completed : null,
-  // orgw on Redis (issue 19): the same figures as added_ms and
+  // orgw on Redis: the same figures as added_ms and
   // tput_vs_proxy, measured in the same runs.
   redis_added_ms: added('orgw-redis'),
   redis_tput_rps: c64['orgw-redis'] ? c64['orgw-redis'].rps : null,
@@ -190,7 +190,7 @@ p('"In all" is the proportional set size (PSS) summed over every orgw process (w
 p();
 if (names.includes('orgw-redis')) {
   const x = (v) => (v == null ? 'n/a' : `${v.toFixed(2)}×`);
-  p(`**orgw on Redis** (issue 19): added latency ${f(S.redis_added_ms, 3)} ms (GDBM ${f(S.added_ms, 3)} ms), c=${S.tput_c} throughput ${f(S.redis_tput_rps, 0)} req/s = ${x(S.redis_tput_vs_proxy)} the bare proxy (GDBM: ${x(S.tput_vs_proxy)}). ` +
+  p(`**orgw on Redis**: added latency ${f(S.redis_added_ms, 3)} ms (GDBM ${f(S.added_ms, 3)} ms), c=${S.tput_c} throughput ${f(S.redis_tput_rps, 0)} req/s = ${x(S.redis_tput_vs_proxy)} the bare proxy (GDBM: ${x(S.tput_vs_proxy)}). ` +
     'Path (e) runs in the sequential and throughput steps only, alternated with the others; the streaming, memory, state-lock and long-stream steps measure orgw on GDBM alone.');
   p();
 }
@@ -228,7 +228,7 @@ p();
 const hasRedis = names.includes('orgw-redis');
 const refused = conc.map((c) => names.filter((n) => tput[c][n].errors > 0).map((n) => `${n} at c=${c}: ${tput[c][n].errors}`)).flat();
 if (refused.length) {
-  p(`Not 2xx, summed over the runs: ${refused.join('; ')}. orgw answers 503 (\`server_overloaded\`, Retry-After) at once when every worker thread of the host is busy (issue 16): with ${meta.workers} workers of ${meta.long_threads > 1 ? meta.long_threads : '?'} threads, instant requests from c=256 clients keep more threads busy than there are clients, since a thread records a request's counts after its client has the answer, in turn with its siblings.`);
+  p(`Not 2xx, summed over the runs: ${refused.join('; ')}. orgw answers 503 (\`server_overloaded\`, Retry-After) at once when every worker thread of the host is busy: with ${meta.workers} workers of ${meta.long_threads > 1 ? meta.long_threads : '?'} threads, instant requests from c=256 clients keep more threads busy than there are clients, since a thread records a request's counts after its client has the answer, in turn with its siblings.`);
   p();
 }
 p(`| concurrency | ${names.map((n) => `${n} req/s`).join(' | ')} | orgw/direct | orgw/proxy | orgw/Portkey |${hasRedis ? ' orgw-redis/proxy | orgw-redis/orgw |' : ''}`);
