@@ -87,7 +87,7 @@ console.log(n);')
 	t_check "RESULTS.md: the throughput table has orgw-redis and its ratio to the bare proxy" \
 		grep -q '^| concurrency | .*orgw-redis req/s | .* orgw-redis/proxy |' "$OUT/RESULTS.md"
 	t_check "RESULTS.md: the orgw on Redis summary line" \
-		grep -q '^\*\*orgw on Redis\*\* (issue 19): added latency -\?[0-9.]* ms (GDBM -\?[0-9.]* ms), c=4 throughput [0-9]* req/s = [0-9.]*× the bare proxy (GDBM: [0-9.]*×)' "$OUT/RESULTS.md"
+		grep -q '^\*\*orgw on Redis\*\*: added latency -\?[0-9.]* ms (GDBM -\?[0-9.]* ms), c=4 throughput [0-9]* req/s = [0-9.]*× the bare proxy (GDBM: [0-9.]*×)' "$OUT/RESULTS.md"
 	t_check "summary.json has the Redis figures" json_ok "$OUT/summary.json" \
 		'["redis_added_ms","redis_tput_rps","redis_tput_vs_proxy"].every((k) => typeof j[k] === "number")'
 	port=$(sed -n 's/^redis_port=//p' "$OUT/meta.txt")
