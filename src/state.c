@@ -105,6 +105,23 @@ put_text(struct store *s, const char *key, char *text)
 	return err;
 }
 
+/* Adds cell c to the stored cell at key k. */
+static enum orgw_err
+cell_put(struct store *s, const char *k, const struct ledger_cell *c)
+{
+	struct ledger_cell have;
+	char *v = NULL;
+	enum orgw_err err;
+
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	/* Damaged text starts the cell again (decode zeroes it). */
+	(void)ledger_cell_decode(v, &have);
+	free(v);
+	ledger_cell_add(&have, c);
+	return put_text(s, k, ledger_cell_encode(&have));
+}
+
 /*
  * Adds cell c to the ledger cell of model, the UTC day of now, api and
  * tag (ledger.h).  A cell key that cannot be made (a model too long for
@@ -114,20 +131,12 @@ static enum orgw_err
 cell_add(struct store *s, const char *model, int64_t now, const char *api,
 	 const char *tag, const struct ledger_cell *c)
 {
-	char k[KEY_MAX + 64], day[11], *v = NULL;
-	struct ledger_cell have;
-	enum orgw_err err;
+	char k[KEY_MAX + 64], day[11];
 
 	record_day(now, day);
 	if (!ledger_key(k, sizeof(k), model, day, api, tag))
 		return ORGW_OK;
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
-		return err;
-	/* Damaged text starts the cell again (decode zeroes it). */
-	(void)ledger_cell_decode(v, &have);
-	free(v);
-	ledger_cell_add(&have, c);
-	return put_text(s, k, ledger_cell_encode(&have));
+	return cell_put(s, k, c);
 }
 
 /* Counts one event of row ix (LX_TRIPS of tag, LX_LOCK_CHANGES with tag
@@ -1143,23 +1152,13 @@ do_finish_batch(struct store *s, void *arg)
 			err = batch_ok(s, b, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
-		struct ledger_cell have;
-		char *v = NULL;
 
-		if (strncmp(e->key, "HIT:", 4) == 0) {
+		if (strncmp(e->key, "HIT:", 4) == 0)
 			err = put_text(s, e->key,
 				       record_hits_encode(e->hits, e->n_hits));
-			continue;
-		}
-		if (strncmp(e->key, LEDGER_PREFIX, strlen(LEDGER_PREFIX)) != 0)
-			continue;
-		if ((err = store_get(s, e->key, &v)) != ORGW_OK)
-			break;
-		/* Damaged text starts the cell again (decode zeroes it). */
-		(void)ledger_cell_decode(v, &have);
-		free(v);
-		ledger_cell_add(&have, &e->cell);
-		err = put_text(s, e->key, ledger_cell_encode(&have));
+		else if (strncmp(e->key, LEDGER_PREFIX,
+				 strlen(LEDGER_PREFIX)) == 0)
+			err = cell_put(s, e->key, &e->cell);
 	}
 	return err;
 }
