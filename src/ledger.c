@@ -201,47 +201,34 @@ ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src)
 	}
 }
 
-const char *
-ledger_outcome(const struct stats_delta *d)
-{
-	/* One outcome per request, so they add up to the requests; a
-	 * request that met several failures is named by what ended it,
-	 * most final first (slow answers were delivered: ok). */
-	if (d->ok > 0)
-		return "ok";
-	if (d->eabort > 0)
-		return "client_abort";
-	if (d->emid > 0)
-		return "mid_stream";
-	if (d->etimeout > 0)
-		return "timeout";
-	if (d->e5xx > 0)
-		return "5xx";
-	if (d->eother > 0)
-		return "other";
-	if (d->e429 > 0)
-		return "429";
-	return "client_error";
-}
-
-/* The outcome row of d (LX_OK for "ok"). */
+/* The request's one outcome row: what ended it, so the outcomes add up
+ * to the requests; a request that met several failures is named by what
+ * ended it, most final first (slow answers were delivered: ok). */
 static enum ledger_ix
 outcome_ix(const struct stats_delta *d)
 {
-	static const struct {
-		const char *name;
-		enum ledger_ix ix;
-	} v[] = {{"ok", LX_OK},		  {"client_abort", LX_O_ABORT},
-		 {"mid_stream", LX_O_MID}, {"timeout", LX_O_TIMEOUT},
-		 {"5xx", LX_O_5XX},	  {"other", LX_O_OTHER},
-		 {"429", LX_O_429}};
-	const char *o = ledger_outcome(d);
-	size_t i;
-
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (strcmp(v[i].name, o) == 0)
-			return v[i].ix;
+	if (d->ok > 0)
+		return LX_OK;
+	if (d->eabort > 0)
+		return LX_O_ABORT;
+	if (d->emid > 0)
+		return LX_O_MID;
+	if (d->etimeout > 0)
+		return LX_O_TIMEOUT;
+	if (d->e5xx > 0)
+		return LX_O_5XX;
+	if (d->eother > 0)
+		return LX_O_OTHER;
+	if (d->e429 > 0)
+		return LX_O_429;
 	return LX_O_CLIENT;
+}
+
+const char *
+ledger_outcome(const struct stats_delta *d)
+{
+	/* The row's /metrics name, "requests.<outcome>". */
+	return ledger_fields[outcome_ix(d)].metrics + strlen("requests.");
 }
 
 void

@@ -847,21 +847,14 @@ do_fold(struct store *s, void *arg)
 	if (f->n > 1)
 		qsort(f->v, f->n, sizeof(f->v[0]), by_total_key);
 	for (i = 0; i < f->n; i = j) {
-		struct ledger_cell total;
-		char *v = NULL, *text;
+		struct ledger_cell sum;
 
-		if ((err = store_get(s, f->v[i].total_key, &v)) != ORGW_OK)
-			return err;
-		(void)ledger_cell_decode(v, &total);
-		free(v);
+		memset(&sum, 0, sizeof(sum));
 		for (j = i; j < f->n && strcmp(f->v[j].total_key,
 					       f->v[i].total_key) == 0;
 		     j++)
-			ledger_cell_add(&total, &f->v[j].cell);
-		if ((text = ledger_cell_encode(&total)) == NULL)
-			return ORGW_ENOMEM;
-		err = store_put(s, f->v[i].total_key, text);
-		record_free(text);
+			ledger_cell_add(&sum, &f->v[j].cell);
+		err = state_cell_put(s, f->v[i].total_key, &sum);
 		for (; err == ORGW_OK && i < j; i++)
 			err = store_del(s, f->v[i].old_key);
 		if (err != ORGW_OK)

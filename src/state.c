@@ -105,9 +105,8 @@ put_text(struct store *s, const char *key, char *text)
 	return err;
 }
 
-/* Adds cell c to the stored cell at key k. */
-static enum orgw_err
-cell_put(struct store *s, const char *k, const struct ledger_cell *c)
+enum orgw_err
+state_cell_put(struct store *s, const char *k, const struct ledger_cell *c)
 {
 	struct ledger_cell have;
 	char *v = NULL;
@@ -136,7 +135,7 @@ cell_add(struct store *s, const char *model, int64_t now, const char *api,
 	record_day(now, day);
 	if (!ledger_key(k, sizeof(k), model, day, api, tag))
 		return ORGW_OK;
-	return cell_put(s, k, c);
+	return state_cell_put(s, k, c);
 }
 
 /* Counts one event of row ix (LX_TRIPS of tag, LX_LOCK_CHANGES with tag
@@ -1158,7 +1157,7 @@ do_finish_batch(struct store *s, void *arg)
 				       record_hits_encode(e->hits, e->n_hits));
 		else if (strncmp(e->key, LEDGER_PREFIX,
 				 strlen(LEDGER_PREFIX)) == 0)
-			err = cell_put(s, e->key, &e->cell);
+			err = state_cell_put(s, e->key, &e->cell);
 	}
 	return err;
 }

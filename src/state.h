@@ -130,6 +130,12 @@ enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 enum orgw_err state_hits(struct store *s, const char *model,
 			 struct score_hit **v, size_t *n);
 
+/* Adds cell c to the stored ledger cell at key k (ledger.h), in a write
+ * transaction s already open; damaged text there starts it again. */
+struct ledger_cell;
+enum orgw_err state_cell_put(struct store *s, const char *k,
+			     const struct ledger_cell *c);
+
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
 /*
