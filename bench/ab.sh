@@ -4,8 +4,10 @@
 #
 #   sh bench/ab.sh NAME=BINARY NAME=BINARY ... [> table.md]
 #
-# e.g. build the old tree's orgw.fcgi into /tmp/before (git stash; make;
-# cp build/release/orgw.fcgi /tmp/before; git stash pop; make) and run
+# e.g. build the old tree's orgw.fcgi into /tmp/before in a worktree of
+# its own (git worktree add /tmp/old REV; make -C /tmp/old; cp
+# /tmp/old/build/release/orgw.fcgi /tmp/before: a stash would be shared
+# with every other worktree of the repository) and run
 #   sh bench/ab.sh before=/tmp/before after=build/release/orgw.fcgi
 #
 # For each round (AB_ROUNDS, default 2) and each binary in turn: the stack
