@@ -1,0 +1,183 @@
+/*
+ * teamkey.h - the keys of a team (pure): many client keys on one
+ * gateway, each with its own models, limits, budget and spend.
+ *
+ * A key is "orgw-" and 43 characters of base64url (32 random bytes),
+ * shown once when made.  Only its keyed hash is kept: HMAC-SHA-256 with
+ * KEYS_SECRET, as 64 lower-case hex digits, so a copy of the state does
+ * not let anyone test guesses offline.  Changing the secret invalidates
+ * every key.
+ *
+ * In the keys store (keystore.h; never dropped by repair):
+ *   TEAMKEY:<name>             the key's record (teamkey_encode)
+ *   TEAMKEY_HASH:<hex>         the name of the key with that hash
+ *   TEAMKEY_USE:<name>:<when>  what the key used in one UTC day
+ *                              ("YYYY-MM-DD") or month ("YYYY-MM")
+ * In the routing state (soft: losing it only forgets a minute's count):
+ *   TEAMKEY_RATE:<name>        requests in the current minute and the
+ *                              concurrency leases (teamkey_rate_*)
+ *
+ * Nothing here reads the clock, the environment or a file: the caller
+ * passes now (unix seconds or ms, as named) and the secret.
+ */
+#ifndef ORGW_TEAMKEY_H
+#define ORGW_TEAMKEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "orgw.h"
+
+#define TEAMKEY_PREFIX "orgw-"
+#define TEAMKEY_NAME_MAX 64	/* longest name */
+#define TEAMKEY_GLOBS_MAX 16	/* most model globs a key has */
+#define TEAMKEY_GLOB_MAX 128	/* longest glob */
+#define TEAMKEY_HASH_HEX 64	/* hex digits of a keyed hash */
+#define TEAMKEY_PLAIN_MAX 64	/* "orgw-" + 43, with room */
+#define TEAMKEY_LEASES_MAX 256	/* most leases a rate record holds */
+
+struct teamkey {
+	char name[TEAMKEY_NAME_MAX + 1];
+	char hash[TEAMKEY_HASH_HEX + 1];
+	char globs[TEAMKEY_GLOBS_MAX][TEAMKEY_GLOB_MAX + 1];
+	size_t n_globs;		/* 0: every model */
+	double budget_day_usd;	/* 0: none */
+	double budget_month_usd;	/* 0: none */
+	int64_t rpm;		/* requests a minute, 0: none */
+	int64_t concurrent;	/* requests at once, 0: none */
+	int64_t expires;	/* unix s, 0: never */
+	int64_t created;	/* unix s */
+	int64_t rotated;	/* unix s of the last rotate, 0: never */
+	bool admin;		/* may read /stats, /metrics, /status */
+	bool disabled;
+};
+
+/* What a key used in one window (a UTC day or month). */
+struct teamkey_use {
+	int64_t requests;
+	int64_t prompt, cached, completion;
+	double spend_usd;
+	double saved_usd;
+	int64_t refused_rpm, refused_concurrent, refused_budget, refused_model;
+	int64_t last_used;	/* unix s of the last request counted */
+};
+
+/* True when name may name a key: 1..TEAMKEY_NAME_MAX of [A-Za-z0-9._-],
+ * beginning with a letter or digit (it goes into a /metrics label, a log
+ * line and the HTML of /status unescaped-safe). */
+bool teamkey_name_ok(const char *name);
+
+/* True when glob may be one of a key's model globs: 1..TEAMKEY_GLOB_MAX
+ * printable ASCII characters, no ',' or space. */
+bool teamkey_glob_ok(const char *glob);
+
+/*
+ * Parses a comma-separated glob list ("deepseek/*,openai/gpt-4o-mini")
+ * into k's globs; "" or "*" alone is every model (n_globs 0).
+ * ORGW_EINVAL (k's globs unchanged) for a bad glob or more than
+ * TEAMKEY_GLOBS_MAX.
+ */
+enum orgw_err teamkey_set_globs(struct teamkey *k, const char *list);
+
+/* True when model (an id as a client sends it, e.g. "openai/gpt-4o" or
+ * "openrouter/auto") matches one of k's globs (fnmatch, '/' matched by
+ * '*' too), or k has none. */
+bool teamkey_model_ok(const struct teamkey *k, const char *model);
+
+/*
+ * The keyed hash of plain under secret into hex (TEAMKEY_HASH_HEX + 1
+ * bytes, NUL-terminated).  False when the HMAC failed.
+ */
+bool teamkey_hash(const char *secret, const char *plain,
+		  char hex[TEAMKEY_HASH_HEX + 1]);
+
+/* True when the two hex hashes are equal, in constant time. */
+bool teamkey_hash_eq(const char *a, const char *b);
+
+/* True when plain has the shape of a team key ("orgw-" and 43
+ * base64url characters): anything else is not looked up. */
+bool teamkey_plain_shape(const char *plain);
+
+/* A new key from 32 random bytes (the caller draws them) into plain
+ * (TEAMKEY_PLAIN_MAX bytes). */
+void teamkey_plain_make(const unsigned char rnd[32],
+			char plain[TEAMKEY_PLAIN_MAX]);
+
+/* The record's text (malloc'd, caller frees with free()), NULL when out
+ * of memory; and back: ORGW_EINVAL for text that is not one (k zeroed). */
+char *teamkey_encode(const struct teamkey *k);
+enum orgw_err teamkey_decode(const char *text, struct teamkey *k);
+
+/* The same for a window's use; absent (NULL) text decodes to zeros. */
+char *teamkey_use_encode(const struct teamkey_use *u);
+enum orgw_err teamkey_use_decode(const char *text, struct teamkey_use *u);
+
+/* dst += src (last_used: the later). */
+void teamkey_use_add(struct teamkey_use *dst, const struct teamkey_use *src);
+
+/* The UTC day "YYYY-MM-DD" (11 bytes) and month "YYYY-MM" (8 bytes) of
+ * now_s. */
+void teamkey_day(int64_t now_s, char day[11]);
+void teamkey_month(int64_t now_s, char month[8]);
+
+/* Why a key is refused before anything goes upstream. */
+enum teamkey_verdict {
+	TK_OK,
+	TK_UNKNOWN,		/* disabled, expired (401, as unknown) */
+	TK_MODEL,		/* 403 model_not_allowed */
+	TK_BUDGET,		/* 402 budget_exceeded */
+	TK_RPM,			/* 429, Retry-After */
+	TK_CONCURRENT		/* 429, Retry-After */
+};
+
+/*
+ * The checks that need no counts: k disabled or expired at now_s is
+ * TK_UNKNOWN; a model (or any of models[0..n_models)) outside its globs
+ * is TK_MODEL; TK_OK otherwise.
+ */
+enum teamkey_verdict teamkey_check_key(const struct teamkey *k,
+				       int64_t now_s, const char *model,
+				       const char *const *models,
+				       size_t n_models);
+
+/* TK_BUDGET when today's (day) or this month's (month) spend has
+ * reached k's budget for that window; TK_OK otherwise. */
+enum teamkey_verdict teamkey_check_budget(const struct teamkey *k,
+					  const struct teamkey_use *day,
+					  const struct teamkey_use *month);
+
+/* The soft per-minute count and leases of one key. */
+struct teamkey_lease {
+	char id[33];		/* the request's lease id (hex) */
+	int64_t until_ms;	/* it expires then, held or not */
+};
+
+struct teamkey_rate {
+	int64_t minute;		/* unix s / 60 of the count */
+	int64_t count;		/* requests admitted in that minute */
+	struct teamkey_lease leases[TEAMKEY_LEASES_MAX];
+	size_t n_leases;
+};
+
+char *teamkey_rate_encode(const struct teamkey_rate *r);
+enum orgw_err teamkey_rate_decode(const char *text, struct teamkey_rate *r);
+
+/*
+ * Admits one request of k at now_ms into r: drops expired leases, then
+ * TK_RPM (with *retry_after_s to the next minute) when k->rpm requests
+ * were admitted this minute, TK_CONCURRENT (*retry_after_s: 1, or until
+ * the first lease expires if sooner) when k->concurrent leases are
+ * held; else counts it, adds the lease id (until now_ms + lease_ms) when
+ * k->concurrent > 0, and returns TK_OK.  r is changed only on TK_OK
+ * (expired leases dropped always).
+ */
+enum teamkey_verdict teamkey_rate_admit(const struct teamkey *k,
+					struct teamkey_rate *r, int64_t now_ms,
+					const char *lease_id, int64_t lease_ms,
+					int64_t *retry_after_s);
+
+/* Drops lease id from r; false when it was not there (expired). */
+bool teamkey_rate_release(struct teamkey_rate *r, const char *lease_id);
+
+#endif
