@@ -30,6 +30,16 @@ clock_now_s(void)
 }
 
 int64_t
+clock_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((int64_t)ts.tv_sec + clock_offset_s) * 1000 +
+	       ts.tv_nsec / 1000000;
+}
+
+int64_t
 clock_mono_ms(void)
 {
 	struct timespec ts;

@@ -17,6 +17,9 @@ void clock_init(void);
 /* Unix time in seconds (shifted by ORGW_TEST_NOW when set). */
 int64_t clock_now_s(void);
 
+/* The same in milliseconds. */
+int64_t clock_now_ms(void);
+
 /* Monotonic milliseconds, for durations and deadlines. */
 int64_t clock_mono_ms(void);
 

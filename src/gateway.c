@@ -37,6 +37,7 @@
 #include "statusauth.h"
 #include "statuspage.h"
 #include "store.h"
+#include "teamauth.h"
 #include "upstream.h"
 
 #define MODELS_CACHE_MS 60000
@@ -55,6 +56,7 @@ enum route_id {
 	R_RESPONSES,
 	R_ROOT,
 	R_MODELS,
+	R_KEY,
 	R_STATS,
 	R_METRICS,
 	R_CRON,
@@ -81,6 +83,9 @@ static const struct {
 	/* Claude Code checks its base URL with HEAD / first. */
 	{"/", "GET", R_ROOT, false, &api_chat},
 	{"/models", "GET", R_MODELS, true, &api_chat},
+	/* OpenRouter's key status: a team key's own figures. */
+	{"/key", "GET", R_KEY, true, &api_chat},
+	{"/auth/key", "GET", R_KEY, true, &api_chat},
 	{"/stats", "GET", R_STATS, true, &api_chat},
 	/* METRICS_KEY or the client key, checked by handle_metrics. */
 	{"/metrics", "GET", R_METRICS, true, &api_chat},
@@ -213,8 +218,55 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	return rc;
 }
 
+/*
+ * A model list's body with only the models team key k may use (its
+ * "data" entries whose "id" matches one of its globs), written to io;
+ * a body that is not a model list is written as it came.
+ */
 static int
-handle_models(const struct orgw_io *io, const struct orgw_conf *c)
+models_for_key(const struct orgw_io *io, const char *extra, const char *body,
+	       size_t len, const struct teamkey *k)
+{
+	cJSON *o = cJSON_ParseWithLength(body, len);
+	cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+	cJSON *e, *next, *id;
+	char *s;
+	int rc;
+
+	if (!cJSON_IsArray(data)) {
+		cJSON_Delete(o);
+		return http_json(io, 200, extra, body, len);
+	}
+	for (e = data->child; e != NULL; e = next) {
+		next = e->next;
+		id = cJSON_GetObjectItemCaseSensitive(e, "id");
+		if (!cJSON_IsString(id) || !teamkey_model_ok(k, id->valuestring))
+			cJSON_Delete(cJSON_DetachItemViaPointer(data, e));
+	}
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (s == NULL)
+		return http_error(io, 500, "server_error", NULL, NULL,
+				  "out of memory", NULL);
+	rc = http_json(io, 200, extra, s, strlen(s));
+	cJSON_free(s);
+	return rc;
+}
+
+/* Writes a model list's body: all of it for the operator (k NULL) or a
+ * key with every model, else models_for_key(). */
+static int
+models_send(const struct orgw_io *io, const char *extra, const char *body,
+	    size_t len, const struct teamkey *k)
+{
+	if (k == NULL || k->n_globs == 0)
+		return http_json(io, 200, extra, body, len);
+	return models_for_key(io, extra, body, len, k);
+}
+
+static int
+handle_models(const struct orgw_io *io, const struct orgw_conf *c,
+	      const struct teamkey *k)
 {
 	char url[4096], *body = NULL;
 	size_t len = 0;
@@ -230,8 +282,8 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 	}
 	pthread_mutex_unlock(&models_mu);
 	if (e != NULL) {
-		rc = http_json(io, 200, "X-Orgw-Cache: hit\r\n", e->body,
-			       e->len);
+		rc = models_send(io, "X-Orgw-Cache: hit\r\n", e->body, e->len,
+				 k);
 		models_put(e);
 		return rc;
 	}
@@ -263,11 +315,53 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c)
 		models_cache = e;
 		pthread_mutex_unlock(&models_mu);
 		models_put(old);
-		rc = http_json(io, 200, "X-Orgw-Cache: miss\r\n", body, len);
+		rc = models_send(io, "X-Orgw-Cache: miss\r\n", body, len, k);
 		free(body);
 		return rc;
 	}
 	rc = http_json(io, (int)status, NULL, body, len);
+	free(body);
+	return rc;
+}
+
+/*
+ * GET /v1/key (and OpenRouter's older /v1/auth/key): a team key's name,
+ * limits and use today and this month, in OpenRouter's shape; the
+ * operator's key gets OpenRouter's answer for the gateway's own key,
+ * the upstream key masked.
+ */
+static int
+handle_key(const struct orgw_io *io, const struct orgw_conf *c,
+	   const struct teamauth *t)
+{
+	char url[4096], *body = NULL;
+	size_t len = 0;
+	long status = 0;
+	int rc;
+
+	if (t != NULL) {
+		char *s = teamauth_key_json(t, clock_now_s());
+
+		if (s == NULL)
+			return http_error(io, 500, "server_error", NULL, NULL,
+					  "out of memory", NULL);
+		rc = http_json(io, 200, "Cache-Control: no-cache\r\n", s,
+			       strlen(s));
+		cJSON_free(s);
+		return rc;
+	}
+	snprintf(url, sizeof(url), "%s/key", c->upstream_url);
+	if (upstream_get(url, c->openrouter_api_key, c->upstream_timeout_ms,
+			 MODELS_MAX_BYTES, &body, &len, &status) != ORGW_OK ||
+	    status < 200 || status > 599 || (status >= 300 && status <= 399)) {
+		free(body);
+		return http_error(io, 502, "upstream_error",
+				  "upstream_unavailable", NULL,
+				  "could not fetch the key's status", NULL);
+	}
+	mask_key(c->openrouter_api_key, body, len);
+	rc = http_json(io, (int)status, "Cache-Control: no-cache\r\n", body,
+		       len);
 	free(body);
 	return rc;
 }
@@ -451,6 +545,17 @@ key_guard_answer(const struct orgw_io *io, const struct orgw_env *env,
 	return 1;
 }
 
+/* True when key is a team key given --admin: it may read what the
+ * operator's key reads (/stats, /metrics, /status, /__cron). */
+static bool
+team_admin_key(const struct orgw_conf *c, const char *key)
+{
+	struct teamauth t;
+
+	return teamauth_identify_key(c, key, clock_now_s(), &t) == TA_TEAM &&
+	       t.key.admin;
+}
+
 /*
  * POST /status, application/x-www-form-urlencoded: "key=<client key>"
  * logs in (303 back to the page with the cookie; the key compared in
@@ -497,7 +602,8 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 		return status_redirect(io, extra);
 	}
 	ok = statusauth_form_get(body, got, "key", key, sizeof(key)) &&
-	     statusauth_key_eq(key, c->custom_access_key);
+	     (statusauth_key_eq(key, c->custom_access_key) ||
+	      team_admin_key(c, key));
 	OPENSSL_cleanse(key, sizeof(key));
 	OPENSSL_cleanse(body, sizeof(body));
 	if (!ok) {
@@ -532,7 +638,9 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 	int n, rc = -1;
 
 	if (!http_key_ok(env, c->metrics_key) &&
-	    !http_key_ok(env, c->custom_access_key)) {
+	    !http_key_ok(env, c->custom_access_key) &&
+	    !(http_key_token(env) != NULL &&
+	      team_admin_key(c, http_key_token(env)))) {
 		if (http_key_sent(env))
 			key_refused(env, "metrics_key", "/metrics");
 		return http_error(io, 401, "invalid_request_error",
@@ -673,7 +781,7 @@ forward_headers(const struct orgw_env *env, const struct api *api,
 static int
 handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		  const struct orgw_conf *c, enum route_id id,
-		  const struct api *api, bool *logged)
+		  const struct api *api, struct teamauth *team, bool *logged)
 {
 	char lines[FWD_HEADERS][FWD_HEADER_MAX_BYTES + 64];
 	const char *hdrs[FWD_HEADERS + 1];
@@ -748,6 +856,7 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.len = body.len;
 	in.query = env->query;
 	in.headers = hdrs;
+	in.team = team;
 	*logged = true;
 	if (id == R_COUNT_TOKENS)
 		rc = relay_plain(c, io, &in, "/messages/count_tokens");
@@ -906,6 +1015,8 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
       enum route_id id, const struct api *api, const struct orgw_load *load,
       bool *logged)
 {
+	struct teamauth team;
+	enum teamauth_who who;
 	int rc;
 
 	if (id == R_HEALTH)
@@ -932,7 +1043,21 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 				   NULL);
 	if (id == R_METRICS)
 		return handle_metrics(io, env, c, load);
-	if (!http_key_ok(env, c->custom_access_key)) {
+	who = teamauth_identify(c, env, clock_now_s(), &team);
+	if (who == TA_UNAVAILABLE)
+		return relay_error(io, api, 503, "server_error",
+				   "keys_unavailable", NULL,
+				   "the keys store is unavailable; retry "
+				   "later",
+				   "Retry-After: 5\r\n");
+	if (who == TA_TEAM && !team.key.admin &&
+	    (id == R_STATS || id == R_CRON))
+		return relay_error(io, api, 403, "permission_error",
+				   "admin_key_required", NULL,
+				   "this key may not read this path; it "
+				   "needs the operator's key or --admin",
+				   NULL);
+	if (who != TA_OPERATOR && who != TA_TEAM) {
 		if (http_key_sent(env))
 			key_refused(env, "client_key", path);
 		return relay_error(io, api, 401, "invalid_request_error",
@@ -957,9 +1082,13 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 	case R_MESSAGES:
 	case R_RESPONSES:
 	case R_COUNT_TOKENS:
-		return handle_generation(io, env, c, id, api, logged);
+		return handle_generation(io, env, c, id, api,
+					 who == TA_TEAM ? &team : NULL,
+					 logged);
 	case R_MODELS:
-		return handle_models(io, c);
+		return handle_models(io, c, who == TA_TEAM ? &team.key : NULL);
+	case R_KEY:
+		return handle_key(io, c, who == TA_TEAM ? &team : NULL);
 	case R_STATS:
 		return handle_stats(io, c, load);
 	case R_CRON:

@@ -348,6 +348,24 @@ http_key_ok(const struct orgw_env *e, const char *key)
 	return bearer || xkey;
 }
 
+const char *
+http_key_token(const struct orgw_env *e)
+{
+	const char *tok;
+
+	if (e->authorization != NULL &&
+	    strncasecmp(e->authorization, "Bearer ", 7) == 0) {
+		tok = e->authorization + 7;
+		while (*tok == ' ')
+			tok++;
+		if (*tok != '\0')
+			return tok;
+	}
+	if (e->x_api_key != NULL && e->x_api_key[0] != '\0')
+		return e->x_api_key;
+	return NULL;
+}
+
 bool
 http_key_sent(const struct orgw_env *e)
 {

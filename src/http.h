@@ -139,6 +139,10 @@ bool http_auth_ok(const char *header, const char *key);
  */
 bool http_key_ok(const struct orgw_env *e, const char *key);
 
+/* The key the request sent: the Bearer token, else x-api-key; NULL when
+ * it sent none.  Borrowed from e. */
+const char *http_key_token(const struct orgw_env *e);
+
 /* True when the request sent a key at all, either way. */
 bool http_key_sent(const struct orgw_env *e);
 

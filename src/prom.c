@@ -384,3 +384,82 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	}
 	return e.err;
 }
+
+/* A team key's figure of this month ("month" in its /stats object). */
+static void
+key_value(struct emit *e, const cJSON *keys, const char *field,
+	  const char *name, const char *lname, const char *lvalue)
+{
+	const cJSON *k;
+	double v;
+
+	cJSON_ArrayForEach(k, keys)
+	{
+		const char *lv[] = {"key", k->string, lname, lvalue, NULL};
+
+		if (count_of(get(get(k, "month"), field), &v))
+			sample(e, name, lv, v);
+	}
+}
+
+enum orgw_err
+prom_render_keys(struct buf *out, const cJSON *keys)
+{
+	static const struct {
+		const char *field, *type;
+	} tokens[] = {{"prompt_tokens", "input"},
+		      {"cached_tokens", "cache_read"},
+		      {"completion_tokens", "output"}};
+	static const struct {
+		const char *field, *reason;
+	} refusals[] = {{"refused_rpm", "rpm"},
+			{"refused_concurrent", "concurrent"},
+			{"refused_budget", "budget"},
+			{"refused_model", "model"}};
+	struct emit e = {out, ORGW_OK};
+	const cJSON *k;
+	double v;
+	size_t i;
+
+	if (keys == NULL || keys->child == NULL)
+		return ORGW_OK;
+	family(&e, "orgw_key_requests_total", "counter",
+	       "Requests of a team key this UTC month (the key label is its "
+	       "name), refusals not included.");
+	key_value(&e, keys, "requests", "orgw_key_requests_total", NULL, NULL);
+	family(&e, "orgw_key_tokens_total", "counter",
+	       "Tokens of a team key this UTC month, by type (as "
+	       "orgw_tokens_total).");
+	for (i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++)
+		key_value(&e, keys, tokens[i].field, "orgw_key_tokens_total",
+			  "type", tokens[i].type);
+	family(&e, "orgw_key_spend_usd_total", "counter",
+	       "What a team key spent this UTC month, USD.");
+	key_value(&e, keys, "spend_usd", "orgw_key_spend_usd_total", NULL,
+		  NULL);
+	family(&e, "orgw_key_savings_usd_total", "counter",
+	       "What cache reads saved a team key this UTC month, USD.");
+	key_value(&e, keys, "saved_usd", "orgw_key_savings_usd_total", NULL,
+		  NULL);
+	family(&e, "orgw_key_refused_total", "counter",
+	       "Requests of a team key refused this UTC month, by reason "
+	       "(rpm, concurrent, budget, model).");
+	for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+		key_value(&e, keys, refusals[i].field, "orgw_key_refused_total",
+			  "reason", refusals[i].reason);
+	family(&e, "orgw_key_budget_remaining_usd", "gauge",
+	       "What is left of a team key's budget, by window (day, "
+	       "month); only for keys with that budget.");
+	cJSON_ArrayForEach(k, keys)
+	{
+		const char *day[] = {"key", k->string, "window", "day", NULL};
+		const char *month[] = {"key", k->string, "window", "month",
+				       NULL};
+
+		if (count_of(get(k, "remaining_usd_day"), &v))
+			sample(&e, "orgw_key_budget_remaining_usd", day, v);
+		if (count_of(get(k, "remaining_usd_month"), &v))
+			sample(&e, "orgw_key_budget_remaining_usd", month, v);
+	}
+	return e.err;
+}

@@ -44,4 +44,12 @@ void prom_number(char *dst, size_t n, double v);
 enum orgw_err prom_render(struct buf *out, const cJSON *models,
 			  int64_t in_flight, int64_t lost_updates);
 
+/*
+ * Appends the team keys' series (orgw_key_*, labelled with the key's
+ * name, never crossed with the model and provider series) from keys,
+ * the /stats "keys" object (teamauth_keys_tree); nothing when it has
+ * none.
+ */
+enum orgw_err prom_render_keys(struct buf *out, const cJSON *keys);
+
 #endif

@@ -100,6 +100,11 @@ struct stats_delta {
 	int64_t now;
 	const char *money_tag;	/* a candidate's tag, or "unknown" */
 	double uncached_usd;
+	/* A team key's request: its name, and the concurrency lease it
+	 * holds (state.h), given back in the same transaction; NULL
+	 * both for the operator's key. */
+	const char *key_name;
+	const char *lease;
 };
 
 /* The provider that money goes to when no candidate matches. */

@@ -112,6 +112,9 @@ struct relay {
 	struct attempt a;
 	struct failover_verdict v;	/* what the last attempt means */
 	struct stats_delta d;
+	char generation_id[128];	/* the last attempt's, "" none */
+	enum teamkey_verdict refused;	/* a team key's refusal, TK_OK */
+	double key_spend;		/* what its key was charged */
 	int64_t t0;
 	int final_status;
 	bool ok;		/* a success, for the stats and the breaker */
@@ -763,7 +766,9 @@ route_request(struct relay *rl)
 		return;
 	}
 	state_route(rl->c, rl->req.model, rl->req.has_provider, now,
-		    &rl->route);
+		    &rl->route, rl->in->team ? &rl->in->team->admit : NULL);
+	if (rl->in->team != NULL && rl->in->team->admit.verdict != TK_OK)
+		return;
 	if (rl->route.kind != ROUTE_SCORED)
 		return;
 	e = scorerun_fetch(rl->c, rl->req.model, SCORERUN_INLINE_TIMEOUT_MS,
@@ -807,7 +812,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
 		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
 		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s "
-		"stream=%d outcome=%s",
+		"stream=%d outcome=%s%s%s",
 		(long long)clock_now_s(), rl->api->name,
 		log_safe(m, sizeof(m), rl->req.model), asked,
 		route_name(rl->attempts ? rl->used_route : rl->route.kind),
@@ -816,7 +821,9 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
-		rl->req.stream ? 1 : 0, outcome);
+		rl->req.stream ? 1 : 0, outcome,
+		rl->in->team ? " key=" : "",
+		rl->in->team ? rl->in->team->key.name : "");
 }
 
 /* The off-pin check: did the pinned provider really serve? */
@@ -954,6 +961,7 @@ run_attempt(struct relay *rl)
 	rl->a.t_start = clock_mono_ms();
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
+	memcpy(rl->generation_id, r.generation_id, sizeof(r.generation_id));
 	relay_mask(rl, rl->a.body.p, rl->a.body.len);
 	judge_attempt(rl, &r);
 	return 0;
@@ -1108,10 +1116,132 @@ bookkeep(struct relay *rl)
 	rl->d.now = clock_now_s();
 	rl->d.ttfb_ms = ttfb;
 	rl->d.total_ms = total;
+	if (rl->in->team != NULL) {
+		rl->d.key_name = rl->in->team->key.name;
+		rl->d.lease = rl->in->team->admit.lease;
+	}
 	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
 		     &rl->d,
 		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
+	if (rl->in->team != NULL)
+		teamauth_finish(rl->c, rl->in->team, &rl->d, rl->generation_id,
+				&rl->key_spend);
 	log_request(rl, rl->result, ttfb, total);
+}
+
+/*
+ * The ids of the body's "models" array (OpenRouter's fallbacks), which a
+ * team key's globs cover too: *v (malloc'd, strings borrowed from *o,
+ * which the caller deletes) and *n.  A "models" that is not an array of
+ * strings is left to upstream to refuse, but its strings still count.
+ */
+static enum orgw_err
+body_models(const struct api_req *q, cJSON **o, const char ***v, size_t *n)
+{
+	const struct jsonscan_member *m;
+	const cJSON *e;
+	size_t i, cap;
+
+	*o = NULL;
+	*v = NULL;
+	*n = 0;
+	for (i = 0; i < q->n_mem; i++) {
+		m = &q->mem[i];
+		if (m->key_len == 8 &&
+		    memcmp(q->body + m->key_off, "\"models\"", 8) == 0)
+			break;
+	}
+	if (i == q->n_mem)
+		return ORGW_OK;
+	*o = cJSON_ParseWithLength(q->body + m->val_off, m->val_len);
+	if (!cJSON_IsArray(*o))
+		return ORGW_OK;
+	cap = (size_t)cJSON_GetArraySize(*o);
+	if (cap == 0)
+		return ORGW_OK;
+	if ((*v = calloc(cap, sizeof(**v))) == NULL)
+		return ORGW_ENOMEM;
+	cJSON_ArrayForEach(e, *o)
+		if (cJSON_IsString(e) && *n < cap)
+			(*v)[(*n)++] = e->valuestring;
+	return ORGW_OK;
+}
+
+/*
+ * A team key's checks before anything goes upstream (teamauth.h): the
+ * model and the "models" array against its globs (403), its budget
+ * (402).  TK_OK, or the refusal (answered, logged and counted).
+ */
+static enum teamkey_verdict
+team_check(struct relay *rl)
+{
+	struct teamauth *t = rl->in->team;
+	const char **models = NULL;
+	size_t n = 0;
+	cJSON *o = NULL;
+	enum teamkey_verdict v;
+
+	if (body_models(&rl->req, &o, &models, &n) != ORGW_OK) {
+		cJSON_Delete(o);
+		return TK_MODEL;
+	}
+	v = teamauth_check(rl->c, t, rl->req.model, models, n);
+	free(models);
+	cJSON_Delete(o);
+	return v;
+}
+
+/* Answers a team key's refusal v in the API's shape, counts it in the
+ * key's use and logs it. */
+static int
+team_refuse(struct relay *rl, enum teamkey_verdict v)
+{
+	const struct teamauth *t = rl->in->team;
+	char extra[64], msg[256], m[ORGW_MODEL_MAX * 4];
+	const char *type = "invalid_request_error";
+	int status = teamauth_status(v);
+
+	extra[0] = '\0';
+	switch (v) {
+	case TK_MODEL:
+		type = "permission_error";
+		snprintf(msg, sizeof(msg),
+			 "this key may not use model %s",
+			 log_safe(m, sizeof(m), rl->req.model));
+		break;
+	case TK_BUDGET:
+		type = "insufficient_quota";
+		snprintf(msg, sizeof(msg),
+			 "this key's budget is spent (today's $%.4f, this "
+			 "month's $%.4f)",
+			 t->day.spend_usd, t->month.spend_usd);
+		break;
+	case TK_RPM:
+	case TK_CONCURRENT:
+		type = "rate_limit_error";
+		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+			 (long long)(t->admit.retry_after_s > 0 ?
+					     t->admit.retry_after_s :
+					     1));
+		snprintf(msg, sizeof(msg), v == TK_RPM ?
+			 "this key's limit of %lld requests a minute is "
+			 "reached; retry after Retry-After seconds" :
+			 "this key's limit of %lld requests at once is "
+			 "reached; retry after Retry-After seconds",
+			 (long long)(v == TK_RPM ? t->key.rpm :
+						   t->key.concurrent));
+		break;
+	case TK_OK:
+	case TK_UNKNOWN:
+		snprintf(msg, sizeof(msg), "incorrect API key provided");
+		break;
+	}
+	rl->refused = v;
+	rl->final_status = status;
+	teamauth_refused(rl->c, t, v, clock_now_s());
+	return relay_error(rl->io, rl->api, status, type, teamauth_code(v),
+			   v == TK_MODEL ? "model" : NULL, msg,
+			   extra[0] ? extra : NULL);
 }
 
 /* What is held back before the first token is bounded (SPEC 5), and the
@@ -1135,6 +1265,7 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 {
 	struct relay rl;
 	const char *param = NULL, *alias;
+	enum teamkey_verdict v;
 	char err[256];
 	int rc;
 
@@ -1165,7 +1296,22 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 	}
 	if ((alias = conf_alias(c, rl.req.model)) != NULL)
 		reqval_alias(&rl.req, alias);
+	/* Nothing of a refused team key's request goes upstream, nor
+	 * into the ledger: it is counted in the key's use. */
+	if (in->team != NULL && (v = team_check(&rl)) != TK_OK) {
+		rl.route.kind = ROUTE_UNPINNED;
+		rc = team_refuse(&rl, v);
+		log_request(&rl, teamauth_code(v), -1,
+			    clock_mono_ms() - rl.t0);
+		goto out;
+	}
 	route_request(&rl);
+	if (in->team != NULL && in->team->admit.verdict != TK_OK) {
+		rc = team_refuse(&rl, in->team->admit.verdict);
+		log_request(&rl, teamauth_code(in->team->admit.verdict), -1,
+			    clock_mono_ms() - rl.t0);
+		goto out;
+	}
 	if (attempt_loop(&rl) == 0) {
 		answer(&rl);
 	} else {

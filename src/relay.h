@@ -10,6 +10,7 @@
 #include "api.h"
 #include "conf.h"
 #include "http.h"
+#include "teamauth.h"
 
 /* One generation request, as the gateway read it. */
 struct relay_in {
@@ -22,6 +23,10 @@ struct relay_in {
 	/* Headers forwarded upstream ("Name: value"), NULL-terminated;
 	 * NULL for none.  Borrowed for the call. */
 	const char *const *headers;
+	/* The team key that sent it (teamauth.h), NULL for the
+	 * operator's: its model, budget and rate limits are checked
+	 * before anything goes upstream, its use counted at the end. */
+	struct teamauth *team;
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "score.h"
 #include "state.h"
 #include "store.h"
+#include "teamkey.h"
 
 #define KEY_MAX (ORGW_MODEL_MAX + ORGW_TAG_MAX + 32)
 #define SCORE_RETRY_SECONDS 60
@@ -472,6 +473,7 @@ struct route_args {
 	const struct score_result *res;
 	const char *error;
 	bool routed;		/* do_route_read settled it */
+	struct state_admit *admit;	/* a team key's limits, or NULL */
 };
 
 /*
@@ -493,11 +495,52 @@ seen_mark(struct store *s, const char *model, int64_t now)
 	return put_text(s, k, record_model_seen_encode(now));
 }
 
+/*
+ * A team key's request admitted or refused (teamkey_rate_admit) against
+ * its TEAMKEY_RATE:<name> record, in the route transaction.  Damaged
+ * text starts the minute and the leases afresh: the record is soft.
+ * Written only when the request is admitted, so a refusal writes
+ * nothing.
+ */
+static enum orgw_err
+admit(struct store *s, struct state_admit *ad)
+{
+	struct teamkey_rate *r;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	ad->verdict = TK_OK;
+	ad->retry_after_s = 0;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return ORGW_ENOMEM;
+	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, ad->key->name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK) {
+		free(r);
+		return err;
+	}
+	if (v != NULL && teamkey_rate_decode(v, r) != ORGW_OK)
+		memset(r, 0, sizeof(*r));
+	free(v);
+	ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms, ad->lease,
+					 ad->lease_ms, &ad->retry_after_s);
+	if (ad->verdict == TK_OK)
+		err = put_text(s, k, teamkey_rate_encode(r));
+	free(r);
+	return err;
+}
+
 static enum orgw_err
 do_route(struct store *s, void *arg)
 {
 	struct route_args *a = arg;
+	enum orgw_err err;
 
+	if (a->admit != NULL) {
+		if ((err = admit(s, a->admit)) != ORGW_OK)
+			return err;
+		if (a->admit->verdict != TK_OK)
+			return ORGW_OK;
+	}
 	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
 			       a->r);
 }
@@ -547,17 +590,32 @@ do_route_read(struct store *s, void *arg)
 
 enum orgw_err
 state_route(const struct orgw_conf *c, const char *model,
-	    bool client_provider, int64_t now, struct state_route *r)
+	    bool client_provider, int64_t now, struct state_route *r,
+	    struct state_admit *ad)
 {
-	struct route_args a = {c,    model, client_provider, now,
-			       r,    NULL,  NULL,		  false};
+	struct route_args a = {c, model, client_provider, now, r, NULL, NULL,
+			       false, NULL};
 	enum orgw_err err;
 
 	route_set(r, client_provider ? ROUTE_CLIENT : ROUTE_UNPINNED, NULL,
 		  NULL, 0);
-	if (state_txn(c, false, do_route_read, &a) == ORGW_OK && a.routed)
+	if (ad != NULL) {
+		ad->verdict = TK_OK;
+		ad->retry_after_s = 0;
+		if (ad->key->rpm > 0 || ad->key->concurrent > 0)
+			a.admit = ad;
+	}
+	/* A request whose key has limits counts itself: it always writes. */
+	if (a.admit == NULL &&
+	    state_txn(c, false, do_route_read, &a) == ORGW_OK && a.routed)
 		return ORGW_OK;
 	err = state_txn(c, true, do_route, &a);
+	if (err != ORGW_OK && a.admit != NULL) {
+		/* The limits are soft state: with the state away they are
+		 * not enforced, and the request is not refused for it. */
+		a.admit->verdict = TK_OK;
+		a.admit->lease = NULL;
+	}
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",
 			 orgw_strerror(err),
@@ -621,7 +679,7 @@ state_route_scored(const struct orgw_conf *c, const char *model,
 		   const struct score_result *res, const char *error,
 		   int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, false, now, r, res, error, false};
+	struct route_args a = {c, model, false, now, r, res, error, false, NULL};
 	enum orgw_err err;
 
 	route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
@@ -644,7 +702,8 @@ state_store_candidates(const struct orgw_conf *c, const char *model,
 		       const struct score_result *res, const char *error,
 		       int64_t now)
 {
-	struct route_args a = {c, model, false, now, NULL, res, error, false};
+	struct route_args a = {c, model, false, now, NULL, res, error, false,
+			       NULL};
 
 	return state_txn(c, true, do_store_cands, &a);
 }
@@ -1127,6 +1186,32 @@ batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
 	return err;
 }
 
+/* Gives back job j's concurrency lease (teamkey.h), if it holds one: a
+ * lease already expired is gone, and nothing is written for it. */
+static enum orgw_err
+batch_lease(struct store *s, const struct finish_job *j)
+{
+	struct teamkey_rate *r;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	if (j->d.key_name == NULL || j->d.lease == NULL)
+		return ORGW_OK;
+	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, j->d.key_name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK || v == NULL)
+		return err;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	if (teamkey_rate_decode(v, r) == ORGW_OK &&
+	    teamkey_rate_release(r, j->d.lease))
+		err = put_text(s, k, teamkey_rate_encode(r));
+	free(r);
+	free(v);
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1147,8 +1232,9 @@ do_finish_batch(struct store *s, void *arg)
 	for (j = b->jobs; err == ORGW_OK && j != NULL; j = j->next)
 		if ((err = batch_model(s, b, j)) == ORGW_OK &&
 		    (err = batch_cell(s, b, j)) == ORGW_OK &&
-		    (err = batch_hit(s, b, j)) == ORGW_OK)
-			err = batch_ok(s, b, j);
+		    (err = batch_hit(s, b, j)) == ORGW_OK &&
+		    (err = batch_ok(s, b, j)) == ORGW_OK)
+			err = batch_lease(s, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 
@@ -1239,6 +1325,8 @@ state_finish(const struct orgw_conf *c, const char *model,
 		d->cost_usd = job.d.cost_usd;
 		d->cost_estimated = true;
 	}
+	/* What it would have cost uncached, for its team key's savings. */
+	d->uncached_usd = job.err == ORGW_OK ? job.d.uncached_usd : 0;
 	return job.err;
 }
 

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "record.h"
 #include "route.h"
+#include "teamkey.h"
 
 struct score_result;
 struct store;
@@ -58,15 +59,41 @@ struct state_route {
 };
 
 /*
+ * A team key's per-minute count and concurrency leases (teamkey.h) live
+ * in the routing state under TEAMKEY_RATE:<name>: they are soft, and a
+ * lost record forgets a minute's count and leases that expire anyway.
+ */
+#define STATE_RATE_PREFIX "TEAMKEY_RATE:"
+
+/* A team key's request, admitted in the route transaction. */
+struct state_admit {
+	const struct teamkey *key;	/* its limits (rpm, concurrent) */
+	const char *lease;		/* the request's lease id; set to
+					 * NULL when none was taken */
+	int64_t now_ms;			/* unix ms */
+	int64_t lease_ms;		/* a lease expires this long after */
+	enum teamkey_verdict verdict;	/* TK_OK, TK_RPM or TK_CONCURRENT */
+	int64_t retry_after_s;		/* for a refusal */
+};
+
+/*
  * Steps 4 to 7 of SPEC section 4 for model: decides and writes the lock
  * (one model's keys only: the cost does not grow with the number of
  * models).  Returns ORGW_OK with
  * r->kind ROUTE_SCORED when the caller must score inline and then call
  * state_route_scored().  Errors leave r unpinned.
+ *
+ * ad (NULL for the operator's key) admits a team key's request in the
+ * same transaction, before anything is decided: a key with an rpm or
+ * concurrency limit counts the request and takes its lease there
+ * (teamkey_rate_admit), and a refusal (ad->verdict) writes nothing and
+ * leaves r unpinned.  With the state unavailable the limits are not
+ * enforced (ad->verdict TK_OK, ad->lease NULL).  The lease is given
+ * back by the request's state_finish (d->key_name, d->lease).
  */
 enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  bool client_provider, int64_t now,
-			  struct state_route *r);
+			  struct state_route *r, struct state_admit *ad);
 
 /*
  * After an inline scoring (res NULL when it failed, with error saying
@@ -113,7 +140,8 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
  * (MODEL_SEEN:<model>) is counted under STATE_OTHER_MODEL, unless d is a
  * success (OpenRouter served it), which marks it seen.  A cost the answer did not
  * report is priced in the transaction (ledger_price): d->cost_usd and
- * d->cost_estimated say what was counted, for the request's log line.
+ * d->cost_estimated say what was counted, for the request's log line, and
+ * d->uncached_usd what it would have cost uncached (0 when unpriced).
  */
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   struct stats_delta *d, const char *ok_tag);

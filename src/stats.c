@@ -32,6 +32,7 @@
 #include "state.h"
 #include "stats.h"
 #include "store.h"
+#include "teamauth.h"
 
 struct stats_args {
 	cJSON *models;
@@ -395,6 +396,27 @@ stats_walk(const struct snap *sn, struct stats_args *a)
 	snap_each(sn, stats_key_cb, a);
 }
 
+/*
+ * The team keys (teamauth_keys_tree) under root's "keys", with
+ * KEYS_SECRET set; a keys store that cannot be read says so in
+ * "keys_error".  False when out of memory.
+ */
+static bool
+add_keys(const struct orgw_conf *c, cJSON *root, int64_t now)
+{
+	cJSON *keys;
+	enum orgw_err err;
+
+	if (c->keys_secret == NULL)
+		return true;
+	if ((keys = cJSON_AddObjectToObject(root, "keys")) == NULL)
+		return false;
+	err = teamauth_keys_tree(c, now, keys);
+	return err == ORGW_OK ||
+	       cJSON_AddStringToObject(root, "keys_error",
+				       orgw_strerror(err)) != NULL;
+}
+
 cJSON *
 stats_tree(const struct orgw_conf *c, int64_t now)
 {
@@ -420,6 +442,8 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 		    !cJSON_AddStringToObject(root, "state_error",
 					     orgw_strerror(err)))
 			a.ok = false;
+		if (a.ok)
+			a.ok = add_keys(c, root, now);
 		/* Requests not counted while the state was away (as
 		 * orgw_state_lost_updates_total in /metrics). */
 		if (a.ok && !cJSON_AddNumberToObject(root, "lost_updates",
@@ -502,5 +526,14 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	if (err == ORGW_OK)
 		err = prom_render(out, a.models, in_flight, a.lost);
 	cJSON_Delete(a.models);
+	if (err == ORGW_OK && c->keys_secret != NULL) {
+		cJSON *keys = cJSON_CreateObject();
+
+		err = keys == NULL ? ORGW_ENOMEM :
+				     teamauth_keys_tree(c, now, keys);
+		if (err == ORGW_OK)
+			err = prom_render_keys(out, keys);
+		cJSON_Delete(keys);
+	}
 	return err;
 }

@@ -733,6 +733,96 @@ summary(struct out *o, const cJSON *models)
 	put(o, "</tbody></table></section>");
 }
 
+/* A budget and what is left of it: "$1.2345 of $5.0000", or "-". */
+static void
+budget_text(const cJSON *k, const char *budget, const char *left, char *dst,
+	    size_t n)
+{
+	if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(k, budget))) {
+		snprintf(dst, n, "-");
+		return;
+	}
+	snprintf(dst, n, "$%.4f of $%.4f", num(k, left), num(k, budget));
+}
+
+/* The team keys (/stats "keys"): this month's use, today's spend and
+ * what is left of the budgets. */
+static void
+keys_table(struct out *o, const cJSON *stats)
+{
+	static const char *const cols[] = {
+		"key", "state", "models", "requests (month)",
+		"prompt / cached / completion tokens", "spend $ today",
+		"spend $ month", "saved $ month", "left of day budget",
+		"left of month budget", "refused rpm / conc / budget / model",
+		"last used"};
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(stats, "keys");
+	const cJSON *k, *g, *mo, *dy;
+	char models[256], b[96], t[24];
+	size_t n;
+
+	if (!cJSON_IsObject(keys))
+		return;
+	put(o, "<section><h2>Keys</h2>");
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(stats,
+							    "keys_error"))) {
+		put(o, "<p class="err">keys store unreadable: ");
+		esc(o, str(stats, "keys_error"));
+		put(o, "</p>");
+	}
+	if (keys->child == NULL) {
+		put(o, "<p class="muted">no team key yet (orgw-score key "
+		       "add NAME)</p></section>");
+		return;
+	}
+	thead(o, cols, sizeof(cols) / sizeof(cols[0]));
+	cJSON_ArrayForEach(k, keys)
+	{
+		mo = cJSON_GetObjectItemCaseSensitive(k, "month");
+		dy = cJSON_GetObjectItemCaseSensitive(k, "today");
+		models[0] = '\0';
+		n = 0;
+		cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(k,
+								       "models"))
+		{
+			if (cJSON_IsString(g) && n < sizeof(models))
+				n += (size_t)snprintf(models + n,
+						      sizeof(models) - n,
+						      "%s%s", n ? ", " : "",
+						      g->valuestring);
+		}
+		put(o, "<tr>");
+		td(o, cols[0], NULL, k->string);
+		td(o, cols[1], NULL, str(k, "state"));
+		td(o, cols[2], NULL, models);
+		tdf(o, cols[3], "%.0f", num(mo, "requests"));
+		snprintf(b, sizeof(b), "%.0f / %.0f / %.0f",
+			 num(mo, "prompt_tokens"), num(mo, "cached_tokens"),
+			 num(mo, "completion_tokens"));
+		td(o, cols[4], "n", b);
+		tdf(o, cols[5], "%.6f", num(dy, "spend_usd"));
+		tdf(o, cols[6], "%.6f", num(mo, "spend_usd"));
+		tdf(o, cols[7], "%.6f", num(mo, "saved_usd"));
+		budget_text(k, "budget_usd_day", "remaining_usd_day", b,
+			    sizeof(b));
+		td(o, cols[8], "n", b);
+		budget_text(k, "budget_usd_month", "remaining_usd_month", b,
+			    sizeof(b));
+		td(o, cols[9], "n", b);
+		snprintf(b, sizeof(b), "%.0f / %.0f / %.0f / %.0f",
+			 num(mo, "refused_rpm"), num(mo, "refused_concurrent"),
+			 num(mo, "refused_budget"), num(mo, "refused_model"));
+		td(o, cols[10], "n", b);
+		if (num(k, "last_used") > 0)
+			fmt_time((int64_t)num(k, "last_used"), t);
+		else
+			snprintf(t, sizeof(t), "never");
+		td(o, cols[11], NULL, t);
+		put(o, "</tr>");
+	}
+	put(o, "</tbody></table></section>");
+}
+
 char *
 statuspage_html(const cJSON *stats, const struct statuspage_opts *op,
 		size_t *len)
@@ -756,6 +846,7 @@ statuspage_html(const cJSON *stats, const struct statuspage_opts *op,
 		put(&o, "</p>");
 	}
 	summary(&o, models);
+	keys_table(&o, stats);
 	cJSON_ArrayForEach(m, models)
 	{
 		put(&o, "<section class=\"model\"><h2>");
@@ -791,7 +882,8 @@ statuspage_login_html(const char *message, size_t *len)
 		put(&o, "</p>");
 	}
 	put(&o, "<form method=\"post\"><p><label for=\"key\">Client key "
-		"(CUSTOM_ACCESS_KEY)</label><br><input id=\"key\" name=\"key\" "
+		"(CUSTOM_ACCESS_KEY, or a team key made --admin)</label><br>"
+		"<input id=\"key\" name=\"key\" "
 		"type=\"password\" autocomplete=\"current-password\" "
 		"required autofocus> <button>Log in</button></p></form>"
 		"</section></body></html>\n");

@@ -9,6 +9,7 @@
  * handle must never be used by two threads at once.
  * Callbacks run in the caller's stack frame; their arg is borrowed.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -128,6 +129,33 @@ headers_done(struct xfer *x)
 		ra = INT_MAX;
 	if (x->c->on_headers)
 		x->c->on_headers(x->c->arg, x->status, ctype, (int)ra);
+}
+
+/*
+ * The X-Generation-Id of the response just received, when it has one of
+ * the shape OpenRouter gives ("gen-" and letters, digits, '-' or '_'):
+ * the id GET /api/v1/generation looks up.  libcurl keeps the last
+ * response's headers until the handle's next transfer.
+ */
+static void
+generation_id(struct upstream_result *res)
+{
+	struct curl_header *h;
+	size_t i, n;
+
+	res->generation_id[0] = '\0';
+	if (curl_easy_header(up_easy, "X-Generation-Id", 0, CURLH_HEADER, -1,
+			     &h) != CURLHE_OK ||
+	    h->value == NULL)
+		return;
+	n = strlen(h->value);
+	if (n == 0 || n >= sizeof(res->generation_id))
+		return;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)h->value[i]) &&
+		    h->value[i] != '-' && h->value[i] != '_')
+			return;
+	memcpy(res->generation_id, h->value, n + 1);
 }
 
 static size_t
@@ -389,6 +417,7 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	    response_code() > 0)
 		headers_done(&x);
 	res->status = response_code();
+	generation_id(res);
 	curl_multi_remove_handle(up_multi, up_easy);
 	/* The handle keeps pointing at the list until the next call sets
 	 * its own; no transfer runs in between. */

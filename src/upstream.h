@@ -49,6 +49,9 @@ struct upstream_result {
 	enum up_fail fail;
 	long status;		/* 0 when no response arrived */
 	char error[256];	/* curl's message, when fail != UP_OK */
+	/* The response's X-Generation-Id (OpenRouter's id of the
+	 * generation, for GET /api/v1/generation), "" when none. */
+	char generation_id[128];
 };
 
 /* curl_global_init; once per process, from main(), before any thread

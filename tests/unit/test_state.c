@@ -217,7 +217,8 @@ test_route_table(void)
 		if (rows[i].cool2 != NULL)
 			put_cooling(rows[i].cool2, NOW + 600);
 		writes = store_mem_writes();
-		ok = state_route(&conf, M, rows[i].client, NOW, &r) == ORGW_OK;
+		ok = state_route(&conf, M, rows[i].client, NOW, &r, NULL) ==
+		     ORGW_OK;
 		lock_now(tag, &lu);
 		snprintf(what, sizeof(what), "route: %s", rows[i].what);
 		T_ASSERT(what, ok && r.kind == rows[i].want &&
@@ -248,7 +249,7 @@ test_relock_events(void)
 	record_day(NOW, day);
 	put_cands(ab, 2);
 	T_ASSERT("relock: first lock",
-		 state_route(&conf, M, false, NOW, &r) == ORGW_OK &&
+		 state_route(&conf, M, false, NOW, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_RELOCKED && strcmp(r.tag, "a") == 0 &&
 			 r.max_out == 1000);
 	T_ASSERT("relock: a first lock is logged, no change counted",
@@ -256,7 +257,7 @@ test_relock_events(void)
 			 cell(day, LEDGER_NONE, LEDGER_NONE, LX_LOCK_CHANGES) == 0);
 	put_cooling("a", NOW + 600);
 	T_ASSERT("relock: off a cooling lock",
-		 state_route(&conf, M, false, NOW + 1, &r) == ORGW_OK &&
+		 state_route(&conf, M, false, NOW + 1, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_RELOCKED && strcmp(r.tag, "b") == 0);
 	T_ASSERT("relock: the move is logged and counted once",
 		 lock_log_len() == 2 &&

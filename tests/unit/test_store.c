@@ -132,12 +132,12 @@ test_route(void)
 	/* now held fixed: a route taken twice in the same second. */
 	write_lock("alpha", 0);
 	now = (int64_t)time(NULL);
-	T_ASSERT("route 1 ok", state_route(&c, M, false, now, &r) == ORGW_OK);
+	T_ASSERT("route 1 ok", state_route(&c, M, false, now, &r, NULL) == ORGW_OK);
 	T_ASSERT("route 1: the lock", r.kind == ROUTE_LOCKED &&
 					      strcmp(r.tag, "alpha") == 0);
 	for (i = 0; i < 3; i++)
 		T_ASSERT("repeat: the same lock",
-			 state_route(&c, M, false, now, &r) == ORGW_OK &&
+			 state_route(&c, M, false, now, &r, NULL) == ORGW_OK &&
 				 r.kind == ROUTE_LOCKED &&
 				 strcmp(r.tag, "alpha") == 0);
 
@@ -145,27 +145,27 @@ test_route(void)
 	 * request, in the same second, must follow at once. */
 	write_lock("beta", 0);
 	T_ASSERT("after another worker re-locks: the new lock at once",
-		 state_route(&c, M, false, now, &r) == ORGW_OK &&
+		 state_route(&c, M, false, now, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_LOCKED && strcmp(r.tag, "beta") == 0);
 
 	/* And again, with no other change. */
 	write_lock("gamma", 0);
 	T_ASSERT("a third lock, same second: followed too",
-		 state_route(&c, M, false, now, &r) == ORGW_OK &&
+		 state_route(&c, M, false, now, &r, NULL) == ORGW_OK &&
 			 strcmp(r.tag, "gamma") == 0);
 	T_ASSERT("...and the next second",
-		 state_route(&c, M, false, now + 1, &r) == ORGW_OK &&
+		 state_route(&c, M, false, now + 1, &r, NULL) == ORGW_OK &&
 			 strcmp(r.tag, "gamma") == 0);
 
 	/* A client-chosen provider routes by the client. */
 	T_ASSERT("client provider",
-		 state_route(&c, M, true, now + 1, &r) == ORGW_OK &&
+		 state_route(&c, M, true, now + 1, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_CLIENT);
 	T_ASSERT("client provider again",
-		 state_route(&c, M, true, now + 1, &r) == ORGW_OK &&
+		 state_route(&c, M, true, now + 1, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_CLIENT);
 	T_ASSERT("and the pinned route is still the lock",
-		 state_route(&c, M, false, now + 1, &r) == ORGW_OK &&
+		 state_route(&c, M, false, now + 1, &r, NULL) == ORGW_OK &&
 			 r.kind == ROUTE_LOCKED && strcmp(r.tag, "gamma") == 0);
 	conf_free(&c);
 }

@@ -1,0 +1,501 @@
+/*
+ * teamauth.c - a team key on the request path (teamauth.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "clock.h"
+#include "keystore.h"
+#include "log.h"
+#include "store.h"
+#include "teamauth.h"
+#include "upstream.h"
+
+/* How long a generation is looked up while it answers 404: OpenRouter's
+ * stats lag the stream's end by a few seconds. */
+#define GEN_WAIT_MS 20000
+#define GEN_FIRST_PAUSE_MS 250
+#define GEN_MAX_PAUSE_MS 4000
+#define GEN_TIMEOUT_MS 10000
+#define GEN_MAX_BYTES (256u * 1024)
+
+struct find_arg {
+	const char *secret, *plain;
+	int64_t now_s;
+	struct teamauth *t;
+};
+
+static enum orgw_err
+do_find(struct store *s, void *arg)
+{
+	struct find_arg *a = arg;
+	enum orgw_err err;
+
+	err = keystore_find(s, a->secret, a->plain, &a->t->key);
+	if (err != ORGW_OK)
+		return err;
+	return keystore_use(s, a->t->key.name, a->now_s, &a->t->day,
+			    &a->t->month);
+}
+
+enum teamauth_who
+teamauth_identify_key(const struct orgw_conf *c, const char *key,
+		      int64_t now_s, struct teamauth *t)
+{
+	struct find_arg a = {c->keys_secret, key, now_s, t};
+	enum orgw_err err;
+
+	memset(t, 0, sizeof(*t));
+	if (key == NULL || key[0] == '\0')
+		return TA_NONE;
+	if (c->keys_secret == NULL || !teamkey_plain_shape(key))
+		return TA_BAD;
+	err = keystore_txn(c, false, do_find, &a);
+	if (err == ORGW_ENOENT)
+		return TA_BAD;
+	if (err != ORGW_OK) {
+		log_warn("keys store unreadable (%s): team keys refused",
+			 orgw_strerror(err));
+		return TA_UNAVAILABLE;
+	}
+	if (teamkey_check_key(&t->key, now_s, NULL, NULL, 0) != TK_OK)
+		return TA_BAD;
+	return TA_TEAM;
+}
+
+enum teamauth_who
+teamauth_identify(const struct orgw_conf *c, const struct orgw_env *env,
+		  int64_t now_s, struct teamauth *t)
+{
+	const char *key = http_key_token(env);
+
+	memset(t, 0, sizeof(*t));
+	if (key == NULL)
+		return TA_NONE;
+	if (http_key_ok(env, c->custom_access_key))
+		return TA_OPERATOR;
+	return teamauth_identify_key(c, key, now_s, t);
+}
+
+/* A fresh lease id: 16 random bytes in hex. */
+static bool
+lease_make(char id[33])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char b[16];
+	size_t i;
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return false;
+	for (i = 0; i < sizeof(b); i++) {
+		id[2 * i] = hex[b[i] >> 4];
+		id[2 * i + 1] = hex[b[i] & 15];
+	}
+	id[32] = '\0';
+	return true;
+}
+
+enum teamkey_verdict
+teamauth_check(const struct orgw_conf *c, struct teamauth *t,
+	       const char *model, const char *const *models, size_t n)
+{
+	enum teamkey_verdict v;
+
+	v = teamkey_check_key(&t->key, clock_now_s(), model, models, n);
+	if (v != TK_OK)
+		return v;
+	if ((v = teamkey_check_budget(&t->key, &t->day, &t->month)) != TK_OK)
+		return v;
+	memset(&t->admit, 0, sizeof(t->admit));
+	t->admit.key = &t->key;
+	t->admit.now_ms = clock_now_ms();
+	t->admit.lease_ms = c->request_timeout_ms;
+	/* No lease without a random id: refused as over the limit. */
+	if (t->key.concurrent > 0 && !lease_make(t->lease))
+		return TK_CONCURRENT;
+	t->admit.lease = t->key.concurrent > 0 ? t->lease : NULL;
+	return TK_OK;
+}
+
+struct use_arg {
+	const char *name;
+	int64_t now_s;
+	const struct teamkey_use *u;
+};
+
+static enum orgw_err
+do_use_add(struct store *s, void *arg)
+{
+	struct use_arg *a = arg;
+
+	/* Counted once: a commit whose answer was lost (Redis) is
+	 * settled, not run again. */
+	store_exact_outcome(s);
+	return keystore_use_add(s, a->name, a->now_s, a->u);
+}
+
+static void
+use_add(const struct orgw_conf *c, const char *name, int64_t now_s,
+	const struct teamkey_use *u)
+{
+	struct use_arg a = {name, now_s, u};
+	enum orgw_err err;
+
+	if ((err = keystore_txn(c, true, do_use_add, &a)) != ORGW_OK)
+		log_err("keys store: use of key %s not counted (%s): "
+			"requests=%lld spend_usd=%.8f",
+			name, orgw_strerror(err), (long long)u->requests,
+			u->spend_usd);
+}
+
+void
+teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
+		 enum teamkey_verdict verdict, int64_t now_s)
+{
+	struct teamkey_use u;
+
+	memset(&u, 0, sizeof(u));
+	switch (verdict) {
+	case TK_MODEL:
+		u.refused_model = 1;
+		break;
+	case TK_BUDGET:
+		u.refused_budget = 1;
+		break;
+	case TK_RPM:
+		u.refused_rpm = 1;
+		break;
+	case TK_CONCURRENT:
+		u.refused_concurrent = 1;
+		break;
+	case TK_OK:
+	case TK_UNKNOWN:
+		return;
+	}
+	use_add(c, t->key.name, now_s, &u);
+}
+
+/*
+ * What upstream billed for generation id: GET /generation?id=, asked
+ * again while it answers 404 (not ready yet) for up to GEN_WAIT_MS.
+ * False when no figure came.
+ */
+static bool
+billed(const struct orgw_conf *c, const char *id, double *usd)
+{
+	char url[4096], *body = NULL;
+	size_t len = 0;
+	long status = 0;
+	int64_t give_up = clock_mono_ms() + GEN_WAIT_MS;
+	int64_t pause = GEN_FIRST_PAUSE_MS;
+	cJSON *o, *cost;
+	bool ok = false;
+
+	snprintf(url, sizeof(url), "%s/generation?id=%s", c->upstream_url, id);
+	for (;;) {
+		free(body);
+		body = NULL;
+		if (upstream_get(url, c->openrouter_api_key, GEN_TIMEOUT_MS,
+				 GEN_MAX_BYTES, &body, &len,
+				 &status) == ORGW_OK &&
+		    status == 200)
+			break;
+		if ((status != 404 && status != 0 && status < 500) ||
+		    clock_mono_ms() + pause >= give_up) {
+			free(body);
+			log_warn("generation %s: no billed figure (status "
+				 "%ld)",
+				 id, status);
+			return false;
+		}
+		clock_sleep_us(pause * 1000);
+		pause = pause * 2 > GEN_MAX_PAUSE_MS ? GEN_MAX_PAUSE_MS :
+						       pause * 2;
+	}
+	o = cJSON_ParseWithLength(body, len);
+	cost = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "data"), "total_cost");
+	if (cJSON_IsNumber(cost) && isfinite(cost->valuedouble) &&
+	    cost->valuedouble >= 0) {
+		*usd = cost->valuedouble;
+		ok = true;
+	}
+	cJSON_Delete(o);
+	free(body);
+	return ok;
+}
+
+void
+teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
+		const struct stats_delta *d, const char *generation_id,
+		double *billed_usd)
+{
+	struct teamkey_use u;
+	double usd = 0;
+
+	memset(&u, 0, sizeof(u));
+	u.requests = 1;
+	u.prompt = d->prompt_tokens;
+	u.cached = d->cached_tokens;
+	u.completion = d->completion_tokens;
+	if (d->usage) {
+		u.spend_usd = d->cost_usd;
+		if (d->uncached_usd > d->cost_usd)
+			u.saved_usd = d->uncached_usd - d->cost_usd;
+	} else if (generation_id != NULL && generation_id[0] != '\0' &&
+		   billed(c, generation_id, &usd)) {
+		u.spend_usd = usd;
+	}
+	u.last_used = d->now;
+	*billed_usd = u.spend_usd;
+	use_add(c, t->key.name, d->now, &u);
+}
+
+int
+teamauth_status(enum teamkey_verdict v)
+{
+	switch (v) {
+	case TK_MODEL:
+		return 403;
+	case TK_BUDGET:
+		return 402;
+	case TK_RPM:
+	case TK_CONCURRENT:
+		return 429;
+	case TK_UNKNOWN:
+		return 401;
+	case TK_OK:
+		break;
+	}
+	return 200;
+}
+
+const char *
+teamauth_code(enum teamkey_verdict v)
+{
+	switch (v) {
+	case TK_MODEL:
+		return "model_not_allowed";
+	case TK_BUDGET:
+		return "budget_exceeded";
+	case TK_RPM:
+		return "rate_limit_exceeded";
+	case TK_CONCURRENT:
+		return "concurrency_limit_exceeded";
+	case TK_UNKNOWN:
+		return "invalid_api_key";
+	case TK_OK:
+		break;
+	}
+	return "ok";
+}
+
+/* A budget's figure for /v1/key: null when there is none. */
+static cJSON *
+limit_of(double budget)
+{
+	return budget > 0 ? cJSON_CreateNumber(budget) : cJSON_CreateNull();
+}
+
+char *
+teamauth_key_json(const struct teamauth *t, int64_t now_s)
+{
+	const struct teamkey *k = &t->key;
+	cJSON *o, *d, *m, *rl, *own;
+	double limit = 0, used = 0;
+	const char *reset = NULL;
+	char *s = NULL;
+	size_t i;
+	bool ok;
+
+	(void)now_s;
+	/* OpenRouter's key has one limit: the month's when set (the
+	 * longer window), else the day's. */
+	if (k->budget_month_usd > 0) {
+		limit = k->budget_month_usd;
+		used = t->month.spend_usd;
+		reset = "monthly";
+	} else if (k->budget_day_usd > 0) {
+		limit = k->budget_day_usd;
+		used = t->day.spend_usd;
+		reset = "daily";
+	}
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	d = cJSON_AddObjectToObject(o, "data");
+	ok = d != NULL && cJSON_AddStringToObject(d, "label", k->name) &&
+	     cJSON_AddItemToObject(d, "limit", limit_of(limit)) &&
+	     cJSON_AddItemToObject(d, "limit_remaining",
+				   limit > 0 ? cJSON_CreateNumber(
+						       limit > used ?
+							       limit - used :
+							       0) :
+					       cJSON_CreateNull()) &&
+	     (reset ? cJSON_AddStringToObject(d, "limit_reset", reset) :
+		      cJSON_AddNullToObject(d, "limit_reset")) &&
+	     cJSON_AddNumberToObject(d, "usage", t->month.spend_usd) &&
+	     cJSON_AddNumberToObject(d, "usage_daily", t->day.spend_usd) &&
+	     cJSON_AddNumberToObject(d, "usage_monthly", t->month.spend_usd) &&
+	     cJSON_AddFalseToObject(d, "is_free_tier") &&
+	     cJSON_AddFalseToObject(d, "is_management_key") &&
+	     cJSON_AddFalseToObject(d, "is_provisioning_key");
+	if (ok && k->expires > 0) {
+		char when[32];
+		struct tm tm;
+		time_t e = (time_t)k->expires;
+
+		gmtime_r(&e, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		ok = cJSON_AddStringToObject(d, "expires_at", when) != NULL;
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(d, "expires_at") != NULL;
+	}
+	rl = ok ? cJSON_AddObjectToObject(d, "rate_limit") : NULL;
+	ok = rl != NULL &&
+	     (k->rpm > 0 ?
+		      cJSON_AddNumberToObject(rl, "requests", (double)k->rpm) :
+		      cJSON_AddNullToObject(rl, "requests")) &&
+	     cJSON_AddStringToObject(rl, "interval", "1m");
+	/* What OpenRouter's shape has no field for: orgw's own. */
+	own = ok ? cJSON_AddObjectToObject(d, "orgw") : NULL;
+	ok = own != NULL &&
+	     (m = cJSON_AddArrayToObject(own, "models")) != NULL &&
+	     cJSON_AddItemToObject(own, "budget_usd_day",
+				   limit_of(k->budget_day_usd)) &&
+	     cJSON_AddItemToObject(own, "budget_usd_month",
+				   limit_of(k->budget_month_usd)) &&
+	     cJSON_AddNumberToObject(own, "concurrent",
+				     (double)k->concurrent) &&
+	     cJSON_AddNumberToObject(own, "requests_today",
+				     (double)t->day.requests) &&
+	     cJSON_AddNumberToObject(own, "requests_month",
+				     (double)t->month.requests);
+	for (i = 0; ok && i < k->n_globs; i++)
+		ok = cJSON_AddItemToArray(m, cJSON_CreateString(k->globs[i]));
+	if (ok && k->n_globs == 0)
+		ok = cJSON_AddItemToArray(m, cJSON_CreateString("*"));
+	if (ok)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+struct tree_arg {
+	struct store *s;
+	int64_t now_s;
+	cJSON *keys;
+	enum orgw_err err;
+};
+
+/* One window's figures, as /stats shows them. */
+static bool
+add_use(cJSON *o, const char *name, const struct teamkey_use *u)
+{
+	cJSON *w = cJSON_AddObjectToObject(o, name);
+
+	return w != NULL &&
+	       cJSON_AddNumberToObject(w, "requests", (double)u->requests) &&
+	       cJSON_AddNumberToObject(w, "prompt_tokens", (double)u->prompt) &&
+	       cJSON_AddNumberToObject(w, "cached_tokens", (double)u->cached) &&
+	       cJSON_AddNumberToObject(w, "completion_tokens",
+				       (double)u->completion) &&
+	       cJSON_AddNumberToObject(w, "spend_usd", u->spend_usd) &&
+	       cJSON_AddNumberToObject(w, "saved_usd", u->saved_usd) &&
+	       cJSON_AddNumberToObject(w, "refused_rpm",
+				       (double)u->refused_rpm) &&
+	       cJSON_AddNumberToObject(w, "refused_concurrent",
+				       (double)u->refused_concurrent) &&
+	       cJSON_AddNumberToObject(w, "refused_budget",
+				       (double)u->refused_budget) &&
+	       cJSON_AddNumberToObject(w, "refused_model",
+				       (double)u->refused_model);
+}
+
+/* What is left of a budget: null when there is none. */
+static cJSON *
+remaining(double budget, double spent)
+{
+	if (budget <= 0)
+		return cJSON_CreateNull();
+	return cJSON_CreateNumber(budget > spent ? budget - spent : 0);
+}
+
+static int
+tree_key(void *arg, const struct teamkey *k)
+{
+	struct tree_arg *a = arg;
+	struct teamkey_use day, month;
+	cJSON *o, *m;
+	size_t i;
+	bool ok;
+
+	if ((a->err = keystore_use(a->s, k->name, a->now_s, &day, &month)) !=
+	    ORGW_OK)
+		return 1;
+	o = cJSON_AddObjectToObject(a->keys, k->name);
+	ok = o != NULL &&
+	     cJSON_AddStringToObject(
+		     o, "state",
+		     k->disabled ? "disabled" :
+		     teamkey_check_key(k, a->now_s, NULL, NULL, 0) != TK_OK ?
+				   "expired" :
+				   "active") &&
+	     cJSON_AddBoolToObject(o, "admin", k->admin) &&
+	     (m = cJSON_AddArrayToObject(o, "models")) != NULL &&
+	     cJSON_AddNumberToObject(o, "rpm", (double)k->rpm) &&
+	     cJSON_AddNumberToObject(o, "concurrent", (double)k->concurrent) &&
+	     cJSON_AddItemToObject(o, "budget_usd_day",
+				   limit_of(k->budget_day_usd)) &&
+	     cJSON_AddItemToObject(o, "budget_usd_month",
+				   limit_of(k->budget_month_usd)) &&
+	     cJSON_AddItemToObject(o, "remaining_usd_day",
+				   remaining(k->budget_day_usd,
+					     day.spend_usd)) &&
+	     cJSON_AddItemToObject(o, "remaining_usd_month",
+				   remaining(k->budget_month_usd,
+					     month.spend_usd)) &&
+	     cJSON_AddNumberToObject(o, "last_used",
+				     (double)(day.last_used > month.last_used ?
+						      day.last_used :
+						      month.last_used)) &&
+	     add_use(o, "today", &day) && add_use(o, "month", &month);
+	for (i = 0; ok && i < k->n_globs; i++)
+		ok = cJSON_AddItemToArray(m, cJSON_CreateString(k->globs[i]));
+	if (ok && k->n_globs == 0)
+		ok = cJSON_AddItemToArray(m, cJSON_CreateString("*"));
+	if (!ok)
+		a->err = ORGW_ENOMEM;
+	return ok ? 0 : 1;
+}
+
+static enum orgw_err
+do_tree(struct store *s, void *arg)
+{
+	struct tree_arg *a = arg;
+	cJSON *e;
+	enum orgw_err err;
+
+	/* A run again starts from no keys. */
+	while ((e = a->keys->child) != NULL)
+		cJSON_Delete(cJSON_DetachItemViaPointer(a->keys, e));
+	a->s = s;
+	a->err = ORGW_OK;
+	err = keystore_each(s, tree_key, a);
+	return a->err != ORGW_OK ? a->err : err;
+}
+
+enum orgw_err
+teamauth_keys_tree(const struct orgw_conf *c, int64_t now_s, cJSON *keys)
+{
+	struct tree_arg a = {NULL, now_s, keys, ORGW_OK};
+
+	if (c->keys_secret == NULL)
+		return ORGW_OK;
+	return keystore_txn(c, false, do_tree, &a);
+}

@@ -1,0 +1,101 @@
+/*
+ * teamauth.h - a team key on the request path: who sent a request,
+ * what its key may do, and what it spent (teamkey.h is the pure part,
+ * keystore.h the keys' durable store, state.h the soft rate records).
+ *
+ * A request is the operator's when it sends CUSTOM_ACCESS_KEY, a team
+ * key's when it sends a key of the store that is neither disabled,
+ * revoked nor expired; anything else is refused with the same 401.  A
+ * refused key costs one shared-lock read of the keys store and writes
+ * nothing.
+ */
+#ifndef ORGW_TEAMAUTH_H
+#define ORGW_TEAMAUTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "conf.h"
+#include "http.h"
+#include "record.h"
+#include "state.h"
+#include "teamkey.h"
+
+enum teamauth_who {
+	TA_NONE,		/* no key was sent */
+	TA_BAD,			/* a key that is none of these: 401 */
+	TA_OPERATOR,		/* CUSTOM_ACCESS_KEY: everything allowed */
+	TA_TEAM,		/* an active team key */
+	TA_UNAVAILABLE		/* a team key's shape, and the keys store
+				 * could not be read: 503 */
+};
+
+/* A team key's request. */
+struct teamauth {
+	struct teamkey key;
+	struct teamkey_use day, month;	/* its use when the request came */
+	char lease[33];			/* its concurrency lease id */
+	struct state_admit admit;	/* for state_route() */
+};
+
+/* Who sent env's key, at now_s; t is filled for TA_TEAM. */
+enum teamauth_who teamauth_identify(const struct orgw_conf *c,
+				    const struct orgw_env *env, int64_t now_s,
+				    struct teamauth *t);
+
+/* The same for a key's text (the status page's login form). */
+enum teamauth_who teamauth_identify_key(const struct orgw_conf *c,
+					const char *key, int64_t now_s,
+					struct teamauth *t);
+
+/*
+ * What t's key allows for a request of model (and the ids of its
+ * "models" array, models[0..n)): TK_MODEL (403), TK_BUDGET (402) from
+ * the use read when it came, or TK_OK.  Fills t->admit for the route
+ * transaction, with a fresh lease id when the key has a concurrency
+ * limit.
+ */
+enum teamkey_verdict teamauth_check(const struct orgw_conf *c,
+				    struct teamauth *t, const char *model,
+				    const char *const *models, size_t n);
+
+/* Counts one refusal of t's request (verdict) in its use. */
+void teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
+		      enum teamkey_verdict verdict, int64_t now_s);
+
+/*
+ * The request's end: adds d (its tokens, cost and savings as the ledger
+ * counted them) to t's use of today and this month, exactly once.  A
+ * request that ended without usage (its client left, upstream cut it)
+ * but had a generation id is looked up with GET /api/v1/generation,
+ * retried while it answers 404, and counted with what upstream billed.
+ * *billed_usd gets the spend counted.
+ */
+void teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
+		     const struct stats_delta *d, const char *generation_id,
+		     double *billed_usd);
+
+/* The HTTP status and OpenAI error code of a refusal. */
+int teamauth_status(enum teamkey_verdict v);
+const char *teamauth_code(enum teamkey_verdict v);
+
+/*
+ * GET /v1/key's body for t (OpenRouter's shape: the key's name, limits
+ * and usage today and this month), cJSON-allocated (free with
+ * cJSON_free), NULL when out of memory.
+ */
+char *teamauth_key_json(const struct teamauth *t, int64_t now_s);
+
+/*
+ * Adds every team key to keys (an object, by name): its state, models,
+ * limits, remaining budgets, last use, and today's and this month's
+ * requests, tokens, spend, savings and refusals, for /stats, /status
+ * and /metrics.  Nothing without KEYS_SECRET.  The keys store's error
+ * (keys holds what was added before it), else ORGW_OK.
+ */
+enum orgw_err teamauth_keys_tree(const struct orgw_conf *c, int64_t now_s,
+				 cJSON *keys);
+
+#endif
