@@ -24,8 +24,9 @@
  * first).  The struct itself belongs to the caller.
  *
  * Messages name the setting and quote the refused value, made printable
- * and cut short, except for OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY and
- * METRICS_KEY, whose values are never quoted: messages end up in logs.
+ * and cut short, except for the secrets (OPENROUTER_API_KEY,
+ * CUSTOM_ACCESS_KEY, METRICS_KEY, REDIS_PASSWORD, KEYS_SECRET), whose
+ * values are never quoted: messages end up in logs.
  *
  * Numbers go through strtoll()/strtod() with end-pointer, errno and range
  * checks.  The gateway never calls setlocale(), so strtod() runs in the
@@ -46,6 +47,13 @@
 
 /* How much of a refused value a message quotes. */
 #define CONF_SHOW_MAX 48
+
+/* The shortest KEYS_SECRET: a short one is a typo or a placeholder, and
+ * `openssl rand -hex 32` makes a good one. */
+#define CONF_KEYS_SECRET_MIN 16
+
+/* The keys' file when KEYS_PATH is not set, in STATE_PATH's directory. */
+#define CONF_KEYS_FILE "keys.gdbm"
 
 enum conf_kind {
 	CONF_KEY,	/* secret: never quoted back */
@@ -95,6 +103,11 @@ static const struct conf_item conf_items[] = {
 	  .off = CONF_OFF(state_path), .def = "/var/lib/orgw/state.gdbm" },
 	{ .name = "UPSTREAM_CA_FILE", .kind = CONF_PATH,
 	  .off = CONF_OFF(upstream_ca_file) },
+	/* No default here: conf_settle() derives it from STATE_PATH. */
+	{ .name = "KEYS_PATH", .kind = CONF_PATH, .off = CONF_OFF(keys_path) },
+	/* ilo: the shortest secret taken, in bytes. */
+	{ .name = "KEYS_SECRET", .kind = CONF_KEY, .off = CONF_OFF(keys_secret),
+	  .ilo = CONF_KEYS_SECRET_MIN },
 	{ .name = "TARGET_MODEL", .kind = CONF_MODELS, .def = "" },
 	{ .name = "MODEL_ALIASES", .kind = CONF_ALIASES, .def = "" },
 	{ .name = "HIT_RATE", .kind = CONF_DOUBLE, .off = CONF_OFF(hit_rate),
@@ -327,6 +340,12 @@ conf_set_key(const struct conf_item *it, char **slot, const char *v,
 	if (blank) {
 		conf_errf(err, errlen, "%s is empty; an empty key is not a key",
 			 it->name);
+		return ORGW_EINVAL;
+	}
+	if (it->ilo > 0 && len < (size_t)it->ilo) {
+		conf_errf(err, errlen, "%s is shorter than %lld characters "
+			 "(make one with: openssl rand -hex 32)", it->name,
+			 it->ilo);
 		return ORGW_EINVAL;
 	}
 	if (password && (v[0] == ' ' || v[len - 1] == ' ')) {
@@ -797,6 +816,10 @@ conf_free(struct orgw_conf *c)
 	c->upstream_url = NULL;
 	free(c->state_path);
 	c->state_path = NULL;
+	free(c->keys_path);
+	c->keys_path = NULL;
+	conf_wipe_free(c->keys_secret);
+	c->keys_secret = NULL;
 	free(c->upstream_ca_file);
 	c->upstream_ca_file = NULL;
 	free(c->redis_url);
@@ -811,6 +834,42 @@ conf_free(struct orgw_conf *c)
 	conf_aliases_free(c->model_alias_from, c->model_alias_to,
 			  c->n_model_aliases);
 	c->n_model_aliases = 0;
+}
+
+/* True when b is a or a file beside a (a, a dot, anything): the state's
+ * side files are all named so (fsafe_side_path(), slots.c). */
+static bool
+conf_beside(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '.');
+}
+
+enum orgw_err
+conf_settle(struct orgw_conf *c, char *err, size_t errlen)
+{
+	const char *slash;
+	size_t dlen;
+	char *p;
+
+	if (c->keys_path == NULL) {
+		slash = strrchr(c->state_path, '/');
+		dlen = slash != NULL ? (size_t)(slash - c->state_path) + 1 : 0;
+		if ((p = malloc(dlen + sizeof(CONF_KEYS_FILE))) == NULL)
+			return ORGW_ENOMEM;
+		memcpy(p, c->state_path, dlen);
+		memcpy(p + dlen, CONF_KEYS_FILE, sizeof(CONF_KEYS_FILE));
+		c->keys_path = p;
+	}
+	if (conf_beside(c->state_path, c->keys_path) ||
+	    conf_beside(c->keys_path, c->state_path)) {
+		conf_errf(err, errlen, "KEYS_PATH %s and STATE_PATH %s would "
+			 "share files (a lock, a twin); give the keys a file "
+			 "of their own", c->keys_path, c->state_path);
+		return ORGW_EINVAL;
+	}
+	return ORGW_OK;
 }
 
 /* True when name is one of the settings of SPEC section 8 (not the

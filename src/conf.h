@@ -28,6 +28,11 @@ struct orgw_conf {
 	char *metrics_key;		/* GET /metrics; NULL: client key */
 	char *upstream_url;		/* no trailing slash */
 	char *state_path;
+	/* KEYS_PATH: the team keys' GDBM file (keystore.h); conf_load()
+	 * sets it to keys.gdbm in STATE_PATH's directory when unset, so it
+	 * is NULL only in a struct conf_load() did not finish. */
+	char *keys_path;
+	char *keys_secret;		/* KEYS_SECRET (HMAC); NULL: not set */
 	char *upstream_ca_file;		/* NULL: libcurl's default CAs */
 	char *target_models[CONF_MAX_TARGETS];	/* TARGET_MODEL, split */
 	size_t n_target_models;
@@ -79,6 +84,16 @@ void conf_free(struct orgw_conf *c);
  */
 enum orgw_err conf_set(struct orgw_conf *c, const char *name,
 		       const char *value, char *err, size_t errlen);
+
+/*
+ * Settles the settings that depend on others, after every value is in:
+ * a KEYS_PATH not set becomes keys.gdbm in STATE_PATH's directory, and a
+ * KEYS_PATH that is STATE_PATH or one of the files beside it
+ * (STATE_PATH.lock, .twin, ...), or the other way round, is refused:
+ * the two stores would share a lock or a twin.  conf_load() calls it
+ * last.  ORGW_OK, ORGW_ENOMEM, or ORGW_EINVAL with a message in err.
+ */
+enum orgw_err conf_settle(struct orgw_conf *c, char *err, size_t errlen);
 
 /* The model id MODEL_ALIASES maps id to (borrowed from c), or NULL when
  * it names none. */
@@ -132,8 +147,9 @@ enum orgw_err conf_parse_text(const char *text, size_t len,
 /*
  * Load the configuration: defaults, then the ORGW_CONFIG file (if set),
  * then the environment (which wins), then NAME_FILE secrets for
- * OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY, METRICS_KEY and REDIS_PASSWORD
- * (first line of the file; a direct value wins over the file).  Lives in confload.c (edge).
+ * OPENROUTER_API_KEY, CUSTOM_ACCESS_KEY, METRICS_KEY, REDIS_PASSWORD and
+ * KEYS_SECRET (first line of the file; a direct value wins over the
+ * file), then conf_settle().  Lives in confload.c (edge).
  * Returns ORGW_OK or ORGW_EINVAL with a message in err.
  */
 enum orgw_err conf_load(struct orgw_conf *c, const char *config_path,

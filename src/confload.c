@@ -44,7 +44,7 @@ struct load_secret {
 
 struct load_ctx {
 	struct orgw_conf *c;
-	struct load_secret sec[4];
+	struct load_secret sec[5];
 	bool file_has_key;	/* the config file set a key directly */
 	const char *path;	/* the config file, for warnings */
 	char *err;
@@ -399,6 +399,8 @@ conf_load(struct orgw_conf *c, const char *config_path, char *err,
 	x.sec[2].file_name = "METRICS_KEY_FILE";
 	x.sec[3].name = "REDIS_PASSWORD";
 	x.sec[3].file_name = "REDIS_PASSWORD_FILE";
+	x.sec[4].name = "KEYS_SECRET";
+	x.sec[4].file_name = "KEYS_SECRET_FILE";
 	x.err = err;
 	x.errlen = errlen;
 	if (config_path == NULL)
@@ -414,6 +416,9 @@ conf_load(struct orgw_conf *c, const char *config_path, char *err,
 		if ((rc = load_secret_file(&x, &x.sec[i])) != ORGW_OK)
 			goto out;
 	}
+	rc = conf_settle(c, err, errlen);
+	if (rc == ORGW_ENOMEM)
+		conf_errf(err, errlen, "out of memory");
 out:
 	for (i = 0; i < sizeof(x.sec) / sizeof(x.sec[0]); i++)
 		free(x.sec[i].file_path);

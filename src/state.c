@@ -37,13 +37,15 @@
 #define KEY_MAX (ORGW_MODEL_MAX + ORGW_TAG_MAX + 32)
 #define SCORE_RETRY_SECONDS 60
 
-enum orgw_err
-state_txn(const struct orgw_conf *c, bool write,
-	  enum orgw_err (*fn)(struct store *s, void *arg), void *arg)
+/* state_txn() and state_txn_norepair(): repair says whether a damaged
+ * file is repaired and the transaction run once more. */
+static enum orgw_err
+txn_run(const struct orgw_conf *c, bool write, bool repair,
+	enum orgw_err (*fn)(struct store *s, void *arg), void *arg)
 {
 	struct store *s;
 	enum orgw_err err;
-	bool repaired = false;
+	bool repaired = !repair;
 	int runs = 0;
 	int64_t give_up = clock_mono_ms() + STORE_LOCK_TIMEOUT_MS;
 	uint32_t rnd;
@@ -79,6 +81,20 @@ state_txn(const struct orgw_conf *c, bool write,
 		repaired = true;
 	}
 	return err;
+}
+
+enum orgw_err
+state_txn(const struct orgw_conf *c, bool write,
+	  enum orgw_err (*fn)(struct store *s, void *arg), void *arg)
+{
+	return txn_run(c, write, true, fn, arg);
+}
+
+enum orgw_err
+state_txn_norepair(const struct orgw_conf *c, bool write,
+		   enum orgw_err (*fn)(struct store *s, void *arg), void *arg)
+{
+	return txn_run(c, write, false, fn, arg);
 }
 
 static void

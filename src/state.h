@@ -50,6 +50,16 @@ enum orgw_err state_txn(const struct orgw_conf *c, bool write,
 			enum orgw_err (*fn)(struct store *s, void *arg),
 			void *arg);
 
+/*
+ * state_txn() without the repair: a damaged file is returned as
+ * ORGW_EIO and left as it is (keystore.h: the team keys are not soft).
+ * Conflicts are run again as by state_txn().
+ */
+enum orgw_err state_txn_norepair(const struct orgw_conf *c, bool write,
+				 enum orgw_err (*fn)(struct store *s,
+						     void *arg),
+				 void *arg);
+
 /* What the request path learns before its first upstream attempt. */
 struct state_route {
 	enum route_kind kind;

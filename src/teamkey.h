@@ -73,7 +73,7 @@ bool teamkey_name_ok(const char *name);
 bool teamkey_glob_ok(const char *glob);
 
 /*
- * Parses a comma-separated glob list ("deepseek/*,openai/gpt-4o-mini")
+ * Parses a comma-separated glob list ("openai/gpt-4o*,x-ai/grok-4")
  * into k's globs; "" or "*" alone is every model (n_globs 0).
  * ORGW_EINVAL (k's globs unchanged) for a bad glob or more than
  * TEAMKEY_GLOBS_MAX.

@@ -33,6 +33,7 @@ static const char *const all_names[] = {
 	"UPSTREAM_CA_FILE",
 	"WORKER_THREADS", "WORKER_MAX_REQUESTS", "WORKER_MAX_AGE_SECONDS",
 	"STATE_BACKEND", "REDIS_URL", "REDIS_PASSWORD", "MODEL_ALIASES",
+	"KEYS_PATH", "KEYS_SECRET",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -70,6 +71,8 @@ test_defaults(void)
 		 c.openrouter_api_key == NULL);
 	T_ASSERT("default CUSTOM_ACCESS_KEY NULL", c.custom_access_key == NULL);
 	T_ASSERT("default METRICS_KEY NULL", c.metrics_key == NULL);
+	T_ASSERT("default KEYS_SECRET NULL", c.keys_secret == NULL);
+	T_ASSERT("KEYS_PATH NULL until conf_settle", c.keys_path == NULL);
 	T_ASSERT("default UPSTREAM_URL",
 		 strcmp(c.upstream_url, "https://openrouter.ai/api/v1") == 0);
 	T_ASSERT("default STATE_PATH",
@@ -837,7 +840,7 @@ test_parse_apply(void)
 
 /* ---- conf_load(): environment, files, NAME_FILE ---- */
 
-static char tmp_paths[32][64];
+static char tmp_paths[48][64];
 static size_t n_tmp;
 
 /* The test is single-threaded, so the mt-unsafe calls are fine here. */
@@ -872,6 +875,7 @@ env_clear(void)
 	env_unset("OPENROUTER_API_KEY_FILE");
 	env_unset("CUSTOM_ACCESS_KEY_FILE");
 	env_unset("METRICS_KEY_FILE");
+	env_unset("KEYS_SECRET_FILE");
 	env_unset("ORGW_CONFIG");
 }
 
@@ -1161,7 +1165,7 @@ test_load(void)
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
 			"7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
 			"9", "77", "600", "redis", "redis://127.0.0.1:6380/2",
-			"rp-env", "x=y/z",
+			"rp-env", "x=y/z", "/tmp/k.gdbm", "ks-env-0123456789",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1203,11 +1207,133 @@ test_load(void)
 					"redis://127.0.0.1:6380/2") == 0 &&
 				 strcmp(c.redis_password, "rp-env") == 0 &&
 				 c.n_model_aliases == 1 &&
-				 strcmp(conf_alias(&c, "x"), "y/z") == 0);
+				 strcmp(conf_alias(&c, "x"), "y/z") == 0 &&
+				 strcmp(c.keys_path, "/tmp/k.gdbm") == 0 &&
+				 strcmp(c.keys_secret, "ks-env-0123456789") == 0);
 		conf_free(&c);
 	}
 	env_clear();
 	for (i = 0; i < n_tmp; i++)
+		(void)unlink(tmp_paths[i]);
+}
+
+/* The team keys' settings: KEYS_SECRET a secret like the other keys
+ * (with a _FILE form and a shortest length), KEYS_PATH derived from
+ * STATE_PATH and never sharing its files. */
+static void
+test_team_keys(void)
+{
+	static const char *const clash[][2] = {
+		{"/v/state.gdbm", "/v/state.gdbm"},
+		{"/v/state.gdbm", "/v/state.gdbm.twin"},
+		{"/v/state.gdbm", "/v/state.gdbm.lock"},
+		{"/v/keys.gdbm.twin", "/v/keys.gdbm"},
+	};
+	struct orgw_conf c;
+	const char *f, *cfg;
+	char what[128];
+	size_t i, first_tmp = n_tmp;
+
+	(void)conf_init(&c);
+	T_ASSERT("KEYS_SECRET short refused, not echoed",
+		 set_bad(&c, "KEYS_SECRET", "SECRETshort", "KEYS_SECRET",
+			 "shorter than 16") &&
+			 strstr(err, "SECRETshort") == NULL);
+	T_ASSERT("KEYS_SECRET with space refused, not echoed",
+		 set_bad(&c, "KEYS_SECRET", "SECRET-0123456789 x", "space",
+			 NULL) &&
+			 strstr(err, "SECRET-") == NULL);
+	T_ASSERT("KEYS_SECRET empty refused",
+		 set_bad(&c, "KEYS_SECRET", "", "is empty", NULL));
+	T_ASSERT("KEYS_SECRET of 16 taken",
+		 set_ok(&c, "KEYS_SECRET", "0123456789abcdef") &&
+			 strcmp(c.keys_secret, "0123456789abcdef") == 0);
+	T_ASSERT("KEYS_PATH empty refused",
+		 set_bad(&c, "KEYS_PATH", "", "KEYS_PATH", "empty"));
+	T_ASSERT("KEYS_PATH is a path setting", conf_is_path("KEYS_PATH"));
+	T_ASSERT("settle: KEYS_PATH beside STATE_PATH",
+		 conf_settle(&c, err, sizeof(err)) == ORGW_OK &&
+			 strcmp(c.keys_path, "/var/lib/orgw/keys.gdbm") == 0);
+	T_ASSERT("settle: a set KEYS_PATH kept",
+		 set_ok(&c, "KEYS_PATH", "/k/team.gdbm") &&
+			 conf_settle(&c, err, sizeof(err)) == ORGW_OK &&
+			 strcmp(c.keys_path, "/k/team.gdbm") == 0);
+	conf_free(&c);
+	T_ASSERT("conf_free resets the keys' settings",
+		 c.keys_path == NULL && c.keys_secret == NULL);
+	(void)conf_init(&c);
+	T_ASSERT("settle: STATE_PATH without a directory",
+		 set_ok(&c, "STATE_PATH", "state.gdbm") &&
+			 conf_settle(&c, err, sizeof(err)) == ORGW_OK &&
+			 strcmp(c.keys_path, "keys.gdbm") == 0);
+	conf_free(&c);
+	(void)conf_init(&c);
+	T_ASSERT("settle: STATE_PATH keys.gdbm itself refused",
+		 set_ok(&c, "STATE_PATH", "/v/keys.gdbm") &&
+			 conf_settle(&c, err, sizeof(err)) == ORGW_EINVAL &&
+			 strstr(err, "share files") != NULL);
+	conf_free(&c);
+	for (i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
+		(void)conf_init(&c);
+		(void)snprintf(what, sizeof(what),
+			       "settle: STATE_PATH %s, KEYS_PATH %s refused",
+			       clash[i][0], clash[i][1]);
+		T_ASSERT(what, set_ok(&c, "STATE_PATH", clash[i][0]) &&
+				       set_ok(&c, "KEYS_PATH", clash[i][1]) &&
+				       conf_settle(&c, err, sizeof(err)) ==
+					       ORGW_EINVAL);
+		conf_free(&c);
+	}
+	(void)conf_init(&c);
+	T_ASSERT("settle: state.gdbm and state.gdbm2 do not clash",
+		 set_ok(&c, "STATE_PATH", "/v/state.gdbm") &&
+			 set_ok(&c, "KEYS_PATH", "/v/state.gdbm2") &&
+			 conf_settle(&c, err, sizeof(err)) == ORGW_OK);
+	conf_free(&c);
+
+	env_clear();
+	f = tmp_text("keys-secret-from-file-0123\nsecond line\n", 0600);
+	env_set("KEYS_SECRET_FILE", f);
+	T_ASSERT("load: KEYS_SECRET_FILE first line",
+		 load(&c, NULL) == ORGW_OK && c.keys_secret != NULL &&
+			 strcmp(c.keys_secret, "keys-secret-from-file-0123") ==
+				 0);
+	T_ASSERT("load: KEYS_PATH derived from STATE_PATH",
+		 c.keys_path != NULL &&
+			 strcmp(c.keys_path, "/var/lib/orgw/keys.gdbm") == 0);
+	conf_free(&c);
+	env_set("KEYS_SECRET", "keys-secret-direct-0123");
+	T_ASSERT("load: direct KEYS_SECRET beats KEYS_SECRET_FILE",
+		 load(&c, NULL) == ORGW_OK &&
+			 strcmp(c.keys_secret, "keys-secret-direct-0123") == 0);
+	conf_free(&c);
+	env_clear();
+	f = tmp_text("short\n", 0600);
+	env_set("KEYS_SECRET_FILE", f);
+	T_ASSERT("load: KEYS_SECRET_FILE too short refused, not echoed",
+		 load(&c, NULL) == ORGW_EINVAL &&
+			 strstr(err, "KEYS_SECRET_FILE") != NULL &&
+			 strstr(err, "short\n") == NULL);
+	conf_free(&c);
+	env_clear();
+	cfg = tmp_text("STATE_PATH=st/state.gdbm\n", 0600);
+	T_ASSERT("load: relative STATE_PATH in the file: keys beside it",
+		 load(&c, cfg) == ORGW_OK &&
+			 strcmp(c.keys_path, "/tmp/st/keys.gdbm") == 0);
+	conf_free(&c);
+	cfg = tmp_text("KEYS_PATH=k/keys.gdbm\n", 0600);
+	T_ASSERT("load: relative KEYS_PATH in the file from its directory",
+		 load(&c, cfg) == ORGW_OK &&
+			 strcmp(c.keys_path, "/tmp/k/keys.gdbm") == 0);
+	conf_free(&c);
+	env_set("STATE_PATH", "/v/s.gdbm");
+	env_set("KEYS_PATH", "/v/s.gdbm.lock");
+	T_ASSERT("load: KEYS_PATH on the state's lock refused",
+		 load(&c, NULL) == ORGW_EINVAL &&
+			 strstr(err, "KEYS_PATH") != NULL);
+	conf_free(&c);
+	env_clear();
+	for (i = first_tmp; i < n_tmp; i++)
 		(void)unlink(tmp_paths[i]);
 }
 
@@ -1270,5 +1396,6 @@ main(void)
 	test_parse();
 	test_parse_apply();
 	test_load();
+	test_team_keys();
 	return T_REPORT();
 }
