@@ -74,6 +74,15 @@ enum orgw_err keystore_txn(const struct orgw_conf *c, bool write,
 enum orgw_err keystore_find(struct store *s, const char *secret,
 			    const char *plain, struct teamkey *k);
 
+/* The name indexed under hash into name: ORGW_ENOENT when none, ORGW_EIO
+ * for a damaged entry (logged).  The record itself is not read. */
+enum orgw_err keystore_name_of(struct store *s, const char *hash,
+			       char name[TEAMKEY_NAME_MAX + 1]);
+
+/* True when k may be stored: its name passes teamkey_name_ok() and its
+ * hash is TEAMKEY_HASH_HEX lower-case hex digits. */
+bool keystore_rec_ok(const struct teamkey *k);
+
 /* The record of name into *k.  ORGW_ENOENT when there is none (or name
  * is not a name), ORGW_EIO for a damaged record (logged). */
 enum orgw_err keystore_get(struct store *s, const char *name,
