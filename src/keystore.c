@@ -170,10 +170,11 @@ keystore_txn(const struct orgw_conf *c, bool write,
 	if (err == ORGW_EIO && t.fn_err != ORGW_EIO) {
 		if (c->state_backend == CONF_BACKEND_GDBM)
 			log_err("keys %s: cannot be used (above), and orgw "
-				"never repairs or recreates it: move it aside "
-				"and restore it with `orgw-score key import` "
-				"from a `orgw-score key export` taken earlier, "
-				"or gdbm_recover it by hand", c->keys_path);
+				"never repairs or recreates it: move it and "
+				"its .twin aside and restore them with "
+				"`orgw-score key import` from a `orgw-score key "
+				"export` taken earlier, or gdbm_recover it by "
+				"hand", c->keys_path);
 		else
 			log_err("keys: the Redis store cannot be used (above)");
 	}

@@ -11,11 +11,16 @@
  * (nothing that sweeps, resets or tidies the routing state touches
  * those: the scorer's sweep deletes per-model keys only).
  *
- * Never repaired, moved aside or recreated: the routing state is soft,
- * keys and spend are not.  A damaged keys file is ORGW_EIO (logged, with
- * what to do: restore it from `orgw-score key export`, or
- * gdbm_recover(1) it by hand).  A missing file is an empty store (the
- * first write creates it).
+ * Never repaired, recovered or recreated: the routing state is soft,
+ * keys and spend are not.  What the crash-safety twin does is kept, as
+ * it loses nothing: a writer that died mid-transaction is undone from
+ * the twin, and a damaged file whose twin reads back whole is restored
+ * from it (the twin is equal at rest; the damaged file is kept as
+ * KEYS_PATH.corrupt).  Anything else damaged is ORGW_EIO (logged, with
+ * what to do: move KEYS_PATH and its twin aside and restore them from
+ * `orgw-score key export`, or gdbm_recover(1) by hand), and both files
+ * are left as they are.  A missing file is an empty store (the first
+ * write creates it).
  *
  * Keys (values are JSON text):
  *   TEAMKEY:<name>             teamkey_encode()
