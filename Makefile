@@ -52,7 +52,7 @@ SCORER  := scheduler/orgw-score
 # Core modules must stay free of I/O libraries (STYLE.md 1).
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
-	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/buf.c src/mask.c \
+	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c
 

@@ -13,6 +13,10 @@
 #                        (tests/double) is started and used instead.
 #   CUSTOM_ACCESS_KEY    the key clients send.  Unset: a random one, kept in
 #                        run/client-key so it stays the same across runs.
+#   KEYS_SECRET          the team keys' HMAC secret (or KEYS_SECRET_FILE).
+#                        Unset: a random one, kept in run/keys-secret, so
+#                        `orgw-score --config run/orgw.conf key add NAME`
+#                        works at once and its keys last across runs.
 #   ORGW_PORT            listening port (default 8080)
 #   ORGW_WORKERS         FastCGI worker processes (default 4), each with
 #                        WORKER_THREADS threads (default 80): 319 streams
@@ -37,7 +41,8 @@ MAX_MODELS CRON_MIN_INTERVAL_SECONDS
 HIT_RATE_HALF_LIFE_TOKENS HIT_RATE_EVIDENCE_TOKENS LOCK_MARGIN
 WORKER_THREADS WORKER_MAX_REQUESTS WORKER_MAX_AGE_SECONDS UPSTREAM_CA_FILE
 STATE_BACKEND REDIS_URL REDIS_PASSWORD REDIS_PASSWORD_FILE
-OPENROUTER_API_KEY_FILE CUSTOM_ACCESS_KEY_FILE METRICS_KEY METRICS_KEY_FILE"
+OPENROUTER_API_KEY_FILE CUSTOM_ACCESS_KEY_FILE METRICS_KEY METRICS_KEY_FILE
+KEYS_PATH"
 
 die() {
 	printf 'run-local: %s\n' "$*" >&2
@@ -86,6 +91,19 @@ else
 	client_key=$(head -n 1 "$RUN/client-key")
 fi
 [ -n "${CUSTOM_ACCESS_KEY_FILE:-}" ] || orgw__conf_set CUSTOM_ACCESS_KEY="$client_key"
+
+# The team keys' secret: changing it would invalidate every key made.
+if [ -n "${KEYS_SECRET:-}" ]; then
+	orgw__conf_set KEYS_SECRET="$KEYS_SECRET"
+elif [ -n "${KEYS_SECRET_FILE:-}" ]; then
+	orgw__conf_set KEYS_SECRET_FILE="$KEYS_SECRET_FILE"
+else
+	if [ ! -s "$RUN/keys-secret" ]; then
+		(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$RUN/keys-secret" &&
+			echo >>"$RUN/keys-secret") || die "cannot write $RUN/keys-secret"
+	fi
+	orgw__conf_set KEYS_SECRET_FILE="$RUN/keys-secret"
+fi
 
 # The upstream: the real OpenRouter, or the bundled double.
 use_double=
@@ -141,6 +159,8 @@ orgw is running.
   healthz     $health
   logs        $RUN/orgw.log (workers), $RUN/lighttpd.log
   state       $RUN/state.gdbm
+  team keys   scheduler/orgw-score --config $RUN/orgw.conf key add NAME
+              (prints the new key once; key --help for limits, list, ...)
 
 Try:
   curl -sS http://127.0.0.1:$PORT/v1/chat/completions \\

@@ -48,6 +48,7 @@
 #include "dump.h"
 #include "fetchmany.h"
 #include "harden.h"
+#include "keyadmin.h"
 #include "log.h"
 #include "record.h"
 #include "reqval.h"
@@ -136,10 +137,12 @@ usage(FILE *f)
 	      "at once\n"
 	      "  uncool MODEL TAG      clear its cooldown and failure count\n"
 	      "  rescore MODEL         score that model now (= --model MODEL)\n"
-	      "\n"
-	      "Exit status: 0 all scored (done), 1 some failed (state "
-	      "unusable), 2 usage\nor configuration error.\n",
+	      "\n",
 	      COOL_SECONDS_MAX);
+	keyadmin_usage(f);
+	fprintf(f, "\n"
+	      "Exit status: 0 all scored (done), 1 some failed (state "
+	      "unusable), 2 usage\nor configuration error.\n");
 }
 
 /* A decimal integer in [min, max] (conf_parse_ll, as in the config
@@ -280,18 +283,6 @@ parse_args(int argc, char *argv[], struct opts *o)
 	return rc;
 }
 
-/* "YYYY-MM-DD HH:MM:SS" in UTC. */
-static void
-fmt_utc(int64_t t, char *dst, size_t n)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (gmtime_r(&tt, &tm) == NULL ||
-	    strftime(dst, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
-		snprintf(dst, n, "%lld", (long long)t);
-}
-
 /* A table cell: "%.4g" of v (prices, score). */
 static void
 cell_g(char *dst, size_t n, double v)
@@ -333,7 +324,7 @@ print_model(const struct scorerun_model *r, bool dry_run)
 		       dry_run ? "dry run" : "old candidates kept");
 		return;
 	}
-	fmt_utc(r->scored_at, when, sizeof(when));
+	clock_fmt_utc(r->scored_at, when, sizeof(when));
 	printf("== %s: scored at %s UTC (%lld), price clock %04d UTC, "
 	       "fetch %lld ms, %zu ranked, %zu excluded\n",
 	       r->model, when, (long long)r->scored_at, r->utc_hhmm,
@@ -419,7 +410,7 @@ print_text(const struct orgw_conf *c, const struct opts *o,
 		print_model(&x->v[i], o->dry_run);
 	if (x->tidied && x->tidy_err != ORGW_OK)
 		printf("# state tidy failed: %s\n", orgw_strerror(x->tidy_err));
-	fmt_utc(x->started_at, when, sizeof(when));
+	clock_fmt_utc(x->started_at, when, sizeof(when));
 	printf("orgw-score %sZ: %zu models, %zu scored, %zu failed, "
 	       "wall %lld ms (parallel %d, timeout %lld ms)%s\n",
 	       when, x->n, x->n - x->failed, x->failed, (long long)x->wall_ms,
@@ -802,7 +793,7 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		ltag = cJSON_GetStringValue(
 			cJSON_GetObjectItemCaseSensitive(lock, "tag"));
 		ltag = ltag ? ltag : "";
-		fmt_utc(jnum(lock, "locked_at"), when, sizeof(when));
+		clock_fmt_utc(jnum(lock, "locked_at"), when, sizeof(when));
 		printf("   lock: %s (%s) since %s UTC, last used %lld s ago\n",
 		       jstr(tg, sizeof(tg), lock, "tag"),
 		       jstr(pn, sizeof(pn), lock, "provider_name"), when,
@@ -811,7 +802,7 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		printf("   lock: none (the next request locks the best "
 		       "candidate)\n");
 	if (jnum(m, "scored_at") > 0) {
-		fmt_utc(jnum(m, "scored_at"), when, sizeof(when));
+		clock_fmt_utc(jnum(m, "scored_at"), when, sizeof(when));
 		printf("   scored: %s UTC\n", when);
 	} else
 		printf("   scored: never\n");
@@ -1239,6 +1230,34 @@ out:
 	return rc;
 }
 
+/* `orgw-score key ...` (keyadmin.h): its arguments before the
+ * configuration, so a usage error needs none; the exit status. */
+static int
+key_command(struct orgw_conf *c, const struct opts *o)
+{
+	struct keyadmin_cmd *cmd;
+	int rc;
+
+	if (o->run_opts) {
+		fputs("orgw-score: key takes none of the scoring run's "
+		      "options\n", stderr);
+		return EXIT_USAGE;
+	}
+	if ((rc = keyadmin_parse(o->cmd_argc, o->cmd_argv, o->json, &cmd)) !=
+	    0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_conf(c, o->config, false)) == 0) {
+		fsafe_set_mode(c->state_mode);
+		rc = keyadmin_run(c, cmd);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			perror("orgw-score: stdout");
+			rc = EXIT_SOME_FAILED;
+		}
+	}
+	keyadmin_free(cmd);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1295,6 +1314,10 @@ main(int argc, char *argv[])
 			goto out;
 		fsafe_set_mode(conf.state_mode);
 		rc = o.dump ? dump_run(&conf) : load_run(&conf);
+		goto out;
+	}
+	if (o.cmd_argc > 0 && strcmp(o.cmd_argv[0], "key") == 0) {
+		rc = key_command(&conf, &o);
 		goto out;
 	}
 	if (o.cmd_argc > 0) {

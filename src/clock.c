@@ -1,5 +1,6 @@
 /* clock.c - wall and monotonic clocks; see clock.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -66,6 +67,17 @@ clock_utc_hhmm(void)
 	if (gmtime_r(&t, &tm) == NULL)
 		return 0;
 	return tm.tm_hour * 100 + tm.tm_min;
+}
+
+void
+clock_fmt_utc(int64_t t, char *dst, size_t n)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(dst, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		(void)snprintf(dst, n, "%lld", (long long)t);
 }
 
 void

@@ -9,6 +9,7 @@
 #ifndef ORGW_CLOCK_H
 #define ORGW_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Reads ORGW_TEST_NOW once; call from main() before anything else. */
@@ -31,6 +32,11 @@ int clock_utc_hhmm(void);
 
 /* Sleeps ms milliseconds (restarting after signals). */
 void clock_sleep_ms(int64_t ms);
+
+/* t (unix seconds) as "YYYY-MM-DD HH:MM:SS" in UTC into dst (n bytes;
+ * the number itself when gmtime fails): the one UTC formatter of the
+ * operator's output. */
+void clock_fmt_utc(int64_t t, char *dst, size_t n);
 
 /* Sleeps us microseconds (restarting after signals). */
 void clock_sleep_us(int64_t us);

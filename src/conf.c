@@ -292,12 +292,7 @@ conf_parse_ll(const char *s, long long lo, long long hi, long long *out)
 	return CONF_NUM_OK;
 }
 
-/*
- * Strict decimal number.  Only digits, sign, '.' and exponent are let
- * through to strtod(), so "nan", "inf" and hex floats are syntax errors;
- * overflow, underflow and non-finite results are range errors.
- */
-static enum conf_num
+enum conf_num
 conf_parse_double(const char *s, double *out)
 {
 	const char *p;

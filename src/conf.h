@@ -133,6 +133,15 @@ enum conf_num conf_parse_ll(const char *s, long long lo, long long hi,
 			    long long *out);
 
 /*
+ * Strict decimal number.  Only digits, sign, '.' and exponent are let
+ * through to strtod(), so "nan", "inf" and hex floats are syntax errors;
+ * overflow, underflow and non-finite results are range errors.  *out is
+ * set only on CONF_NUM_OK.  The one number parser of the configuration
+ * and of orgw-score's command line.
+ */
+enum conf_num conf_parse_double(const char *s, double *out);
+
+/*
  * Parses config-file text (KEY=VALUE lines, '#' comments, blank lines,
  * optional surrounding whitespace and optional "double quotes" around a
  * value) and calls fn for each pair.  fn returns 0 to go on, non-zero to

@@ -68,6 +68,9 @@ index_decode(const char *text, char name[TEAMKEY_NAME_MAX + 1])
 	return ok;
 }
 
+static enum orgw_err index_get(struct store *s, const char *hash,
+			       char name[TEAMKEY_NAME_MAX + 1]);
+
 /* True for TEAMKEY_HASH_HEX lower-case hex digits. */
 static bool
 hash_ok(const char *h)
@@ -80,8 +83,20 @@ hash_ok(const char *h)
 	return h[i] == '\0';
 }
 
-/* The name of the key indexed under hash into name: ORGW_ENOENT when
- * none, ORGW_EIO for a damaged entry (logged). */
+bool
+keystore_rec_ok(const struct teamkey *k)
+{
+	return teamkey_name_ok(k->name) && hash_ok(k->hash);
+}
+
+enum orgw_err
+keystore_name_of(struct store *s, const char *hash,
+		 char name[TEAMKEY_NAME_MAX + 1])
+{
+	return index_get(s, hash, name);
+}
+
+/* keystore_name_of(). */
 static enum orgw_err
 index_get(struct store *s, const char *hash, char name[TEAMKEY_NAME_MAX + 1])
 {
@@ -155,10 +170,11 @@ keystore_txn(const struct orgw_conf *c, bool write,
 	if (err == ORGW_EIO && t.fn_err != ORGW_EIO) {
 		if (c->state_backend == CONF_BACKEND_GDBM)
 			log_err("keys %s: cannot be used (above), and orgw "
-				"never repairs or recreates it: move it aside "
-				"and restore it with `orgw-score key import` "
-				"from a `orgw-score key export` taken earlier, "
-				"or gdbm_recover it by hand", c->keys_path);
+				"never repairs or recreates it: move it and "
+				"its .twin aside and restore them with "
+				"`orgw-score key import` from a `orgw-score key "
+				"export` taken earlier, or gdbm_recover it by "
+				"hand", c->keys_path);
 		else
 			log_err("keys: the Redis store cannot be used (above)");
 	}
@@ -237,7 +253,7 @@ keystore_put(struct store *s, const struct teamkey *k)
 	char key[KEY_MAX], had[TEAMKEY_NAME_MAX + 1];
 	enum orgw_err err;
 
-	if (!teamkey_name_ok(k->name) || !hash_ok(k->hash))
+	if (!keystore_rec_ok(k))
 		return ORGW_EINVAL;
 	err = index_get(s, k->hash, had);
 	if (err == ORGW_OK && strcmp(had, k->name) != 0) {

@@ -11,11 +11,16 @@
  * (nothing that sweeps, resets or tidies the routing state touches
  * those: the scorer's sweep deletes per-model keys only).
  *
- * Never repaired, moved aside or recreated: the routing state is soft,
- * keys and spend are not.  A damaged keys file is ORGW_EIO (logged, with
- * what to do: restore it from `orgw-score key export`, or
- * gdbm_recover(1) it by hand).  A missing file is an empty store (the
- * first write creates it).
+ * Never repaired, recovered or recreated: the routing state is soft,
+ * keys and spend are not.  What the crash-safety twin does is kept, as
+ * it loses nothing: a writer that died mid-transaction is undone from
+ * the twin, and a damaged file whose twin reads back whole is restored
+ * from it (the twin is equal at rest; the damaged file is kept as
+ * KEYS_PATH.corrupt).  Anything else damaged is ORGW_EIO (logged, with
+ * what to do: move KEYS_PATH and its twin aside and restore them from
+ * `orgw-score key export`, or gdbm_recover(1) by hand), and both files
+ * are left as they are.  A missing file is an empty store (the first
+ * write creates it).
  *
  * Keys (values are JSON text):
  *   TEAMKEY:<name>             teamkey_encode()
@@ -73,6 +78,15 @@ enum orgw_err keystore_txn(const struct orgw_conf *c, bool write,
  */
 enum orgw_err keystore_find(struct store *s, const char *secret,
 			    const char *plain, struct teamkey *k);
+
+/* The name indexed under hash into name: ORGW_ENOENT when none, ORGW_EIO
+ * for a damaged entry (logged).  The record itself is not read. */
+enum orgw_err keystore_name_of(struct store *s, const char *hash,
+			       char name[TEAMKEY_NAME_MAX + 1]);
+
+/* True when k may be stored: its name passes teamkey_name_ok() and its
+ * hash is TEAMKEY_HASH_HEX lower-case hex digits. */
+bool keystore_rec_ok(const struct teamkey *k);
 
 /* The record of name into *k.  ORGW_ENOENT when there is none (or name
  * is not a name), ORGW_EIO for a damaged record (logged). */

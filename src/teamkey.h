@@ -69,30 +69,33 @@ struct teamkey_use {
 bool teamkey_name_ok(const char *name);
 
 /* True when glob may be one of a key's model globs: 1..TEAMKEY_GLOB_MAX
- * printable ASCII characters, no ',' or space. */
+ * printable ASCII characters (0x21..0x7e: no space), no ','. */
 bool teamkey_glob_ok(const char *glob);
 
 /*
- * Parses a comma-separated glob list ("openai/gpt-4o*,x-ai/grok-4")
+ * Parses a comma-separated glob list ("deepseek-*,openai/gpt-4o-mini")
  * into k's globs; "" or "*" alone is every model (n_globs 0).
- * ORGW_EINVAL (k's globs unchanged) for a bad glob or more than
- * TEAMKEY_GLOBS_MAX.
+ * ORGW_EINVAL (k's globs unchanged) for NULL, an empty element ("a,,b",
+ * "a,"), a bad glob or more than TEAMKEY_GLOBS_MAX.
  */
 enum orgw_err teamkey_set_globs(struct teamkey *k, const char *list);
 
 /* True when model (an id as a client sends it, e.g. "openai/gpt-4o" or
  * "openrouter/auto") matches one of k's globs (fnmatch, '/' matched by
- * '*' too), or k has none. */
+ * '*' too, letters in either case), or k has none.  A NULL model matches
+ * only a key without globs. */
 bool teamkey_model_ok(const struct teamkey *k, const char *model);
 
 /*
  * The keyed hash of plain under secret into hex (TEAMKEY_HASH_HEX + 1
- * bytes, NUL-terminated).  False when the HMAC failed.
+ * bytes, NUL-terminated).  False (hex "") when the HMAC failed, or the
+ * secret is NULL or empty (a hash anyone could compute).
  */
 bool teamkey_hash(const char *secret, const char *plain,
 		  char hex[TEAMKEY_HASH_HEX + 1]);
 
-/* True when the two hex hashes are equal, in constant time. */
+/* True when the two hex hashes are equal, in constant time.  False when
+ * either is NULL or not TEAMKEY_HASH_HEX characters long. */
 bool teamkey_hash_eq(const char *a, const char *b);
 
 /* True when plain has the shape of a team key ("orgw-" and 43
@@ -104,20 +107,30 @@ bool teamkey_plain_shape(const char *plain);
 void teamkey_plain_make(const unsigned char rnd[32],
 			char plain[TEAMKEY_PLAIN_MAX]);
 
-/* The record's text (malloc'd, caller frees with free()), NULL when out
- * of memory; and back: ORGW_EINVAL for text that is not one (k zeroed). */
+/*
+ * The record's text (malloc'd, caller frees with free()), NULL when out
+ * of memory or when k would not decode (a bad name, hash or glob, a
+ * number negative or not finite, a whole number over 2^53); and back:
+ * ORGW_EINVAL for text that is not one (k zeroed).  Every member encode
+ * writes is required: a record that lost "models" must not read as a
+ * key for every model.
+ */
 char *teamkey_encode(const struct teamkey *k);
 enum orgw_err teamkey_decode(const char *text, struct teamkey *k);
 
-/* The same for a window's use; absent (NULL) text decodes to zeros. */
+/* The same for a window's use; absent (NULL) text decodes to zeros
+ * (ORGW_OK), absent members to 0.  encode gives NULL also for a counter
+ * that is negative or over 2^53, or a NaN, infinite or negative dollar
+ * amount: the caller keeps the stored record rather than lose it. */
 char *teamkey_use_encode(const struct teamkey_use *u);
 enum orgw_err teamkey_use_decode(const char *text, struct teamkey_use *u);
 
-/* dst += src (last_used: the later). */
+/* dst += src (last_used: the later).  The counters saturate at 2^53,
+ * so they never overflow and always encode. */
 void teamkey_use_add(struct teamkey_use *dst, const struct teamkey_use *src);
 
 /* The UTC day "YYYY-MM-DD" (11 bytes) and month "YYYY-MM" (8 bytes) of
- * now_s. */
+ * now_s (record_day's, the one date formatter). */
 void teamkey_day(int64_t now_s, char day[11]);
 void teamkey_month(int64_t now_s, char month[8]);
 
@@ -131,10 +144,17 @@ enum teamkey_verdict {
 	TK_CONCURRENT		/* 429, Retry-After */
 };
 
+/* A static name of v for logs and labels ("ok", "unknown", "model",
+ * "budget", "rpm", "concurrent": the refused_* of struct teamkey_use);
+ * never NULL. */
+const char *teamkey_verdict_name(enum teamkey_verdict v);
+
 /*
  * The checks that need no counts: k disabled or expired at now_s is
- * TK_UNKNOWN; a model (or any of models[0..n_models)) outside its globs
- * is TK_MODEL; TK_OK otherwise.
+ * TK_UNKNOWN (expired: expires != 0 and now_s >= expires); a model (or
+ * any of models[0..n_models)) outside its globs is TK_MODEL; TK_OK
+ * otherwise.  A NULL model is not checked (the caller checks the model
+ * it will default to).
  */
 enum teamkey_verdict teamkey_check_key(const struct teamkey *k,
 				       int64_t now_s, const char *model,
@@ -142,7 +162,9 @@ enum teamkey_verdict teamkey_check_key(const struct teamkey *k,
 				       size_t n_models);
 
 /* TK_BUDGET when today's (day) or this month's (month) spend has
- * reached k's budget for that window; TK_OK otherwise. */
+ * reached k's budget for that window (a budget of 0 is none; a NaN or
+ * infinite spend has reached any); TK_OK otherwise.  day or month NULL
+ * is no use yet. */
 enum teamkey_verdict teamkey_check_budget(const struct teamkey *k,
 					  const struct teamkey_use *day,
 					  const struct teamkey_use *month);
@@ -154,23 +176,32 @@ struct teamkey_lease {
 };
 
 struct teamkey_rate {
-	int64_t minute;		/* unix s / 60 of the count */
+	int64_t minute;		/* now_ms / 60000 (unix minute) of the count */
 	int64_t count;		/* requests admitted in that minute */
 	struct teamkey_lease leases[TEAMKEY_LEASES_MAX];
 	size_t n_leases;
 };
 
+/* The codec of the rate record, as teamkey_encode/teamkey_decode: encode
+ * gives NULL also for a lease id that is not 1..32 hex digits, more than
+ * TEAMKEY_LEASES_MAX leases or a number out of 0..2^53; decode refuses
+ * the same (r zeroed). */
 char *teamkey_rate_encode(const struct teamkey_rate *r);
 enum orgw_err teamkey_rate_decode(const char *text, struct teamkey_rate *r);
 
 /*
- * Admits one request of k at now_ms into r: drops expired leases, then
- * TK_RPM (with *retry_after_s to the next minute) when k->rpm requests
- * were admitted this minute, TK_CONCURRENT (*retry_after_s: 1, or until
- * the first lease expires if sooner) when k->concurrent leases are
- * held; else counts it, adds the lease id (until now_ms + lease_ms) when
- * k->concurrent > 0, and returns TK_OK.  r is changed only on TK_OK
- * (expired leases dropped always).
+ * Admits one request of k at now_ms into r: drops the leases with
+ * until_ms <= now_ms, starts the count again when r->minute is not
+ * now_ms / 60000, then TK_RPM (*retry_after_s: the seconds to the next
+ * minute, at least 1) when k->rpm requests were admitted this minute,
+ * TK_CONCURRENT (*retry_after_s: the seconds until the first lease
+ * ends, in 1..60) when k->concurrent leases are held, the table holds
+ * TEAMKEY_LEASES_MAX, or lease_id is not 1..32 hex digits (never admitted
+ * without its lease); else counts it, adds the lease id (until now_ms +
+ * lease_ms, lease_ms at least 1) when k->concurrent > 0, sets
+ * *retry_after_s to 0 and returns TK_OK.  retry_after_s may be NULL.
+ * r is changed only on TK_OK (expired leases dropped always).  An id
+ * already held is held twice; each release drops one.
  */
 enum teamkey_verdict teamkey_rate_admit(const struct teamkey *k,
 					struct teamkey_rate *r, int64_t now_ms,

@@ -1,0 +1,1326 @@
+/*
+ * keyadmin.c - `orgw-score key ...` (keyadmin.h): the operator's team
+ * key commands, each one transaction on the keys store (keystore_txn).
+ *
+ * Decisions:
+ *  - revoke deletes the key's record and hash index (the key is refused
+ *    from that commit on) and keeps its use windows: what was spent under
+ *    the name is history, export carries it, and a key added later under
+ *    the same name counts on in the same windows, so a revoke and add
+ *    does not reset a day's or month's budget.
+ *  - import adds what is missing and leaves what is there; with
+ *    --replace the records and windows it brings overwrite the stored
+ *    ones (nothing it does not bring is deleted).  Either way importing
+ *    the same lines twice changes nothing the second time.  Every line
+ *    is checked before anything is written (GDBM cannot take a write
+ *    back): one damaged line refuses the whole import, with its number.
+ *  - The keys are drawn with getrandom(2), printed once on stdout and
+ *    zeroed; stdout carries nothing else for add and rotate, so
+ *    `KEY=$(orgw-score key add alice)` holds the key alone.
+ *
+ * A transaction's function may run again (a Redis conflict): each sets
+ * its outputs afresh and does nothing outside the store.
+ */
+#include <sys/random.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "clock.h"
+#include "dump.h"
+#include "keyadmin.h"
+#include "keystore.h"
+#include "store.h"
+#include "teamkey.h"
+
+#define RND_BYTES 32
+#define LIMIT_INT_MAX 1000000000LL	/* --rpm, --concurrent */
+#define BUDGET_USD_MAX 1e9
+#define LINE_MAX_BYTES ((size_t)1024 * 1024)	/* one import line */
+#define DAY_S 86400
+
+enum verb {
+	V_ADD,
+	V_LIST,
+	V_SET,
+	V_DISABLE,
+	V_ENABLE,
+	V_REVOKE,
+	V_ROTATE,
+	V_VERIFY,
+	V_EXPORT,
+	V_IMPORT,
+};
+
+/* What each sub-command takes. */
+static const struct verb_def {
+	const char *name;
+	enum verb verb;
+	bool named;	/* takes NAME */
+	bool limits;	/* takes --models ... --admin */
+	bool json;	/* takes --json */
+	bool replace;	/* takes --replace */
+} verbs[] = {
+	{"add", V_ADD, true, true, false, false},
+	{"list", V_LIST, false, false, true, false},
+	{"set", V_SET, true, true, false, false},
+	{"disable", V_DISABLE, true, false, false, false},
+	{"enable", V_ENABLE, true, false, false, false},
+	{"revoke", V_REVOKE, true, false, false, false},
+	{"rotate", V_ROTATE, true, false, false, false},
+	{"verify", V_VERIFY, false, false, false, false},
+	{"export", V_EXPORT, false, false, false, false},
+	{"import", V_IMPORT, false, false, false, true},
+};
+
+/* Which limit options were given. */
+enum {
+	HAS_MODELS = 1 << 0,
+	HAS_DAY = 1 << 1,
+	HAS_MONTH = 1 << 2,
+	HAS_RPM = 1 << 3,
+	HAS_CONC = 1 << 4,
+	HAS_EXPIRES = 1 << 5,
+	HAS_ADMIN = 1 << 6,
+};
+
+struct keyadmin_cmd {
+	const struct verb_def *def;
+	char name[TEAMKEY_NAME_MAX + 1];
+	bool json, replace;
+	unsigned has;		/* HAS_* */
+	struct teamkey opt;	/* the limit options' values */
+};
+
+void
+keyadmin_usage(FILE *f)
+{
+	fputs("Team keys (KEYS_SECRET must be set; the keys store, "
+	      "KEYS_PATH):\n"
+	      "  key add NAME [LIMITS]  make a key; prints it once on stdout\n"
+	      "  key list [--json]      names, models, limits, today's and "
+	      "this month's use\n"
+	      "  key set NAME LIMITS    change limits (0 clears one, "
+	      "--models '*' all models)\n"
+	      "  key disable NAME | key enable NAME\n"
+	      "  key revoke NAME        delete the key (refused at once); "
+	      "its use is kept\n"
+	      "  key rotate NAME        a new key for NAME, printed once; "
+	      "the old one refused\n"
+	      "  key verify             read a key on stdin, print the name "
+	      "it is (exit 1: none)\n"
+	      "  key export             every key record and use window as "
+	      "JSON lines\n"
+	      "  key import [--replace] read such lines from stdin; adds what "
+	      "is missing,\n"
+	      "                         --replace overwrites what is there\n"
+	      "  LIMITS: --models GLOB,... --budget-usd-day X "
+	      "--budget-usd-month X --rpm N\n"
+	      "          --concurrent N --expires YYYY-MM-DD|UNIX-SECONDS "
+	      "--admin | --no-admin\n"
+	      "  NAME: 1..64 of A-Z a-z 0-9 . _ -, beginning with a letter "
+	      "or digit\n",
+	      f);
+}
+
+static int usage_err(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* A usage message on stderr; KEYADMIN_EXIT_USAGE. */
+static int
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("orgw-score: key: ", stderr);
+	va_start(ap, fmt);
+	(void)vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (orgw-score key --help)\n", stderr);
+	return KEYADMIN_EXIT_USAGE;
+}
+
+/* A budget: a finite number >= 0 (conf_parse_double). */
+static bool
+parse_usd(const char *v, double *out)
+{
+	double d;
+
+	if (conf_parse_double(v, &d) != CONF_NUM_OK || !isfinite(d) ||
+	    d < 0 || d > BUDGET_USD_MAX)
+		return false;
+	*out = d + 0.0;
+	return true;
+}
+
+static bool
+parse_count(const char *v, int64_t *out)
+{
+	long long n;
+
+	if (conf_parse_ll(v, 0, LIMIT_INT_MAX, &n) != CONF_NUM_OK)
+		return false;
+	*out = (int64_t)n;
+	return true;
+}
+
+/*
+ * --expires: unix seconds (0: never), or YYYY-MM-DD, good through that
+ * UTC day (it expires at the next midnight UTC).
+ */
+static bool
+parse_expires(const char *v, int64_t *out)
+{
+	struct tm tm, back;
+	long long n;
+	time_t t;
+	size_t i;
+
+	if (conf_parse_ll(v, 0, 253402300799LL, &n) == CONF_NUM_OK) {
+		*out = (int64_t)n;
+		return true;
+	}
+	if (strlen(v) != 10 || v[4] != '-' || v[7] != '-')
+		return false;
+	for (i = 0; i < 10; i++)
+		if (i != 4 && i != 7 && (v[i] < '0' || v[i] > '9'))
+			return false;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = (v[0] - '0') * 1000 + (v[1] - '0') * 100 +
+		     (v[2] - '0') * 10 + (v[3] - '0') - 1900;
+	tm.tm_mon = (v[5] - '0') * 10 + (v[6] - '0') - 1;
+	tm.tm_mday = (v[8] - '0') * 10 + (v[9] - '0');
+	back = tm;
+	if ((t = timegm(&tm)) == (time_t)-1 || gmtime_r(&t, &tm) == NULL ||
+	    tm.tm_year != back.tm_year || tm.tm_mon != back.tm_mon ||
+	    tm.tm_mday != back.tm_mday)
+		return false;	/* 2026-02-30 */
+	*out = (int64_t)t + DAY_S;
+	return true;
+}
+
+enum {
+	O_MODELS = 256,
+	O_DAY,
+	O_MONTH,
+	O_RPM,
+	O_CONC,
+	O_EXPIRES,
+	O_ADMIN,
+	O_NO_ADMIN,
+	O_JSON,
+	O_REPLACE,
+};
+
+/* One option into c; 0 or KEYADMIN_EXIT_USAGE after a message. */
+static int
+parse_opt(struct keyadmin_cmd *c, int ch, const char *v)
+{
+	switch (ch) {
+	case O_MODELS:
+		c->has |= HAS_MODELS;
+		if (teamkey_set_globs(&c->opt, v) != ORGW_OK)
+			return usage_err("--models: \"%s\" is not a list of "
+					 "at most 16 model globs (printable, "
+					 "no space)", v);
+		return 0;
+	case O_DAY:
+		c->has |= HAS_DAY;
+		return parse_usd(v, &c->opt.budget_day_usd) ? 0 :
+		       usage_err("--budget-usd-day: want a number 0..1e9 "
+				 "(0: none), got \"%s\"", v);
+	case O_MONTH:
+		c->has |= HAS_MONTH;
+		return parse_usd(v, &c->opt.budget_month_usd) ? 0 :
+		       usage_err("--budget-usd-month: want a number 0..1e9 "
+				 "(0: none), got \"%s\"", v);
+	case O_RPM:
+		c->has |= HAS_RPM;
+		return parse_count(v, &c->opt.rpm) ? 0 :
+		       usage_err("--rpm: want an integer 0..1000000000 "
+				 "(0: none), got \"%s\"", v);
+	case O_CONC:
+		c->has |= HAS_CONC;
+		return parse_count(v, &c->opt.concurrent) ? 0 :
+		       usage_err("--concurrent: want an integer 0..1000000000 "
+				 "(0: none), got \"%s\"", v);
+	case O_EXPIRES:
+		c->has |= HAS_EXPIRES;
+		return parse_expires(v, &c->opt.expires) ? 0 :
+		       usage_err("--expires: want YYYY-MM-DD or unix seconds "
+				 "(0: never), got \"%s\"", v);
+	case O_ADMIN:
+	case O_NO_ADMIN:
+		c->has |= HAS_ADMIN;
+		c->opt.admin = ch == O_ADMIN;
+		return 0;
+	case O_JSON:
+		c->json = true;
+		return 0;
+	case O_REPLACE:
+		c->replace = true;
+		return 0;
+	}
+	return KEYADMIN_EXIT_USAGE;
+}
+
+/* The options given fit the sub-command; 0 or KEYADMIN_EXIT_USAGE. */
+static int
+check_fit(const struct keyadmin_cmd *c)
+{
+	const struct verb_def *d = c->def;
+
+	if (c->has != 0 && !d->limits)
+		return usage_err("%s takes no limit options", d->name);
+	if (d->limits && c->def->verb == V_SET && c->has == 0)
+		return usage_err("%s: nothing to set", d->name);
+	if (c->json && !d->json)
+		return usage_err("%s takes no --json", d->name);
+	if (c->replace && !d->replace)
+		return usage_err("%s takes no --replace", d->name);
+	return 0;
+}
+
+int
+keyadmin_parse(int argc, char *argv[], bool json, struct keyadmin_cmd **cmd)
+{
+	static const struct option longopts[] = {
+		{"models", required_argument, NULL, O_MODELS},
+		{"budget-usd-day", required_argument, NULL, O_DAY},
+		{"budget-usd-month", required_argument, NULL, O_MONTH},
+		{"rpm", required_argument, NULL, O_RPM},
+		{"concurrent", required_argument, NULL, O_CONC},
+		{"expires", required_argument, NULL, O_EXPIRES},
+		{"admin", no_argument, NULL, O_ADMIN},
+		{"no-admin", no_argument, NULL, O_NO_ADMIN},
+		{"json", no_argument, NULL, O_JSON},
+		{"replace", no_argument, NULL, O_REPLACE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct keyadmin_cmd *c;
+	char **av = argv + 1;
+	int ch, rc = 0, left;
+	size_t i;
+
+	*cmd = NULL;
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		keyadmin_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? KEYADMIN_EXIT_USAGE : -1;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		fputs("orgw-score: out of memory\n", stderr);
+		return KEYADMIN_EXIT_USAGE;
+	}
+	c->json = json;
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[1], verbs[i].name) == 0)
+			c->def = &verbs[i];
+	if (c->def == NULL) {
+		rc = usage_err("unknown sub-command %s", argv[1]);
+		goto out;
+	}
+	/* The sub-command is getopt's argv[0]; 0 starts it afresh (GNU)
+	 * after orgw-score's own parse. */
+	optind = 0;
+	opterr = 0;
+	while (rc == 0 && (ch = getopt_long(argc - 1, av, ":h", longopts,
+					    NULL)) != -1) {
+		if (ch == 'h') {
+			keyadmin_usage(stdout);
+			rc = -1;
+		} else if (ch == ':') {
+			rc = usage_err("%s needs a value", av[optind - 1]);
+		} else if (ch == '?') {
+			rc = usage_err("unknown argument %s", av[optind - 1]);
+		} else {
+			rc = parse_opt(c, ch, optarg);
+		}
+	}
+	if (rc != 0)
+		goto out;
+	left = argc - 1 - optind;
+	if (c->def->named && left != 1) {
+		rc = usage_err("%s takes one NAME", c->def->name);
+		goto out;
+	}
+	if (!c->def->named && left != 0) {
+		rc = usage_err("%s takes no arguments", c->def->name);
+		goto out;
+	}
+	if (c->def->named) {
+		const char *name = av[optind];
+
+		/* Names go into a /metrics label, a log line and HTML. */
+		if (!teamkey_name_ok(name)) {
+			rc = usage_err("bad NAME (1..64 of A-Z a-z 0-9 . _ "
+				       "-, beginning with a letter or digit)");
+			goto out;
+		}
+		(void)snprintf(c->name, sizeof(c->name), "%s", name);
+	}
+	rc = check_fit(c);
+out:
+	if (rc != 0)
+		free(c);
+	else
+		*cmd = c;
+	return rc;
+}
+
+void
+keyadmin_free(struct keyadmin_cmd *cmd)
+{
+	free(cmd);
+}
+
+/* The limit options of c onto k. */
+static void
+apply(struct teamkey *k, const struct keyadmin_cmd *c)
+{
+	size_t i;
+
+	if (c->has & HAS_MODELS) {
+		for (i = 0; i < c->opt.n_globs; i++)
+			memcpy(k->globs[i], c->opt.globs[i],
+			       sizeof(k->globs[i]));
+		k->n_globs = c->opt.n_globs;
+	}
+	if (c->has & HAS_DAY)
+		k->budget_day_usd = c->opt.budget_day_usd;
+	if (c->has & HAS_MONTH)
+		k->budget_month_usd = c->opt.budget_month_usd;
+	if (c->has & HAS_RPM)
+		k->rpm = c->opt.rpm;
+	if (c->has & HAS_CONC)
+		k->concurrent = c->opt.concurrent;
+	if (c->has & HAS_EXPIRES)
+		k->expires = c->opt.expires;
+	if (c->has & HAS_ADMIN)
+		k->admin = c->opt.admin;
+}
+
+/* A new key into plain and its hash into k; false (after a message)
+ * when no random bytes or no hash could be had. */
+static bool
+new_key(const char *secret, char plain[TEAMKEY_PLAIN_MAX], struct teamkey *k)
+{
+	unsigned char rnd[RND_BYTES];
+	size_t got = 0;
+	ssize_t r;
+	bool ok;
+
+	while (got < sizeof(rnd)) {
+		r = getrandom(rnd + got, sizeof(rnd) - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			perror("orgw-score: key: getrandom");
+			return false;
+		}
+		got += (size_t)r;
+	}
+	teamkey_plain_make(rnd, plain);
+	explicit_bzero(rnd, sizeof(rnd));
+	ok = teamkey_hash(secret, plain, k->hash);
+	if (!ok) {
+		explicit_bzero(plain, TEAMKEY_PLAIN_MAX);
+		fputs("orgw-score: key: the keyed hash failed\n", stderr);
+	}
+	return ok;
+}
+
+/* The edits of one key: what fn does to the record, and what it found. */
+struct edit {
+	const struct keyadmin_cmd *cmd;
+	struct teamkey k;	/* add: the new record; else read */
+	const char *hash;	/* rotate: the new hash */
+	int64_t now;
+	bool found;
+};
+
+static enum orgw_err
+do_add(struct store *s, void *arg)
+{
+	struct edit *e = arg;
+	struct teamkey old;
+	enum orgw_err err = keystore_get(s, e->k.name, &old);
+
+	e->found = err != ORGW_ENOENT;
+	if (err != ORGW_ENOENT)
+		return err == ORGW_OK ? ORGW_EINVAL : err;
+	return keystore_put(s, &e->k);
+}
+
+static enum orgw_err
+do_edit(struct store *s, void *arg)
+{
+	struct edit *e = arg;
+	enum orgw_err err;
+
+	e->found = false;
+	if (e->cmd->def->verb == V_REVOKE) {
+		err = keystore_del(s, e->cmd->name);
+		e->found = err != ORGW_ENOENT;
+		return err;
+	}
+	if ((err = keystore_get(s, e->cmd->name, &e->k)) != ORGW_OK) {
+		e->found = err != ORGW_ENOENT;
+		return err;
+	}
+	e->found = true;
+	switch (e->cmd->def->verb) {
+	case V_SET:
+		apply(&e->k, e->cmd);
+		break;
+	case V_DISABLE:
+	case V_ENABLE:
+		e->k.disabled = e->cmd->def->verb == V_DISABLE;
+		break;
+	case V_ROTATE:
+		(void)snprintf(e->k.hash, sizeof(e->k.hash), "%s", e->hash);
+		e->k.rotated = e->now;
+		break;
+	default:
+		return ORGW_EINVAL;
+	}
+	return keystore_put(s, &e->k);
+}
+
+/* The message for a failed transaction; KEYADMIN_EXIT_FAILED. */
+static int
+txn_failed(const struct orgw_conf *c, const char *what, enum orgw_err err)
+{
+	fprintf(stderr, "orgw-score: key %s: keys store %s unusable: %s\n",
+		what, c->state_backend == CONF_BACKEND_REDIS ? "(redis)" :
+							       c->keys_path,
+		orgw_strerror(err));
+	return KEYADMIN_EXIT_FAILED;
+}
+
+/* Prints plain alone on stdout, then zeroes it; false on a write error. */
+static bool
+print_key(char plain[TEAMKEY_PLAIN_MAX])
+{
+	bool ok = printf("%s\n", plain) > 0 && fflush(stdout) == 0;
+
+	explicit_bzero(plain, TEAMKEY_PLAIN_MAX);
+	return ok;
+}
+
+static int
+run_add(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	char plain[TEAMKEY_PLAIN_MAX];
+	struct edit e;
+	enum orgw_err err;
+
+	memset(&e, 0, sizeof(e));
+	e.cmd = cmd;
+	e.now = clock_now_s();
+	(void)snprintf(e.k.name, sizeof(e.k.name), "%s", cmd->name);
+	apply(&e.k, cmd);
+	e.k.created = e.now;
+	if (!new_key(c->keys_secret, plain, &e.k))
+		return KEYADMIN_EXIT_FAILED;
+	err = keystore_txn(c, true, do_add, &e);
+	if (err != ORGW_OK) {
+		explicit_bzero(plain, sizeof(plain));
+		if (err == ORGW_EINVAL && e.found) {
+			fprintf(stderr, "orgw-score: key add: %s exists "
+				"already (key set, key rotate)\n", cmd->name);
+			return KEYADMIN_EXIT_FAILED;
+		}
+		return txn_failed(c, "add", err);
+	}
+	if (!print_key(plain)) {
+		perror("orgw-score: key add: stdout (the key is made; "
+		       "key rotate it)");
+		return KEYADMIN_EXIT_FAILED;
+	}
+	if (e.k.expires != 0 && e.k.expires <= e.now)
+		fprintf(stderr, "orgw-score: key add: %s has expired "
+			"already (--expires)\n", cmd->name);
+	fprintf(stderr, "orgw-score: key %s added; the key above is shown "
+		"this once\n", cmd->name);
+	return KEYADMIN_EXIT_OK;
+}
+
+static int
+run_edit(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	char plain[TEAMKEY_PLAIN_MAX];
+	struct teamkey fresh;
+	struct edit e;
+	enum orgw_err err;
+	bool rotate = cmd->def->verb == V_ROTATE;
+
+	memset(&e, 0, sizeof(e));
+	e.cmd = cmd;
+	e.now = clock_now_s();
+	if (rotate) {
+		memset(&fresh, 0, sizeof(fresh));
+		if (!new_key(c->keys_secret, plain, &fresh))
+			return KEYADMIN_EXIT_FAILED;
+		e.hash = fresh.hash;
+	}
+	err = keystore_txn(c, true, do_edit, &e);
+	if (err != ORGW_OK) {
+		if (rotate)
+			explicit_bzero(plain, sizeof(plain));
+		if (err == ORGW_ENOENT) {
+			fprintf(stderr, "orgw-score: key %s: no key %s\n",
+				cmd->def->name, cmd->name);
+			return KEYADMIN_EXIT_FAILED;
+		}
+		return txn_failed(c, cmd->def->name, err);
+	}
+	if (rotate && !print_key(plain)) {
+		perror("orgw-score: key rotate: stdout (the old key is "
+		       "refused already; rotate again)");
+		return KEYADMIN_EXIT_FAILED;
+	}
+	fprintf(stderr, "orgw-score: key %s: %s%s\n", cmd->name,
+		cmd->def->verb == V_SET ? "set" :
+		cmd->def->verb == V_DISABLE ? "disabled" :
+		cmd->def->verb == V_ENABLE ? "enabled" :
+		cmd->def->verb == V_REVOKE ? "revoked (its use is kept)" :
+					     "rotated; the old key is refused, "
+					     "the new one above is shown this "
+					     "once",
+		cmd->def->verb == V_SET && e.k.expires != 0 &&
+				e.k.expires <= e.now ?
+			" (it has expired)" :
+			"");
+	return KEYADMIN_EXIT_OK;
+}
+
+/* One key of a list, with its use. */
+struct row {
+	struct teamkey k;
+	struct teamkey_use day, month;
+};
+
+struct rows {
+	struct row *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static int
+collect(void *arg, const struct teamkey *k)
+{
+	struct rows *r = arg;
+	struct row *v;
+
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+
+		if ((v = realloc(r->v, cap * sizeof(*v))) == NULL) {
+			r->oom = true;
+			return 1;
+		}
+		r->v = v;
+		r->cap = cap;
+	}
+	memset(&r->v[r->n], 0, sizeof(r->v[0]));
+	r->v[r->n++].k = *k;
+	return 0;
+}
+
+struct list_ctx {
+	struct rows rows;
+	int64_t now;
+};
+
+static enum orgw_err
+do_list(struct store *s, void *arg)
+{
+	struct list_ctx *l = arg;
+	enum orgw_err err;
+	size_t i;
+
+	l->rows.n = 0;
+	l->rows.oom = false;
+	if ((err = keystore_each(s, collect, &l->rows)) != ORGW_OK)
+		return err;
+	if (l->rows.oom)
+		return ORGW_ENOMEM;
+	for (i = 0; i < l->rows.n; i++) {
+		struct row *r = &l->rows.v[i];
+
+		err = keystore_use(s, r->k.name, l->now, &r->day, &r->month);
+		/* A damaged window (logged) shows as zeros. */
+		if (err != ORGW_OK && err != ORGW_EIO)
+			return err;
+	}
+	return ORGW_OK;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct row *)a)->k.name,
+		      ((const struct row *)b)->k.name);
+}
+
+static const char *
+state_of(const struct teamkey *k, int64_t now)
+{
+	if (k->disabled)
+		return "disabled";
+	if (k->expires != 0 && now >= k->expires)
+		return "expired";
+	return "active";
+}
+
+/* The models of k as "a,b" ("*" for all) into dst (n bytes). */
+static void
+models_of(const struct teamkey *k, char *dst, size_t n)
+{
+	size_t i, len = 0;
+	int r;
+
+	(void)snprintf(dst, n, "%s", k->n_globs == 0 ? "*" : "");
+	for (i = 0; i < k->n_globs && len < n; i++) {
+		r = snprintf(dst + len, n - len, "%s%s", i ? "," : "",
+			     k->globs[i]);
+		if (r < 0)
+			return;
+		len += (size_t)r;
+	}
+}
+
+static void
+cell_usd(char *dst, size_t n, double v)
+{
+	if (v > 0)
+		(void)snprintf(dst, n, "%.4f", v);
+	else
+		(void)snprintf(dst, n, "-");
+}
+
+static void
+cell_int(char *dst, size_t n, int64_t v)
+{
+	if (v > 0)
+		(void)snprintf(dst, n, "%lld", (long long)v);
+	else
+		(void)snprintf(dst, n, "-");
+}
+
+static void
+cell_time(char *dst, size_t n, int64_t t)
+{
+	if (t > 0)
+		clock_fmt_utc(t, dst, n);
+	else
+		(void)snprintf(dst, n, "-");
+}
+
+static void
+print_table(const struct list_ctx *l)
+{
+	char models[TEAMKEY_GLOBS_MAX * (TEAMKEY_GLOB_MAX + 1) + 2];
+	char bd[32], bm[32], rpm[24], conc[24], last[32], exp[32];
+	size_t i;
+	int64_t lu;
+
+	printf("%-20s %-8s %-5s %10s %10s %10s %10s %6s %5s %8s %9s %-19s "
+	       "%-19s %s\n",
+	       "NAME", "STATE", "ADMIN", "DAY_USD", "DAY_MAX", "MONTH_USD",
+	       "MONTH_MAX", "RPM", "CONC", "REQ_DAY", "REQ_MONTH",
+	       "LAST_USED_UTC", "EXPIRES_UTC", "MODELS");
+	for (i = 0; i < l->rows.n; i++) {
+		const struct row *r = &l->rows.v[i];
+
+		models_of(&r->k, models, sizeof(models));
+		cell_usd(bd, sizeof(bd), r->k.budget_day_usd);
+		cell_usd(bm, sizeof(bm), r->k.budget_month_usd);
+		cell_int(rpm, sizeof(rpm), r->k.rpm);
+		cell_int(conc, sizeof(conc), r->k.concurrent);
+		lu = r->month.last_used > r->day.last_used ?
+			     r->month.last_used :
+			     r->day.last_used;
+		cell_time(last, sizeof(last), lu);
+		cell_time(exp, sizeof(exp), r->k.expires);
+		printf("%-20s %-8s %-5s %10.4f %10s %10.4f %10s %6s %5s %8lld "
+		       "%9lld %-19s %-19s %s\n",
+		       r->k.name, state_of(&r->k, l->now),
+		       r->k.admin ? "yes" : "no", r->day.spend_usd, bd,
+		       r->month.spend_usd, bm, rpm, conc,
+		       (long long)r->day.requests,
+		       (long long)r->month.requests, last, exp, models);
+	}
+	printf("# %zu keys\n", l->rows.n);
+}
+
+/* A window's use as a JSON object; false on allocation failure. */
+static bool
+json_use(cJSON *o, const char *name, const struct teamkey_use *u)
+{
+	cJSON *j = cJSON_AddObjectToObject(o, name);
+
+	return j != NULL &&
+	       cJSON_AddNumberToObject(j, "requests", (double)u->requests) &&
+	       cJSON_AddNumberToObject(j, "spend_usd", u->spend_usd) &&
+	       cJSON_AddNumberToObject(j, "saved_usd", u->saved_usd) &&
+	       cJSON_AddNumberToObject(j, "prompt", (double)u->prompt) &&
+	       cJSON_AddNumberToObject(j, "cached", (double)u->cached) &&
+	       cJSON_AddNumberToObject(j, "completion",
+				       (double)u->completion) &&
+	       cJSON_AddNumberToObject(j, "refused_rpm",
+				       (double)u->refused_rpm) &&
+	       cJSON_AddNumberToObject(j, "refused_concurrent",
+				       (double)u->refused_concurrent) &&
+	       cJSON_AddNumberToObject(j, "refused_budget",
+				       (double)u->refused_budget) &&
+	       cJSON_AddNumberToObject(j, "refused_model",
+				       (double)u->refused_model) &&
+	       cJSON_AddNumberToObject(j, "last_used", (double)u->last_used);
+}
+
+static bool
+json_row(cJSON *arr, const struct row *r, int64_t now)
+{
+	cJSON *j = cJSON_CreateObject(), *m;
+	size_t i;
+
+	if (j == NULL || !cJSON_AddItemToArray(arr, j)) {
+		cJSON_Delete(j);
+		return false;
+	}
+	if (!cJSON_AddStringToObject(j, "name", r->k.name) ||
+	    !cJSON_AddStringToObject(j, "state", state_of(&r->k, now)) ||
+	    !cJSON_AddBoolToObject(j, "admin", r->k.admin) ||
+	    (m = cJSON_AddArrayToObject(j, "models")) == NULL)
+		return false;
+	for (i = 0; i < r->k.n_globs; i++)
+		if (!cJSON_AddItemToArray(m,
+					  cJSON_CreateString(r->k.globs[i])))
+			return false;
+	return cJSON_AddNumberToObject(j, "budget_usd_day",
+				       r->k.budget_day_usd) &&
+	       cJSON_AddNumberToObject(j, "budget_usd_month",
+				       r->k.budget_month_usd) &&
+	       cJSON_AddNumberToObject(j, "rpm", (double)r->k.rpm) &&
+	       cJSON_AddNumberToObject(j, "concurrent",
+				       (double)r->k.concurrent) &&
+	       cJSON_AddNumberToObject(j, "expires", (double)r->k.expires) &&
+	       cJSON_AddNumberToObject(j, "created", (double)r->k.created) &&
+	       cJSON_AddNumberToObject(j, "rotated", (double)r->k.rotated) &&
+	       json_use(j, "today", &r->day) &&
+	       json_use(j, "month", &r->month);
+}
+
+static bool
+print_json(const struct list_ctx *l)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	char *text = NULL;
+	bool ok = false;
+	size_t i;
+
+	if (o == NULL ||
+	    !cJSON_AddNumberToObject(o, "generated_at", (double)l->now) ||
+	    (arr = cJSON_AddArrayToObject(o, "keys")) == NULL)
+		goto out;
+	for (i = 0; i < l->rows.n; i++)
+		if (!json_row(arr, &l->rows.v[i], l->now))
+			goto out;
+	if ((text = cJSON_Print(o)) == NULL)
+		goto out;
+	ok = printf("%s\n", text) > 0;
+out:
+	cJSON_free(text);
+	cJSON_Delete(o);
+	return ok;
+}
+
+static int
+run_list(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	struct list_ctx l;
+	enum orgw_err err;
+	bool ok;
+
+	memset(&l, 0, sizeof(l));
+	l.now = clock_now_s();
+	err = keystore_txn(c, false, do_list, &l);
+	if (err != ORGW_OK) {
+		free(l.rows.v);
+		return txn_failed(c, "list", err);
+	}
+	if (l.rows.n > 1)
+		qsort(l.rows.v, l.rows.n, sizeof(l.rows.v[0]), by_name);
+	ok = true;
+	if (cmd->json)
+		ok = print_json(&l);
+	else
+		print_table(&l);
+	free(l.rows.v);
+	if (!ok) {
+		fputs("orgw-score: key list: out of memory\n", stderr);
+		return KEYADMIN_EXIT_FAILED;
+	}
+	return KEYADMIN_EXIT_OK;
+}
+
+struct verify_ctx {
+	const char *secret, *plain;
+	struct teamkey k;
+};
+
+static enum orgw_err
+do_verify(struct store *s, void *arg)
+{
+	struct verify_ctx *v = arg;
+
+	return keystore_find(s, v->secret, v->plain, &v->k);
+}
+
+/* Reads a key from stdin (its first line) and prints "NAME STATE" when
+ * it is one of the store's. */
+static int
+run_verify(const struct orgw_conf *c)
+{
+	char line[TEAMKEY_PLAIN_MAX * 2];
+	struct verify_ctx v;
+	enum orgw_err err;
+	size_t n;
+
+	memset(&v, 0, sizeof(v));
+	if (fgets(line, sizeof(line), stdin) == NULL) {
+		fputs("orgw-score: key verify: give the key on stdin\n",
+		      stderr);
+		return KEYADMIN_EXIT_USAGE;
+	}
+	n = strcspn(line, "\r\n");
+	line[n] = '\0';
+	v.secret = c->keys_secret;
+	v.plain = line;
+	err = keystore_txn(c, false, do_verify, &v);
+	explicit_bzero(line, sizeof(line));
+	if (err == ORGW_ENOENT) {
+		fputs("orgw-score: key verify: no key matches (revoked, "
+		      "rotated, not a key, or another KEYS_SECRET)\n", stderr);
+		return KEYADMIN_EXIT_FAILED;
+	}
+	if (err != ORGW_OK)
+		return txn_failed(c, "verify", err);
+	printf("%s %s\n", v.k.name, state_of(&v.k, clock_now_s()));
+	return KEYADMIN_EXIT_OK;
+}
+
+/* The export's lines, collected in the transaction, printed after. */
+struct lines {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static int
+export_one(void *arg, const char *key, const char *val)
+{
+	struct lines *l = arg;
+	char *line, *dup, **v;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+
+		if ((v = realloc(l->v, cap * sizeof(*v))) == NULL) {
+			l->oom = true;
+			return 1;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	if ((line = dump_line(key, val)) == NULL ||
+	    (dup = strdup(line)) == NULL) {
+		dump_free(line);
+		l->oom = true;
+		return 1;
+	}
+	dump_free(line);
+	l->v[l->n++] = dup;
+	return 0;
+}
+
+static void
+lines_clear(struct lines *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	l->n = 0;
+}
+
+static enum orgw_err
+do_export(struct store *s, void *arg)
+{
+	struct lines *l = arg;
+	enum orgw_err err;
+
+	lines_clear(l);
+	l->oom = false;
+	/* Not TEAMKEY_HASH: import rebuilds the index from the records. */
+	if ((err = store_each(s, KEYSTORE_REC_PREFIX, export_one, l)) ==
+		    ORGW_OK &&
+	    !l->oom)
+		err = store_each(s, KEYSTORE_USE_PREFIX, export_one, l);
+	return err == ORGW_OK && l->oom ? ORGW_ENOMEM : err;
+}
+
+static int
+by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+run_export(const struct orgw_conf *c)
+{
+	struct lines l = {NULL, 0, 0, false};
+	enum orgw_err err = keystore_txn(c, false, do_export, &l);
+	size_t i;
+	int rc = KEYADMIN_EXIT_OK;
+
+	if (err != ORGW_OK) {
+		rc = txn_failed(c, "export", err);
+		goto out;
+	}
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(l.v[0]), by_str);
+	for (i = 0; i < l.n; i++)
+		if (fputs(l.v[i], stdout) == EOF || putchar('\n') == EOF)
+			break;
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		perror("orgw-score: key export: stdout");
+		rc = KEYADMIN_EXIT_FAILED;
+		goto out;
+	}
+	fprintf(stderr, "orgw-score: key export: %zu lines\n", l.n);
+out:
+	lines_clear(&l);
+	free(l.v);
+	return rc;
+}
+
+/* One import line, checked. */
+struct item {
+	char *key, *val;	/* malloc'd; val re-encoded */
+	bool rec;		/* a record (k), else a use window */
+	struct teamkey k;
+	size_t line;
+};
+
+struct import_ctx {
+	struct item *v;
+	size_t n, cap;
+	bool replace;
+	size_t wrote, kept, same;	/* set afresh by each run */
+	size_t bad_line;		/* a record whose hash is another's */
+	char owner[TEAMKEY_NAME_MAX + 1];
+};
+
+/* "YYYY-MM-DD" or "YYYY-MM". */
+static bool
+when_ok(const char *w)
+{
+	size_t i, n = strlen(w);
+
+	if (n != 10 && n != 7)
+		return false;
+	for (i = 0; i < n; i++)
+		if ((i == 4 || i == 7) ? w[i] != '-' :
+					 (w[i] < '0' || w[i] > '9'))
+			return false;
+	return true;
+}
+
+/*
+ * Checks one parsed line into it (taking key and val): a record
+ * (TEAMKEY:<name>, teamkey_decode, its own name, keystore_rec_ok) or a
+ * use window (TEAMKEY_USE:<name>:<when>, teamkey_use_decode); what is
+ * stored is re-encoded.  NULL, or why it is refused.
+ */
+static const char *
+item_check(struct item *it)
+{
+	struct teamkey_use u;
+	char name[TEAMKEY_NAME_MAX + 2], *colon, *text;
+	const char *rest;
+	size_t n;
+
+	if (strncmp(it->key, KEYSTORE_REC_PREFIX,
+		    strlen(KEYSTORE_REC_PREFIX)) == 0) {
+		it->rec = true;
+		rest = it->key + strlen(KEYSTORE_REC_PREFIX);
+		if (!teamkey_name_ok(rest))
+			return "not a key's name";
+		if (teamkey_decode(it->val, &it->k) != ORGW_OK)
+			return "not a key record";
+		if (strcmp(it->k.name, rest) != 0 || !keystore_rec_ok(&it->k))
+			return "a record of another name, or without a hash";
+		text = teamkey_encode(&it->k);
+	} else if (strncmp(it->key, KEYSTORE_USE_PREFIX,
+			   strlen(KEYSTORE_USE_PREFIX)) == 0) {
+		rest = it->key + strlen(KEYSTORE_USE_PREFIX);
+		if ((colon = strrchr(rest, ':')) == NULL ||
+		    (n = (size_t)(colon - rest)) >= sizeof(name))
+			return "not a use window's key";
+		memcpy(name, rest, n);
+		name[n] = '\0';
+		if (!teamkey_name_ok(name) || !when_ok(colon + 1))
+			return "not a use window's key";
+		if (teamkey_use_decode(it->val, &u) != ORGW_OK)
+			return "not a use window";
+		text = teamkey_use_encode(&u);
+	} else {
+		return "not a key record (TEAMKEY:) or use window "
+		       "(TEAMKEY_USE:)";
+	}
+	if (text == NULL)
+		return "out of memory";
+	free(it->val);
+	it->val = text;
+	return NULL;
+}
+
+static int
+item_by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->key,
+		      ((const struct item *)b)->key);
+}
+
+static int
+item_by_hash(const void *a, const void *b)
+{
+	const struct item *x = *(const struct item *const *)a;
+	const struct item *y = *(const struct item *const *)b;
+
+	return strcmp(x->k.hash, y->k.hash);
+}
+
+/* Two lines of one key, or two records of one hash: the later line's
+ * number, else 0. */
+static size_t
+import_dups(struct import_ctx *x)
+{
+	const struct item **recs;
+	size_t i, m = 0, bad = 0;
+
+	qsort(x->v, x->n, sizeof(x->v[0]), item_by_key);
+	for (i = 1; i < x->n && bad == 0; i++)
+		if (strcmp(x->v[i - 1].key, x->v[i].key) == 0)
+			bad = x->v[i].line > x->v[i - 1].line ? x->v[i].line :
+								x->v[i - 1].line;
+	if (bad != 0 || (recs = malloc((x->n + 1) * sizeof(*recs))) == NULL)
+		return bad;
+	for (i = 0; i < x->n; i++)
+		if (x->v[i].rec)
+			recs[m++] = &x->v[i];
+	qsort(recs, m, sizeof(recs[0]), item_by_hash);
+	for (i = 1; i < m && bad == 0; i++)
+		if (strcmp(recs[i - 1]->k.hash, recs[i]->k.hash) == 0)
+			bad = recs[i]->line;
+	free(recs);
+	return bad;
+}
+
+static enum orgw_err
+do_import(struct store *s, void *arg)
+{
+	struct import_ctx *x = arg;
+	char name[TEAMKEY_NAME_MAX + 1], *old;
+	enum orgw_err err;
+	size_t i;
+
+	x->wrote = x->kept = x->same = 0;
+	x->bad_line = 0;
+	/* Checked before any write: GDBM cannot take one back. */
+	for (i = 0; i < x->n; i++) {
+		if (!x->v[i].rec)
+			continue;
+		err = keystore_name_of(s, x->v[i].k.hash, name);
+		if (err == ORGW_OK && strcmp(name, x->v[i].k.name) != 0) {
+			x->bad_line = x->v[i].line;
+			(void)snprintf(x->owner, sizeof(x->owner), "%s", name);
+			return ORGW_EINVAL;
+		}
+		if (err != ORGW_OK && err != ORGW_ENOENT && err != ORGW_EIO)
+			return err;
+	}
+	for (i = 0; i < x->n; i++) {
+		const struct item *it = &x->v[i];
+
+		old = NULL;
+		if ((err = store_get(s, it->key, &old)) != ORGW_OK)
+			return err;
+		if (old != NULL && strcmp(old, it->val) == 0) {
+			x->same++;
+		} else if (old != NULL && !x->replace) {
+			x->kept++;
+		} else {
+			err = it->rec ? keystore_put(s, &it->k) :
+					store_put(s, it->key, it->val);
+			x->wrote++;
+		}
+		free(old);
+		if (err != ORGW_OK)
+			return err;
+	}
+	return ORGW_OK;
+}
+
+static void
+import_free(struct import_ctx *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->n; i++) {
+		free(x->v[i].key);
+		free(x->v[i].val);
+	}
+	free(x->v);
+}
+
+/* Reads and checks stdin into x; 0 or the exit status after a
+ * message. */
+static int
+import_read(struct import_ctx *x)
+{
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	const char *why;
+	struct item *v;
+	ssize_t len;
+	enum orgw_err err;
+	int rc = KEYADMIN_EXIT_OK;
+
+	while ((len = getline(&line, &cap, stdin)) != -1) {
+		lineno++;
+		if ((size_t)len > LINE_MAX_BYTES) {
+			why = "longer than 1 MiB";
+			goto bad;
+		}
+		if (len == 0 || line[0] == '\n')
+			continue;
+		if (x->n == x->cap) {
+			size_t ncap = x->cap ? x->cap * 2 : 64;
+
+			if ((v = realloc(x->v, ncap * sizeof(*v))) == NULL) {
+				why = "out of memory";
+				goto bad;
+			}
+			x->v = v;
+			x->cap = ncap;
+		}
+		memset(&x->v[x->n], 0, sizeof(x->v[0]));
+		x->v[x->n].line = lineno;
+		err = dump_parse(line, (size_t)len, &x->v[x->n].key,
+				 &x->v[x->n].val);
+		if (err != ORGW_OK) {
+			why = err == ORGW_EINVAL ? "not an export line" :
+						   "out of memory";
+			goto bad;
+		}
+		x->n++;
+		if ((why = item_check(&x->v[x->n - 1])) != NULL)
+			goto bad;
+	}
+	if (ferror(stdin)) {
+		fputs("orgw-score: key import: stdin read error; nothing "
+		      "imported\n", stderr);
+		rc = KEYADMIN_EXIT_FAILED;
+	}
+	free(line);
+	return rc;
+bad:
+	fprintf(stderr, "orgw-score: key import: line %zu: %s; nothing "
+		"imported\n", lineno, why);
+	free(line);
+	return KEYADMIN_EXIT_FAILED;
+}
+
+static int
+run_import(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	struct import_ctx x;
+	enum orgw_err err;
+	size_t dup;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	x.replace = cmd->replace;
+	if ((rc = import_read(&x)) != KEYADMIN_EXIT_OK)
+		goto out;
+	if ((dup = import_dups(&x)) != 0) {
+		fprintf(stderr, "orgw-score: key import: line %zu: the same "
+			"key or hash as an earlier line; nothing imported\n",
+			dup);
+		rc = KEYADMIN_EXIT_FAILED;
+		goto out;
+	}
+	err = keystore_txn(c, true, do_import, &x);
+	if (err == ORGW_EINVAL && x.bad_line != 0) {
+		fprintf(stderr, "orgw-score: key import: line %zu: its hash "
+			"is the key %s's in the store; nothing imported\n",
+			x.bad_line, x.owner);
+		rc = KEYADMIN_EXIT_FAILED;
+		goto out;
+	}
+	if (err != ORGW_OK) {
+		rc = txn_failed(c, "import", err);
+		goto out;
+	}
+	fprintf(stderr, "orgw-score: key import: %zu lines: %zu written, "
+		"%zu already so, %zu kept as stored%s\n", x.n, x.wrote,
+		x.same, x.kept, x.kept > 0 ? " (--replace overwrites)" : "");
+out:
+	import_free(&x);
+	return rc;
+}
+
+int
+keyadmin_run(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	if (c->keys_secret == NULL || c->keys_secret[0] == '\0') {
+		fputs("orgw-score: key: KEYS_SECRET is not set: set KEYS_SECRET "
+		      "or KEYS_SECRET_FILE (e.g. `openssl rand -hex 32`), the "
+		      "same on every gateway host and for orgw-score; "
+		      "changing it later invalidates every team key\n",
+		      stderr);
+		return KEYADMIN_EXIT_USAGE;
+	}
+	switch (cmd->def->verb) {
+	case V_ADD:
+		return run_add(c, cmd);
+	case V_LIST:
+		return run_list(c, cmd);
+	case V_VERIFY:
+		return run_verify(c);
+	case V_EXPORT:
+		return run_export(c);
+	case V_IMPORT:
+		return run_import(c, cmd);
+	case V_SET:
+	case V_DISABLE:
+	case V_ENABLE:
+	case V_REVOKE:
+	case V_ROTATE:
+		return run_edit(c, cmd);
+	}
+	return KEYADMIN_EXIT_USAGE;
+}
