@@ -11,10 +11,9 @@
  * Decoders are strict where record.c is lenient: a key record grants
  * access and money, so a damaged one is refused (ORGW_EINVAL, the struct
  * zeroed) rather than read as a looser key.  Every number a record holds
- * is finite and >= 0, and every whole number at most TK_INT_MAX, so it
- * reads back from JSON exactly.  Encoders check the same rules and
- * return NULL for a struct that breaks them, so what they write always
- * decodes.
+ * is finite and in 0..TK_NUM_MAX, whole where the struct says int64_t.
+ * Encoders check the same rules and return NULL for a struct that
+ * breaks them, so what they write always decodes.
  */
 #define _GNU_SOURCE		/* FNM_CASEFOLD (glibc, musl, the BSDs) */
 
@@ -34,8 +33,15 @@
 #include "record.h"
 
 #define TK_VERSION 1
-/* The largest whole number a double holds exactly (2^53). */
-#define TK_INT_MAX 9007199254740992LL
+/*
+ * The largest number a record holds, 10^15: cJSON prints numbers with
+ * 15 significant digits (print_number, "%1.15g", accepting a reading
+ * back within DBL_EPSILON), so every whole number up to it is written
+ * exactly, and a dollar amount up to it is written within 1e-15 and
+ * never rounded past the bound (DBL_MAX would be written as a number
+ * that reads back as inf).  Milliseconds of unix time are 13 digits.
+ */
+#define TK_NUM_MAX 1000000000000000LL
 #define TK_PLAIN_B64 43		/* base64url characters of 32 bytes */
 #define TK_LEASE_ID_MAX 32	/* hex digits of a lease id */
 
@@ -206,17 +212,17 @@ teamkey_plain_make(const unsigned char rnd[32], char plain[TEAMKEY_PLAIN_MAX])
 static bool
 dbl_ok(double d)
 {
-	return isfinite(d) && d >= 0;
+	return isfinite(d) && d >= 0 && d <= (double)TK_NUM_MAX;
 }
 
 static bool
 int_ok(int64_t v)
 {
-	return v >= 0 && v <= TK_INT_MAX;
+	return v >= 0 && v <= TK_NUM_MAX;
 }
 
 /*
- * Member name of o as a finite number >= 0 into *out.  Absent: *out 0,
+ * Member name of o as a number in 0..TK_NUM_MAX into *out.  Absent: *out 0,
  * true unless required.  Anything else (a string, null, a negative
  * number) is false.
  */
@@ -234,16 +240,15 @@ dbl_get(const cJSON *o, const char *name, bool required, double *out)
 	return true;
 }
 
-/* The same for a whole number 0..TK_INT_MAX (checked before the cast: a
- * double outside int64_t makes it undefined behaviour). */
+/* The same for a whole number (in range before the cast: a double
+ * outside int64_t makes it undefined behaviour). */
 static bool
 int_get(const cJSON *o, const char *name, bool required, int64_t *out)
 {
 	double d;
 
 	*out = 0;
-	if (!dbl_get(o, name, required, &d) || d > (double)TK_INT_MAX ||
-	    d != floor(d))
+	if (!dbl_get(o, name, required, &d) || d != floor(d))
 		return false;
 	*out = (int64_t)d;
 	return true;
@@ -530,14 +535,14 @@ teamkey_use_decode(const char *text, struct teamkey_use *u)
 	return ORGW_OK;
 }
 
-/* a + b for counters, held in 0..TK_INT_MAX so the sum cannot overflow
+/* a + b for counters, held in 0..TK_NUM_MAX so the sum cannot overflow
  * and still encodes. */
 static int64_t
 count_add(int64_t a, int64_t b)
 {
-	a = a < 0 ? 0 : a > TK_INT_MAX ? TK_INT_MAX : a;
-	b = b < 0 ? 0 : b > TK_INT_MAX ? TK_INT_MAX : b;
-	return a > TK_INT_MAX - b ? TK_INT_MAX : a + b;
+	a = a < 0 ? 0 : a > TK_NUM_MAX ? TK_NUM_MAX : a;
+	b = b < 0 ? 0 : b > TK_NUM_MAX ? TK_NUM_MAX : b;
+	return a > TK_NUM_MAX - b ? TK_NUM_MAX : a + b;
 }
 
 void
@@ -790,7 +795,7 @@ teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 		v = TK_CONCURRENT;
 	} else {
 		r->minute = minute;
-		r->count = count + 1;
+		r->count = count_add(count, 1);
 		if (k->concurrent > 0) {
 			struct teamkey_lease *l = &r->leases[r->n_leases++];
 
@@ -798,9 +803,9 @@ teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 			/* At least 1 ms, so the lease is held at all, and
 			 * no later than a record can say. */
 			lease_ms = lease_ms < 1 ? 1 :
-				   lease_ms > TK_INT_MAX ? TK_INT_MAX : lease_ms;
-			l->until_ms = now_ms > TK_INT_MAX - lease_ms ?
-					      TK_INT_MAX :
+				   lease_ms > TK_NUM_MAX ? TK_NUM_MAX : lease_ms;
+			l->until_ms = now_ms > TK_NUM_MAX - lease_ms ?
+					      TK_NUM_MAX :
 					      now_ms + lease_ms;
 		}
 	}

@@ -110,7 +110,7 @@ void teamkey_plain_make(const unsigned char rnd[32],
 /*
  * The record's text (malloc'd, caller frees with free()), NULL when out
  * of memory or when k would not decode (a bad name, hash or glob, a
- * number negative or not finite, a whole number over 2^53); and back:
+ * number negative, not finite or over 10^15); and back:
  * ORGW_EINVAL for text that is not one (k zeroed).  Every member encode
  * writes is required: a record that lost "models" must not read as a
  * key for every model.
@@ -120,12 +120,12 @@ enum orgw_err teamkey_decode(const char *text, struct teamkey *k);
 
 /* The same for a window's use; absent (NULL) text decodes to zeros
  * (ORGW_OK), absent members to 0.  encode gives NULL also for a counter
- * that is negative or over 2^53, or a NaN, infinite or negative dollar
- * amount: the caller keeps the stored record rather than lose it. */
+ * or dollar amount that is negative, NaN, infinite or over 10^15: the
+ * caller keeps the stored record rather than lose it. */
 char *teamkey_use_encode(const struct teamkey_use *u);
 enum orgw_err teamkey_use_decode(const char *text, struct teamkey_use *u);
 
-/* dst += src (last_used: the later).  The counters saturate at 2^53,
+/* dst += src (last_used: the later).  The counters saturate at 10^15,
  * so they never overflow and always encode. */
 void teamkey_use_add(struct teamkey_use *dst, const struct teamkey_use *src);
 
@@ -184,7 +184,7 @@ struct teamkey_rate {
 
 /* The codec of the rate record, as teamkey_encode/teamkey_decode: encode
  * gives NULL also for a lease id that is not 1..32 hex digits, more than
- * TEAMKEY_LEASES_MAX leases or a number out of 0..2^53; decode refuses
+ * TEAMKEY_LEASES_MAX leases or a number out of 0..10^15; decode refuses
  * the same (r zeroed). */
 char *teamkey_rate_encode(const struct teamkey_rate *r);
 enum orgw_err teamkey_rate_decode(const char *text, struct teamkey_rate *r);

@@ -55,8 +55,8 @@ command -v "$CLANG" >/dev/null 2>&1 || {
 	exit 2
 }
 
-PKG_CFLAGS=$(pkg-config --cflags fcgi libcurl libcjson 2>/dev/null)
-PKG_LIBS=$(pkg-config --libs fcgi libcurl libcjson 2>/dev/null || echo -lfcgi -lcurl -lcjson)
+PKG_CFLAGS=$(pkg-config --cflags fcgi libcurl libcjson libcrypto 2>/dev/null)
+PKG_LIBS=$(pkg-config --libs fcgi libcurl libcjson libcrypto 2>/dev/null || echo -lfcgi -lcurl -lcjson -lcrypto)
 SANF="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-std=c11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra $SANF"
 CPPFLAGS="-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc $PKG_CFLAGS"

@@ -567,15 +567,15 @@ test_key_record(void)
 				"\"created\":0,\"rotated\":0,\"admin\":false,"
 				"\"disabled\":false}",
 				&back) == ORGW_OK);
-	T_ASSERT("key: 2^53 is the largest whole number",
+	T_ASSERT("key: 10^15 is the largest number",
 		 teamkey_decode("{\"v\":1,\"name\":\"a\",\"hash\":\"" HASH_A
 				"\",\"models\":[],\"budget_day\":0,"
 				"\"budget_month\":0,\"rpm\":0,\"concurrent\":0,"
-				"\"expires\":9007199254740992,\"created\":0,"
+				"\"expires\":1000000000000000,\"created\":0,"
 				"\"rotated\":0,\"admin\":false,"
 				"\"disabled\":false}",
 				&back) == ORGW_OK &&
-			 back.expires == 9007199254740992LL);
+			 back.expires == 1000000000000000LL);
 	T_ASSERT("key: NULL text refused",
 		 teamkey_decode(NULL, &back) == ORGW_EINVAL && key_zero(&back));
 
@@ -617,7 +617,7 @@ test_key_record(void)
 	T_ASSERT("key encode: negative rpm", teamkey_encode(&k) == NULL);
 	full_key(&k);
 	k.created = INT64_MAX;
-	T_ASSERT("key encode: a time over 2^53", teamkey_encode(&k) == NULL);
+	T_ASSERT("key encode: a time over 10^15", teamkey_encode(&k) == NULL);
 }
 
 static void
@@ -691,6 +691,17 @@ test_use_record(void)
 	T_ASSERT("use encode: negative saved refused",
 		 teamkey_use_encode(&back) == NULL);
 	back = u;
+	back.spend_usd = 1.7976931348623157e308;
+	T_ASSERT("use encode: a spend over 10^15 refused",
+		 teamkey_use_encode(&back) == NULL);
+	T_ASSERT("use: damaged: a count over 10^15",
+		 teamkey_use_decode("{\"v\":1,\"prompt\":1000000000000001}",
+				    &back) == ORGW_EINVAL);
+	T_ASSERT("use: 10^15 dollars decode",
+		 teamkey_use_decode("{\"v\":1,\"spend_usd\":1e15}", &back) ==
+				 ORGW_OK &&
+			 back.spend_usd == 1e15);
+	back = u;
 	back.completion = -1;
 	T_ASSERT("use encode: negative count refused",
 		 teamkey_use_encode(&back) == NULL);
@@ -719,7 +730,7 @@ test_use_record(void)
 	teamkey_use_add(&a, &b);
 	s = teamkey_use_encode(&a);
 	T_ASSERT("use add: saturates and still encodes",
-		 a.prompt == 9007199254740992LL && s != NULL);
+		 a.prompt == 1000000000000000LL && s != NULL);
 	free(s);
 }
 
