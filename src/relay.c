@@ -47,6 +47,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "failover.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "mask.h"
 #include "relay.h"

@@ -766,12 +766,12 @@ keys_table(struct out *o, const cJSON *stats)
 	put(o, "<section><h2>Keys</h2>");
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(stats,
 							    "keys_error"))) {
-		put(o, "<p class="err">keys store unreadable: ");
+		put(o, "<p class=\"err\">keys store unreadable: ");
 		esc(o, str(stats, "keys_error"));
 		put(o, "</p>");
 	}
 	if (keys->child == NULL) {
-		put(o, "<p class="muted">no team key yet (orgw-score key "
+		put(o, "<p class=\"muted\">no team key yet (orgw-score key "
 		       "add NAME)</p></section>");
 		return;
 	}
