@@ -293,22 +293,18 @@ add_dbl(cJSON *o, const char *name, double v)
 	return cJSON_AddNumberToObject(o, name, v) != NULL;
 }
 
-/*
- * Text of a record o being built (deleted here); NULL when !ok or out
- * of memory.  The text is copied to malloc'd memory, so the caller's
- * free() is right whatever allocator cJSON was given (cJSON_InitHooks).
- */
+/* Text of a record o being built (deleted here); NULL when !ok or out
+ * of memory.  cJSON allocates it with malloc: orgw gives cJSON no other
+ * hooks, so free() and record_free() both release it. */
 static char *
 finish(cJSON *o, bool ok)
 {
-	char *s = NULL, *out = NULL;
+	char *s = NULL;
 
-	if (ok && o != NULL && (s = cJSON_PrintUnformatted(o)) != NULL) {
-		out = strdup(s);
-		cJSON_free(s);
-	}
+	if (ok && o != NULL)
+		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
-	return out;
+	return s;
 }
 
 /* The object in text, NUL-terminated with nothing after it; NULL for

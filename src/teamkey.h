@@ -73,7 +73,7 @@ bool teamkey_name_ok(const char *name);
 bool teamkey_glob_ok(const char *glob);
 
 /*
- * Parses a comma-separated glob list ("deepseek-*,openai/gpt-4o-mini")
+ * Parses a comma-separated glob list ("openai/gpt-4o*,x-ai/grok-4")
  * into k's globs; "" or "*" alone is every model (n_globs 0).
  * ORGW_EINVAL (k's globs unchanged) for NULL, an empty element ("a,,b",
  * "a,"), a bad glob or more than TEAMKEY_GLOBS_MAX.
@@ -108,12 +108,12 @@ void teamkey_plain_make(const unsigned char rnd[32],
 			char plain[TEAMKEY_PLAIN_MAX]);
 
 /*
- * The record's text (malloc'd, caller frees with free()), NULL when out
- * of memory or when k would not decode (a bad name, hash or glob, a
- * number negative, not finite or over 10^15); and back:
- * ORGW_EINVAL for text that is not one (k zeroed).  Every member encode
- * writes is required: a record that lost "models" must not read as a
- * key for every model.
+ * The record's text (malloc'd by cJSON, which orgw leaves on malloc:
+ * caller frees with free() or record_free()), NULL when out of memory
+ * or when k would not decode (a bad name, hash or glob, a number
+ * negative, not finite or over 10^15); and back: ORGW_EINVAL for text
+ * that is not one (k zeroed).  Every member encode writes is required:
+ * a record that lost "models" must not read as a key for every model.
  */
 char *teamkey_encode(const struct teamkey *k);
 enum orgw_err teamkey_decode(const char *text, struct teamkey *k);
