@@ -32,6 +32,11 @@
 #     exports ORGW_URL (http://127.0.0.1:PORT), ORGW_KEY, DOUBLE_URL,
 #       UPSTREAM_KEY, ORGW_T, ORGW_LOG (worker stderr), ORGW_LIGHTTPD_LOG,
 #       ORGW_DOUBLE_LOG, ORGW_CONFIG_FILE, ORGW_STATE (the GDBM file)
+#   double_start
+#       only the first part of orgw_start: the temp dir $ORGW_T and the double
+#       (key $UPSTREAM_KEY), for tests of the double itself; exports ORGW_T,
+#       DOUBLE_URL, UPSTREAM_KEY, ORGW_DOUBLE_LOG.  Installs orgw_stop as the
+#       EXIT trap, as orgw_start does.
 #   orgw_restart_workers [NAME=VALUE | -NAME ...]
 #       changes those settings in the config file and restarts only the
 #       FastCGI workers (same socket; lighttpd and the double keep running).
@@ -489,7 +494,7 @@ orgw__start_failed() { # the EXIT trap prints the logs and stops the rest
 	exit 1
 }
 
-orgw_start() {
+double_start() {
 	[ -n "${ORGW_T:-}" ] && orgw_stop
 	ORGW_T=$(mktemp -d "${TMPDIR:-/tmp}/orgw-test.XXXXXX") ||
 		orgw__start_failed "mktemp"
@@ -497,16 +502,19 @@ orgw_start() {
 	trap orgw__on_exit EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
-	export ORGW_LOG=$ORGW_T/orgw.log
-	export ORGW_LIGHTTPD_LOG=$ORGW_T/lighttpd.log
 	export ORGW_DOUBLE_LOG=$ORGW_T/double.log
-	export ORGW_CONFIG_FILE=$ORGW_T/orgw.conf
-	export ORGW_STATE=$ORGW_T/state.gdbm
-	: >"$ORGW_LOG"
-
 	orgw__double_start "$ORGW_T" "$UPSTREAM_KEY" ||
 		orgw__start_failed "the upstream double did not start"
 	export DOUBLE_URL=http://127.0.0.1:$ORGW_DOUBLE_PORT
+}
+
+orgw_start() {
+	double_start
+	export ORGW_LOG=$ORGW_T/orgw.log
+	export ORGW_LIGHTTPD_LOG=$ORGW_T/lighttpd.log
+	export ORGW_CONFIG_FILE=$ORGW_T/orgw.conf
+	export ORGW_STATE=$ORGW_T/state.gdbm
+	: >"$ORGW_LOG"
 
 	ORGW__CONF_KEYS=()
 	ORGW__CONF=()

@@ -86,6 +86,7 @@ const DEFAULTS = Object.freeze({
   random_faults: [],          // [{kind, p, match?, ...params}]: drawn per generation request (see drawFault)
   random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
   clock_offset_ms: 0,         // added to the wall clock for time-of-day prices (utc_start/utc_end)
+  generation_ready_ms: 0,     // GET /generation answers 404 for this long after a generation ends
   // Messages API (POST /messages) and Responses API (POST /responses); see README
   messages_keepalive: 'comment', // keep-alives on a Messages stream: 'comment' | 'ping' | 'both'
   messages_stream_cost: false,   // message_delta usage also carries cost, is_byok, cost_details
@@ -484,7 +485,8 @@ let stats;
 let inflight = 0;
 function resetStats() {
   stats = { total: 0, paths: Object.create(null), apis: Object.create(null), tags: Object.create(null),
-    models: Object.create(null), statuses: Object.create(null), faults: Object.create(null), closed_by_client: 0 };
+    models: Object.create(null), statuses: Object.create(null), faults: Object.create(null), closed_by_client: 0,
+    generations: 0, billed_usd: 0, billed_by_model: Object.create(null) };
 }
 resetStats();
 const bump = (o, k) => { o[k] = (o[k] || 0) + 1; };
@@ -877,15 +879,25 @@ function promptCacheHit(model, ep, text, promptTokens) {
 // (prompt_cache, x_double_cache_hit_rate), else cached_tokens.  written (cache writes): the
 // tokens up to the request's last cache_control breakpoint that were not read from the
 // cache; 0 without a breakpoint.  The three input counts are disjoint.
-function usageNums(ep, promptTokens, completionTokens, cachedHit, bpTokens) {
+function usageNums(ep, promptTokens, completionTokens, cachedHit, bpTokens, prices) {
   const cached = cachedHit ?? Math.min(cfg.cached_tokens, promptTokens);
   const written = bpTokens > cached ? bpTokens - cached : 0;
-  const pr = pricesNow(ep, promptTokens);
+  const pr = prices || pricesNow(ep, promptTokens);
   const pc = r12(written ? (promptTokens - cached - written) * pr.p + cached * pr.r + written * pr.w
     : (promptTokens - cached) * pr.p + cached * pr.r);
   const cc = r12(completionTokens * pr.c);
   const reasoning = Math.min(cfg.reasoning_tokens, completionTokens);
-  return { prompt: promptTokens, cached, written, completion: completionTokens, reasoning, pc, cc, cost: r12(pc + cc) };
+  // what the cache saved against the prompt price (negative when writes cost more)
+  const discount = cached || written ? r12(cached * (pr.p - pr.r) + written * (pr.p - pr.w)) : null;
+  return { prompt: promptTokens, cached, written, completion: completionTokens, reasoning, pc, cc, cost: r12(pc + cc), discount };
+}
+
+// The usage of a job's answer with k completion tokens.  One generation is priced once (its
+// first use fixes the prices), so the answer's usage.cost and the generation record agree
+// whatever the clock does in between.
+function jobUsage(ctx, job, k) {
+  if (!job.prices) job.prices = pricesNow(job.ep, job.promptTokens);
+  return usageNums(job.ep, job.promptTokens, k, ctx.cachedHit, job.bpTokens, job.prices);
 }
 
 function chatUsageJ(u) {
@@ -1151,6 +1163,7 @@ function writeJson(ctx, id, body, f) {
   const cutting = kind === 'cut_after' || kind === 'stall';
 
   if (!pad && !delay && !cutting) {
+    markSent(ctx, null);
     return sendJson(ctx, 200, body, { 'X-Generation-Id': id });
   }
   const finish = () => {
@@ -1159,6 +1172,7 @@ function writeJson(ctx, id, body, f) {
       ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(pad + body), 'X-Generation-Id': id }
       : { 'Content-Type': 'application/json', 'X-Generation-Id': id });
     if (pad && !ctx.padSent) res.write(pad);
+    markSent(ctx, null);
     if (!cutting) return res.end(body);
     const half = body.slice(0, body.length >> 1);
     if (kind === 'cut_after') res.write(half, () => destroySelf(ctx));
@@ -1187,6 +1201,7 @@ function writeStream(ctx, id, events, tail, f, ka) {
   const sh = ctx.shape || cfg;
   head(ctx, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Generation-Id': id });
   ctx.ka = ka;
+  ctx.g.evTotal = events.length;
   const spacing = sh.spacing_ms;
   const jitter = sh.spacing_jitter_ms;
   const delay = sh.first_token_delay_ms;
@@ -1206,6 +1221,7 @@ function emitSpaced(ctx, events, i, spacing, tail, f, jitter = 0) {
   ctx.timer = null;
   if (ctx.closed) return;
   if (i === events.length - 1) return finishTail(ctx, events[i], tail, f);
+  markSent(ctx, i + 1);
   ctx.res.write(events[i]);
   const gap = jitter > 0 ? spacing + Math.floor(Math.random() * (jitter + 1)) : spacing;
   ctx.timer = setTimeout(emitSpaced, gap, ctx, events, i + 1, spacing, tail, f, jitter);
@@ -1213,6 +1229,7 @@ function emitSpaced(ctx, events, i, spacing, tail, f, jitter = 0) {
 
 function finishTail(ctx, data, tail, f) {
   if (ctx.closed) return;
+  markSent(ctx, -1);
   const res = ctx.res;
   if (tail === 'end') { res.end(data); return; }
   if (tail === 'destroy') {
@@ -1237,6 +1254,7 @@ function finishTail(ctx, data, tail, f) {
 function respondChat(ctx, job) {
   const unix = Math.floor(Date.now() / 1000);
   const id = genId(unix);
+  openGen(ctx, job, id, null, (ctx.shape || cfg).chunks, 'stop', 'stop');
   if (job.stream) return chatStream(ctx, job, id, unix);
   return chatJson(ctx, job, id, unix);
 }
@@ -1261,11 +1279,11 @@ function chatJson(ctx, job, id, unix) {
     body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
       `"choices":[{"index":0,"message":{"role":"assistant","content":${partialJ(pc, n)},"refusal":null,"reasoning":null},` +
       `"error":{"code":${code},"message":${JSON.stringify(f.message || 'Provider disconnected unexpectedly')},"metadata":{"error_type":"${errorType(code)}"}},` +
-      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${chatUsageJ(usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens))}}`;
+      `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${chatUsageJ(jobUsage(ctx, job, n))}}`;
   } else {
     body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
       `"choices":[{"index":0,"message":{"role":"assistant","content":${pc.contentJ},"refusal":null,"reasoning":null},` +
-      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${chatUsageJ(usageNums(ep, job.promptTokens, pc.json.length, ctx.cachedHit, job.bpTokens))}}`;
+      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${chatUsageJ(jobUsage(ctx, job, pc.json.length))}}`;
   }
   writeJson(ctx, id, body, f);
 }
@@ -1286,7 +1304,7 @@ function chatStream(ctx, job, id, unix) {
     events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
     const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
     for (let i = 0; i < cut; i++) {
-      events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
+      pushWord(ctx, events, `${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
     }
     let complete = true;
     if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
@@ -1298,12 +1316,12 @@ function chatStream(ctx, job, id, unix) {
     } else if (kind === 'malformed') {
       events.push('data: {not json\n\n');
       for (let i = cut; i < n; i++) {
-        events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
+        pushWord(ctx, events, `${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":${pc.json[i]}},"finish_reason":null,"native_finish_reason":null}]}\n\n`);
       }
     }
     if (complete) {
       events.push(`${pre}"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop","native_finish_reason":"stop"}]}\n\n`);
-      const usage = chatUsageJ(usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens));
+      const usage = chatUsageJ(jobUsage(ctx, job, n));
       events.push(cfg.usage_repeat_choice
         ? `${pre}"choices":[{"index":0,"delta":{"content":"","role":"assistant"},"finish_reason":"stop","native_finish_reason":"stop"}],"usage":${usage}}\n\n`
         : `${pre}"choices":[],"usage":${usage}}\n\n`);
@@ -1356,6 +1374,7 @@ function respondMessages(ctx, job) {
   const tool = sh.tool ? { id: `toolu_${tail20}`, nameJ: JSON.stringify(sh.tool) } : null;
   const stop = truncated ? 'max_tokens' : tool ? 'tool_use' : 'end_turn';
   const kind = f ? f.kind : null;
+  openGen(ctx, job, id, mid, n, truncated ? 'length' : tool ? 'tool_calls' : 'stop', stop);
 
   if (!job.stream) {
     let body;
@@ -1367,7 +1386,7 @@ function respondMessages(ctx, job) {
     } else if (kind === 'malformed') {
       body = '{not json';
     } else {
-      const u = usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens);
+      const u = jobUsage(ctx, job, n);
       const block = tool ? `{"type":"tool_use","id":"${tool.id}","name":${tool.nameJ},"input":{"text":${partialJ(pc, n)}}}`
         : `{"type":"text","text":${partialJ(pc, n)}}`;
       body = `{"id":"${mid}","type":"message","role":"assistant","model":${ep.modelJ},"content":[${block}],` +
@@ -1376,7 +1395,7 @@ function respondMessages(ctx, job) {
     return writeJson(ctx, id, body, f);
   }
 
-  const u = usageNums(ep, job.promptTokens, n, ctx.cachedHit, job.bpTokens);
+  const u = jobUsage(ctx, job, n);
   const events = [];
   let tail = 'end';
   const start = () => events.push(`event: message_start\ndata: {"type":"message_start","message":{"id":"${mid}","type":"message",` +
@@ -1393,7 +1412,7 @@ function respondMessages(ctx, job) {
     const d = tool ? toolArgPieces(pc).map((a) => 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,' +
       `"delta":{"type":"input_json_delta","partial_json":${JSON.stringify(a)}}}\n\n`) : msgDeltas(pc);
     const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
-    for (let i = 0; i < cut; i++) events.push(d[i]);
+    for (let i = 0; i < cut; i++) pushWord(ctx, events, d[i]);
     let complete = true;
     if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
     else if (kind === 'stall') { tail = 'stall'; complete = false; }
@@ -1403,7 +1422,7 @@ function respondMessages(ctx, job) {
       complete = false;
     } else if (kind === 'malformed') {
       events.push('event: content_block_delta\ndata: {not json\n\n');
-      for (let i = cut; i < n; i++) events.push(d[i]);
+      for (let i = cut; i < n; i++) pushWord(ctx, events, d[i]);
     }
     if (complete) {
       events.push(MSG_BLOCK_STOP);
@@ -1473,6 +1492,8 @@ function respondResponses(ctx, job) {
   const pc = contentPieces(ep, sh.chunks, sh.mark);
   const { n, truncated } = outWords(job, pc);
   const kind = f ? f.kind : null;
+  const finish = truncated ? 'length' : sh.tool ? 'tool_calls' : 'stop';
+  openGen(ctx, job, id, rid, n, finish, truncated ? 'max_output_tokens' : finish);
   const settings = respSettingsJ(job.body);
   const meta = wantsMeta(ctx.req.headers);
   const fail = kind === 'error_in_200' || kind === 'midstream_error';
@@ -1485,7 +1506,7 @@ function respondResponses(ctx, job) {
     `"background":false,"completed_at":${status === 'completed' ? Math.floor(Date.now() / 1000) : 'null'},` +
     `"error":${terminal ? errJ : 'null'},"incomplete_details":${status === 'incomplete' ? '{"reason":"max_output_tokens"}' : 'null'},` +
     `"model":${ep.modelJ},"output":${outputJ},${settings},"usage":${usageJ}${terminal ? more : ''}}`;
-  const usageOf = (k) => respUsageJ(usageNums(ep, job.promptTokens, k, ctx.cachedHit, job.bpTokens));
+  const usageOf = (k) => respUsageJ(jobUsage(ctx, job, k));
   // the one output item: a message with one output_text part, or a function call (tool)
   const iid = sh.tool ? `fc_${tail20}` : `msg_${tail20}`;
   const at = sh.tool ? `"item_id":"${iid}","output_index":0` : `"item_id":"${iid}","output_index":0,"content_index":0`;
@@ -1539,7 +1560,7 @@ function respondResponses(ctx, job) {
     events.push(ev('response.output_item.added', `,"output_index":0,"item":${item('in_progress', -1)}`));
     if (!sh.tool) events.push(ev('response.content_part.added', `,${at},"part":${part('""')}`));
     const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
-    for (let i = 0; i < cut; i++) events.push(delta(i));
+    for (let i = 0; i < cut; i++) pushWord(ctx, events, delta(i));
     let complete = true;
     if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
     else if (kind === 'stall') { tail = 'stall'; complete = false; }
@@ -1548,7 +1569,7 @@ function respondResponses(ctx, job) {
       complete = false;
     } else if (kind === 'malformed') {
       events.push('data: {not json\n\n');
-      for (let i = cut; i < n; i++) events.push(delta(i));
+      for (let i = cut; i < n; i++) pushWord(ctx, events, delta(i));
     }
     if (complete) {
       const st = truncated ? 'incomplete' : 'completed';
@@ -1565,6 +1586,170 @@ function respondResponses(ctx, job) {
     }
   }
   writeStream(ctx, id, events, tail, f, KA_CHAT);
+}
+
+// ---------------------------------------------------------------------------
+// Generations: what each answer billed (GET /generation, OPENROUTER.md 9)
+// ---------------------------------------------------------------------------
+
+// Every answer of the three APIs is one generation, opened when its id is made (openGen) and
+// recorded when its connection closes (endGen): complete, cut by a fault, or left by the
+// client.  Kept under the gen- id (the chat id, every API's X-Generation-Id) and the body's
+// own id (Messages msg_..., Responses resp_...), the last GEN_MAX of them; reset clears them.
+// Stored in columns, a ring of GEN_MAX slots: 10,000 live objects of their own would cost the
+// double a fifth of its speed in garbage collection.
+const GEN_MAX = 10000;
+const genSlot = new Map();  // gen id, and the body's id -> slot
+const GEN_NUMS = ['t0', 'firstMs', 'endedAt', 'cost', 'discount', 'prompt', 'completion', 'cached', 'reasoning'];
+const GEN_STRS = ['id', 'alt', 'finish', 'native', 'api', 'modelJ', 'provider', 'origin'];
+const genNum = new Float64Array(GEN_MAX * GEN_NUMS.length); // NaN: null
+const genStr = GEN_STRS.map(() => new Array(GEN_MAX).fill(null));
+const genFlags = new Uint8Array(GEN_MAX); // 1 streamed, 2 cancelled
+let genNext = 0;            // the slot the next generation takes
+let genEpoch = 0;           // a generation still running at a reset is not recorded
+const CUT_FAULTS = new Set(['cut_after', 'stall']);
+
+// n: the words of the whole answer; finish/native: its finish_reason and the provider's.
+function openGen(ctx, job, id, alt, n, finish, native) {
+  const kind = job.f ? job.f.kind : null;
+  const failed = kind === 'error_in_200' || kind === 'midstream_error';
+  ctx.g = {
+    id, alt, job, epoch: genEpoch,
+    // a provider's refusal in a 200 generates nothing; a midstream error bills the words before it
+    words: kind === 'error_in_200' ? 0 : kind === 'midstream_error' ? cutAt(job.f, n) : n,
+    free: kind === 'error_in_200',
+    finish: failed ? 'error' : finish,
+    native: failed ? 'error' : native,
+    cut: CUT_FAULTS.has(kind),
+    wordAt: [],   // stream: the indices of the events that carry a word
+    evTotal: -1,  // stream: the number of events (-1: not a stream)
+    evSent: 0,    // stream: the events written so far
+    bodySent: false, // non-stream: the JSON was written
+    firstMs: null,   // when the first word was written
+  };
+}
+
+// An event carrying one word of the answer.
+function pushWord(ctx, events, ev) {
+  ctx.g.wordAt.push(events.length);
+  events.push(ev);
+}
+
+// The stream's events up to `upto` (-1: all) are being written; null for a non-stream body.
+function markSent(ctx, upto) {
+  const g = ctx.g;
+  if (!g) return;
+  if (upto === null) g.bodySent = true;
+  else g.evSent = upto < 0 ? g.evTotal : upto;
+  if (g.firstMs === null && (upto === null || (g.wordAt.length && g.wordAt[0] < g.evSent))) g.firstMs = nowMs();
+}
+
+function sentWords(g) {
+  if (g.evTotal < 0) return g.bodySent ? g.words : 0;
+  let k = 0;
+  while (k < g.wordAt.length && g.wordAt[k] < g.evSent) k++;
+  return k;
+}
+
+const API_TYPE = { chat: 'completions', messages: 'messages', responses: 'responses' };
+
+// The connection closed: record what was billed.  Finished: the whole answer (or the words
+// before a midstream error).  Destroyed by the double (a fault), or closed by the client
+// during a cut fault's silence: finish_reason "error", the words written.  Closed by the
+// client before the end: cancelled, the words written.
+function endGen(ctx) {
+  const g = ctx.g;
+  ctx.g = null;
+  if (g.epoch !== genEpoch) return;
+  const { job } = g;
+  let cancelled = false, finish = g.finish, native = g.native, k = g.words;
+  if (!ctx.res.writableFinished) {
+    k = sentWords(g);
+    const allSent = g.evTotal < 0 ? g.bodySent : g.evSent >= g.evTotal;
+    if (ctx.self || (g.cut && allSent)) finish = native = 'error';
+    else { cancelled = true; finish = native = null; }
+  }
+  const u = jobUsage(ctx, job, g.free ? 0 : k);
+  const cost = g.free ? 0 : u.cost;
+  const end = nowMs();
+  const ref = ctx.req.headers['http-referer'];
+  const slot = genNext;
+  genNext = (genNext + 1) % GEN_MAX;
+  const [sId, sAlt, sFinish, sNative, sApi, sModel, sProvider, sOrigin] = genStr;
+  const oldId = sId[slot], oldAlt = sAlt[slot];
+  if (oldId !== null && genSlot.get(oldId) === slot) genSlot.delete(oldId);
+  if (oldAlt !== null && genSlot.get(oldAlt) === slot) genSlot.delete(oldAlt);
+  // in GEN_NUMS order
+  const b = slot * GEN_NUMS.length;
+  genNum[b] = ctx.entry.t_ms; genNum[b + 1] = g.firstMs ?? NaN; genNum[b + 2] = end; genNum[b + 3] = cost;
+  genNum[b + 4] = g.free || u.discount === null ? NaN : u.discount; genNum[b + 5] = u.prompt;
+  genNum[b + 6] = u.completion; genNum[b + 7] = u.cached; genNum[b + 8] = u.reasoning;
+  sId[slot] = g.id; sAlt[slot] = g.alt; sFinish[slot] = finish; sNative[slot] = native; sApi[slot] = job.api.name;
+  sModel[slot] = job.ep.modelJ; sProvider[slot] = job.ep.provider; sOrigin[slot] = typeof ref === 'string' ? ref : '';
+  genFlags[slot] = (job.stream ? 1 : 0) | (cancelled ? 2 : 0);
+  genSlot.set(g.id, slot);
+  if (g.alt) genSlot.set(g.alt, slot);
+  stats.generations++;
+  stats.billed_usd = r12(stats.billed_usd + cost);
+  stats.billed_by_model[job.model] = r12((stats.billed_by_model[job.model] || 0) + cost);
+}
+
+// GET /generation?id=ID: 404 while the generation runs and for generation_ready_ms after
+// (OpenRouter's lag behind the stream's end: callers retry a 404).
+function handleGeneration(ctx, query) {
+  if (authState(ctx.req.headers.authorization) !== 'ok') return sendJson(ctx, 401, ERR_401);
+  const id = query ? new URLSearchParams(query).get('id') : null;
+  if (!id) return sendJson(ctx, 400, errBody(400, 'Missing required query parameter: id'));
+  const slot = genSlot.get(id);
+  const r = slot === undefined ? null : genRecord(slot);
+  if (!r || nowMs() < r.endedAt + cfg.generation_ready_ms) return sendJson(ctx, 404, errBody(404, `Generation ${id} not found`));
+  sendJson(ctx, 200, genBody(r));
+}
+
+function genRecord(slot) {
+  const r = {};
+  const base = slot * GEN_NUMS.length;
+  GEN_NUMS.forEach((k, i) => { const v = genNum[base + i]; r[k] = Number.isNaN(v) ? null : v; });
+  GEN_STRS.forEach((k, i) => { r[k] = genStr[i][slot]; });
+  r.stream = (genFlags[slot] & 1) !== 0;
+  r.cancelled = (genFlags[slot] & 2) !== 0;
+  return r;
+}
+
+function genBody(r) {
+  const cost = r.cost;
+  const tail = r.id.slice(r.id.lastIndexOf('-') + 1);
+  return JSON.stringify({ data: {
+    id: r.id, upstream_id: r.api === 'messages' ? `msg_${tail}` : `chatcmpl-${tail}`,
+    total_cost: cost, cache_discount: r.discount, upstream_inference_cost: cost,
+    created_at: new Date(r.t0).toISOString().replace('Z', '+00:00'),
+    model: JSON.parse(r.modelJ), app_id: null, streamed: r.stream, cancelled: r.cancelled,
+    provider_name: r.provider,
+    latency: r.firstMs === null ? null : Math.round(r.firstMs - r.t0), moderation_latency: null,
+    generation_time: Math.round(r.endedAt - (r.firstMs ?? r.t0)),
+    finish_reason: r.finish, native_finish_reason: r.native,
+    tokens_prompt: r.prompt, tokens_completion: r.completion,
+    native_tokens_prompt: r.prompt, native_tokens_completion: r.completion,
+    native_tokens_cached: r.cached, native_tokens_reasoning: r.reasoning,
+    num_media_prompt: 0, num_media_completion: 0, num_search_results: 0,
+    origin: r.origin, usage: cost, is_byok: false,
+    api_type: API_TYPE[r.api], router: null, external_user: null,
+  } });
+}
+
+// GET /key (and the older /auth/key): the upstream key, unlimited, its usage what every
+// generation since the start (or reset) billed.
+function handleKey(ctx) {
+  if (authState(ctx.req.headers.authorization) !== 'ok') return sendJson(ctx, 401, ERR_401);
+  const u = stats.billed_usd;
+  sendJson(ctx, 200, JSON.stringify({ data: {
+    label: `${KEY.slice(0, 11)}...${KEY.slice(-3)}`, limit: null, limit_reset: null, limit_remaining: null,
+    include_byok_in_limit: false, usage: u, usage_daily: u, usage_weekly: u, usage_monthly: u,
+    byok_usage: 0, byok_usage_daily: 0, byok_usage_weekly: 0, byok_usage_monthly: 0,
+    is_free_tier: false, is_management_key: false, is_provisioning_key: false,
+    rate_limit: { requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' },
+    creator_user_id: null, expires_at: null,
+  } }));
 }
 
 // ---------------------------------------------------------------------------
@@ -1625,6 +1810,10 @@ function doReset() {
   modelsListCache = null;
   log = [];
   seq = 0;
+  genSlot.clear();
+  for (const col of genStr) col.fill(null);
+  genNext = 0;
+  genEpoch++;
   resetStats();
 }
 
@@ -1821,7 +2010,7 @@ function onRequest(req, res) {
   stats.total++;
   bump(stats.paths, path);
   inflight++;
-  const ctx = { req, res, entry, closed: false, self: false, timer: null, padSent: false };
+  const ctx = { req, res, entry, closed: false, self: false, timer: null, padSent: false, g: null };
   active.add(ctx);
   res.on('finish', () => { entry.finished_at_ms = nowMs(); });
   res.on('close', () => {
@@ -1834,6 +2023,7 @@ function onRequest(req, res) {
     }
     ctx.closed = true;
     if (ctx.timer) { clearTimeout(ctx.timer); ctx.timer = null; }
+    if (ctx.g) endGen(ctx);
   });
 
   if (sub === null) return sendJson(ctx, 404, ERR_404_PATH);
@@ -1863,6 +2053,10 @@ function onRequest(req, res) {
     // stateless: GET /responses/{id} and the other sub-paths of OpenAI's API are not served
     setApi(entry, API_RESPONSES);
     return drainThen(req, () => sendJson(ctx, 404, ERR_404_PATH));
+  }
+  if (sub === '/generation' || sub === '/key' || sub === '/auth/key') {
+    if (req.method !== 'GET') return drainThen(req, () => sendJson(ctx, 405, errBody(405, 'Method Not Allowed'), { Allow: 'GET' }));
+    return sub === '/generation' ? handleGeneration(ctx, query) : handleKey(ctx);
   }
   if (sub === '/models' || sub === '/models/') {
     if (req.method !== 'GET') return drainThen(req, () => sendJson(ctx, 405, errBody(405, 'Method Not Allowed'), { Allow: 'GET' }));
