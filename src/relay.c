@@ -1122,9 +1122,12 @@ bookkeep(struct relay *rl)
 		rl->d.lease = rl->in->team->admit.lease;
 		rl->d.key_budget = k->budget_day_usd > 0 ||
 				   k->budget_month_usd > 0;
-		/* Looked up while the request still holds its lease: it is
-		 * in flight until what it cost is known. */
-		if (!u->have && rl->generation_id[0] != '\0')
+		/* An answer cut short (its client left, or upstream broke
+		 * off after sending some) is billed without usage reaching
+		 * orgw: looked up while the request still holds its lease,
+		 * since it is in flight until what it cost is known. */
+		if (!u->have && rl->generation_id[0] != '\0' &&
+		    (rl->a.why == AB_GONE || rl->a.content))
 			(void)teamauth_billed(rl->c, rl->generation_id,
 					      &rl->d.key_billed_usd);
 	}
@@ -1219,9 +1222,14 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 	case TK_BUDGET:
 		type = "insufficient_quota";
 		snprintf(msg, sizeof(msg),
-			 "this key's budget is spent (today's $%.4f, this "
-			 "month's $%.4f)",
-			 t->day.spend_usd, t->month.spend_usd);
+			 "this key's budget is spent; it starts again with "
+			 "the next UTC %s",
+			 t->key.budget_month_usd > 0 &&
+					 (t->key.budget_day_usd <= 0 ||
+					  t->month.spend_usd >=
+						  t->key.budget_month_usd) ?
+				 "month" :
+				 "day");
 		break;
 	case TK_RPM:
 	case TK_CONCURRENT:
