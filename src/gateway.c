@@ -776,6 +776,20 @@ forward_headers(const struct orgw_env *env, const struct api *api,
 	ptrs[n] = NULL;
 }
 
+/* True when team key k may count tokens for the body's "model": the
+ * same globs as its generations (a body without one is upstream's to
+ * refuse). */
+static bool
+count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
+{
+	cJSON *o = cJSON_ParseWithLength(body, len);
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
+	bool ok = !cJSON_IsString(m) || teamkey_model_ok(k, m->valuestring);
+
+	cJSON_Delete(o);
+	return ok;
+}
+
 /* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
  * logs the request itself (*logged). */
 static int
@@ -857,6 +871,13 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.query = env->query;
 	in.headers = hdrs;
 	in.team = team;
+	if (id == R_COUNT_TOKENS && team != NULL &&
+	    !count_tokens_allowed(&team->key, body.p, body.len)) {
+		buf_free(&body);
+		return relay_error(io, api, 403, "permission_error",
+				   "model_not_allowed", "model",
+				   "this key may not use this model", NULL);
+	}
 	*logged = true;
 	if (id == R_COUNT_TOKENS)
 		rc = relay_plain(c, io, &in, "/messages/count_tokens");

@@ -1121,6 +1121,8 @@ import_dups(struct import_ctx *x)
 	const struct item **recs;
 	size_t i, m = 0, bad = 0;
 
+	if (x->n < 2)
+		return 0;
 	qsort(x->v, x->n, sizeof(x->v[0]), item_by_key);
 	for (i = 1; i < x->n && bad == 0; i++)
 		if (strcmp(x->v[i - 1].key, x->v[i].key) == 0)

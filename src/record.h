@@ -105,6 +105,10 @@ struct stats_delta {
 	 * both for the operator's key. */
 	const char *key_name;
 	const char *lease;
+	bool key_budget;	/* the key has a budget: its spend goes
+				 * into TEAMKEY_RATE:<name> too */
+	double key_billed_usd;	/* no usage came: what upstream billed
+				 * (GET /generation), else 0 */
 };
 
 /* The provider that money goes to when no candidate matches. */

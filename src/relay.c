@@ -114,8 +114,6 @@ struct relay {
 	struct failover_verdict v;	/* what the last attempt means */
 	struct stats_delta d;
 	char generation_id[128];	/* the last attempt's, "" none */
-	enum teamkey_verdict refused;	/* a team key's refusal, TK_OK */
-	double key_spend;		/* what its key was charged */
 	int64_t t0;
 	int final_status;
 	bool ok;		/* a success, for the stats and the breaker */
@@ -1118,15 +1116,23 @@ bookkeep(struct relay *rl)
 	rl->d.ttfb_ms = ttfb;
 	rl->d.total_ms = total;
 	if (rl->in->team != NULL) {
-		rl->d.key_name = rl->in->team->key.name;
+		const struct teamkey *k = &rl->in->team->key;
+
+		rl->d.key_name = k->name;
 		rl->d.lease = rl->in->team->admit.lease;
+		rl->d.key_budget = k->budget_day_usd > 0 ||
+				   k->budget_month_usd > 0;
+		/* Looked up while the request still holds its lease: it is
+		 * in flight until what it cost is known. */
+		if (!u->have && rl->generation_id[0] != '\0')
+			(void)teamauth_billed(rl->c, rl->generation_id,
+					      &rl->d.key_billed_usd);
 	}
 	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
 		     &rl->d,
 		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
 	if (rl->in->team != NULL)
-		teamauth_finish(rl->c, rl->in->team, &rl->d, rl->generation_id,
-				&rl->key_spend);
+		teamauth_finish(rl->c, rl->in->team, &rl->d);
 	log_request(rl, rl->result, ttfb, total);
 }
 
@@ -1237,7 +1243,6 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 		snprintf(msg, sizeof(msg), "incorrect API key provided");
 		break;
 	}
-	rl->refused = v;
 	rl->final_status = status;
 	teamauth_refused(rl->c, t, v, clock_now_s());
 	return relay_error(rl->io, rl->api, status, type, teamauth_code(v),

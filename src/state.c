@@ -537,9 +537,17 @@ admit(struct store *s, struct state_admit *ad)
 	if (v != NULL && teamkey_rate_decode(v, r) != ORGW_OK)
 		memset(r, 0, sizeof(*r));
 	free(v);
-	ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms, ad->lease,
-					 ad->lease_ms, &ad->retry_after_s);
+	if (ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0) {
+		struct teamkey_use day = *ad->day, month = *ad->month;
+
+		teamkey_rate_use(r, ad->now_ms / 1000, &day, &month);
+		ad->verdict = teamkey_check_budget(ad->key, &day, &month);
+	}
 	if (ad->verdict == TK_OK)
+		ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms,
+						 ad->lease, ad->lease_ms,
+						 &ad->retry_after_s);
+	if (ad->verdict == TK_OK && (ad->key->rpm > 0 || ad->key->concurrent > 0))
 		err = put_text(s, k, teamkey_rate_encode(r));
 	free(r);
 	return err;
@@ -618,10 +626,12 @@ state_route(const struct orgw_conf *c, const char *model,
 	if (ad != NULL) {
 		ad->verdict = TK_OK;
 		ad->retry_after_s = 0;
-		if (ad->key->rpm > 0 || ad->key->concurrent > 0)
+		if (ad->key->rpm > 0 || ad->key->concurrent > 0 ||
+		    ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0)
 			a.admit = ad;
 	}
-	/* A request whose key has limits counts itself: it always writes. */
+	/* A request whose key has limits is admitted under the exclusive
+	 * lock, with what the requests before it counted. */
 	if (a.admit == NULL &&
 	    state_txn(c, false, do_route_read, &a) == ORGW_OK && a.routed)
 		return ORGW_OK;
@@ -1202,26 +1212,41 @@ batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
 	return err;
 }
 
-/* Gives back job j's concurrency lease (teamkey.h), if it holds one: a
- * lease already expired is gone, and nothing is written for it. */
+/*
+ * Gives back job j's concurrency lease (teamkey.h), if it holds one (a
+ * lease already expired is gone), and, when its key has a budget, adds
+ * what it spent to the key's rate record: the next admission sees it
+ * even before the keys store does.  Runs after batch_cell, which priced
+ * an answer that did not say its cost.
+ */
 static enum orgw_err
 batch_lease(struct store *s, const struct finish_job *j)
 {
 	struct teamkey_rate *r;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
+	bool changed = false;
 
-	if (j->d.key_name == NULL || j->d.lease == NULL)
+	if (j->d.key_name == NULL || (j->d.lease == NULL && !j->d.key_budget))
 		return ORGW_OK;
 	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, j->d.key_name);
-	if ((err = store_get(s, k, &v)) != ORGW_OK || v == NULL)
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
 		free(v);
 		return ORGW_ENOMEM;
 	}
-	if (teamkey_rate_decode(v, r) == ORGW_OK &&
-	    teamkey_rate_release(r, j->d.lease))
+	if (v != NULL && teamkey_rate_decode(v, r) != ORGW_OK)
+		memset(r, 0, sizeof(*r));
+	if (j->d.lease != NULL && teamkey_rate_release(r, j->d.lease))
+		changed = true;
+	if (j->d.key_budget) {
+		teamkey_rate_spend(r, j->d.now,
+				   j->d.usage ? j->d.cost_usd :
+						j->d.key_billed_usd);
+		changed = true;
+	}
+	if (changed)
 		err = put_text(s, k, teamkey_rate_encode(r));
 	free(r);
 	free(v);

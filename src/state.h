@@ -82,7 +82,12 @@ struct state_admit {
 					 * NULL when none was taken */
 	int64_t now_ms;			/* unix ms */
 	int64_t lease_ms;		/* a lease expires this long after */
-	enum teamkey_verdict verdict;	/* TK_OK, TK_RPM or TK_CONCURRENT */
+	/* Its use as the keys store had it when the request came, which
+	 * the budget is checked against, raised to the spend of the
+	 * requests that ended since (teamkey_rate_use). */
+	const struct teamkey_use *day, *month;
+	enum teamkey_verdict verdict;	/* TK_OK, TK_BUDGET, TK_RPM or
+					 * TK_CONCURRENT */
 	int64_t retry_after_s;		/* for a refusal */
 };
 
@@ -94,12 +99,17 @@ struct state_admit {
  * state_route_scored().  Errors leave r unpinned.
  *
  * ad (NULL for the operator's key) admits a team key's request in the
- * same transaction, before anything is decided: a key with an rpm or
+ * same transaction, before anything is decided: a key with a budget is
+ * refused (TK_BUDGET) when it is spent; a key with an rpm or
  * concurrency limit counts the request and takes its lease there
- * (teamkey_rate_admit), and a refusal (ad->verdict) writes nothing and
- * leaves r unpinned.  With the state unavailable the limits are not
- * enforced (ad->verdict TK_OK, ad->lease NULL).  The lease is given
- * back by the request's state_finish (d->key_name, d->lease).
+ * (teamkey_rate_admit); a refusal (ad->verdict) writes nothing and
+ * leaves r unpinned.  With the state unavailable these are not
+ * enforced (ad->verdict TK_OK, ad->lease NULL; the caller checked the
+ * budget against the keys store already).  The request's state_finish
+ * gives the lease back and adds its spend to the record in the same
+ * transaction (d->key_name, d->lease, d->key_budget), so a budget is
+ * overshot only by requests in flight when it was reached: at most the
+ * key's concurrency limit.
  */
 enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  bool client_provider, int64_t now,

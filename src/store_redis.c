@@ -668,7 +668,9 @@ scan_keys(struct store_redis *s, const char *prefix, struct keys *ks)
 	free(match);
 	if (err != ORGW_OK)
 		return err;
-	qsort(ks->v, ks->n, sizeof(ks->v[0]), by_str);
+	/* No match leaves ks->v NULL, which qsort may not be given. */
+	if (ks->n > 1)
+		qsort(ks->v, ks->n, sizeof(ks->v[0]), by_str);
 	for (i = j = 0; i < ks->n; i++) {
 		if (j > 0 && strcmp(ks->v[i], ks->v[j - 1]) == 0) {
 			free(ks->v[i]);

@@ -116,6 +116,8 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	t->admit.key = &t->key;
 	t->admit.now_ms = clock_now_ms();
 	t->admit.lease_ms = c->request_timeout_ms;
+	t->admit.day = &t->day;
+	t->admit.month = &t->month;
 	/* No lease without a random id: refused as over the limit. */
 	if (t->key.concurrent > 0 && !lease_make(t->lease))
 		return TK_CONCURRENT;
@@ -186,8 +188,8 @@ teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
  * again while it answers 404 (not ready yet) for up to GEN_WAIT_MS.
  * False when no figure came.
  */
-static bool
-billed(const struct orgw_conf *c, const char *id, double *usd)
+bool
+teamauth_billed(const struct orgw_conf *c, const char *id, double *usd)
 {
 	char url[4096], *body = NULL;
 	size_t len = 0;
@@ -233,11 +235,9 @@ billed(const struct orgw_conf *c, const char *id, double *usd)
 
 void
 teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
-		const struct stats_delta *d, const char *generation_id,
-		double *billed_usd)
+		const struct stats_delta *d)
 {
 	struct teamkey_use u;
-	double usd = 0;
 
 	memset(&u, 0, sizeof(u));
 	u.requests = 1;
@@ -246,14 +246,13 @@ teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
 	u.completion = d->completion_tokens;
 	if (d->usage) {
 		u.spend_usd = d->cost_usd;
-		if (d->uncached_usd > d->cost_usd)
+		/* Only cache reads save (the rest is rounding). */
+		if (d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
 			u.saved_usd = d->uncached_usd - d->cost_usd;
-	} else if (generation_id != NULL && generation_id[0] != '\0' &&
-		   billed(c, generation_id, &usd)) {
-		u.spend_usd = usd;
+	} else {
+		u.spend_usd = d->key_billed_usd;
 	}
 	u.last_used = d->now;
-	*billed_usd = u.spend_usd;
 	use_add(c, t->key.name, d->now, &u);
 }
 

@@ -66,16 +66,22 @@ void teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		      enum teamkey_verdict verdict, int64_t now_s);
 
 /*
- * The request's end: adds d (its tokens, cost and savings as the ledger
- * counted them) to t's use of today and this month, exactly once.  A
- * request that ended without usage (its client left, upstream cut it)
- * but had a generation id is looked up with GET /api/v1/generation,
- * retried while it answers 404, and counted with what upstream billed.
- * *billed_usd gets the spend counted.
+ * What upstream billed for a generation whose answer brought no usage
+ * (its client left, upstream cut it): GET /api/v1/generation?id=, asked
+ * again while it answers 404 (OpenRouter's figures lag the stream's end
+ * by seconds), for up to 20 s.  False (logged) when no figure came.
+ */
+bool teamauth_billed(const struct orgw_conf *c, const char *id, double *usd);
+
+/*
+ * The request's end, after its state_finish: adds d (its tokens, and
+ * its cost and savings as the ledger counted them; without usage,
+ * d->key_billed_usd) to t's use of today and this month in the keys
+ * store, once: on Redis a commit whose answer was lost is settled, not
+ * run again.
  */
 void teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
-		     const struct stats_delta *d, const char *generation_id,
-		     double *billed_usd);
+		     const struct stats_delta *d);
 
 /* The HTTP status and OpenAI error code of a refusal. */
 int teamauth_status(enum teamkey_verdict v);

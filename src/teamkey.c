@@ -658,7 +658,9 @@ rate_ok(const struct teamkey_rate *r)
 	size_t i;
 
 	if (!int_ok(r->minute) || !int_ok(r->count) ||
-	    r->n_leases > TEAMKEY_LEASES_MAX)
+	    r->n_leases > TEAMKEY_LEASES_MAX || !int_ok(r->day) ||
+	    !int_ok(r->month) || !dbl_ok(r->spent_day) ||
+	    !dbl_ok(r->spent_month))
 		return false;
 	for (i = 0; i < r->n_leases; i++)
 		if (memchr(r->leases[i].id, '\0', sizeof(r->leases[i].id)) ==
@@ -681,6 +683,9 @@ teamkey_rate_encode(const struct teamkey_rate *r)
 	o = cJSON_CreateObject();
 	ok = o != NULL && add_int(o, "v", TK_VERSION) &&
 	     add_int(o, "minute", r->minute) && add_int(o, "count", r->count) &&
+	     add_int(o, "day", r->day) && add_dbl(o, "spent_day", r->spent_day) &&
+	     add_int(o, "month", r->month) &&
+	     add_dbl(o, "spent_month", r->spent_month) &&
 	     (arr = cJSON_AddArrayToObject(o, "leases")) != NULL;
 	for (i = 0; ok && i < r->n_leases; i++) {
 		cJSON *l = cJSON_CreateObject();
@@ -703,7 +708,11 @@ rate_from(const cJSON *o, struct teamkey_rate *r)
 	const cJSON *l;
 
 	if (!int_get(o, "minute", false, &r->minute) ||
-	    !int_get(o, "count", false, &r->count))
+	    !int_get(o, "count", false, &r->count) ||
+	    !int_get(o, "day", false, &r->day) ||
+	    !dbl_get(o, "spent_day", false, &r->spent_day) ||
+	    !int_get(o, "month", false, &r->month) ||
+	    !dbl_get(o, "spent_month", false, &r->spent_month))
 		return false;
 	if (arr == NULL)
 		return true;
@@ -825,4 +834,51 @@ teamkey_rate_release(struct teamkey_rate *r, const char *lease_id)
 			return true;
 		}
 	return false;
+}
+
+/* The windows of now_s: unix day, and year * 12 + month - 1. */
+static void
+windows_of(int64_t now_s, int64_t *day, int64_t *month)
+{
+	char m[8];
+
+	teamkey_month(now_s, m);
+	*day = div_floor(now_s, 86400);
+	*month = strtoll(m, NULL, 10) * 12 + strtoll(m + 5, NULL, 10) - 1;
+}
+
+void
+teamkey_rate_spend(struct teamkey_rate *r, int64_t now_s, double usd)
+{
+	int64_t day, month;
+
+	windows_of(now_s, &day, &month);
+	if (r->day != day) {
+		r->day = day;
+		r->spent_day = 0;
+	}
+	if (r->month != month) {
+		r->month = month;
+		r->spent_month = 0;
+	}
+	if (!isfinite(usd) || usd <= 0)
+		return;
+	/* Held below what a record can say, as every spend is. */
+	r->spent_day = dbl_ok(r->spent_day + usd) ? r->spent_day + usd :
+						     (double)TK_NUM_MAX;
+	r->spent_month = dbl_ok(r->spent_month + usd) ? r->spent_month + usd :
+							 (double)TK_NUM_MAX;
+}
+
+void
+teamkey_rate_use(const struct teamkey_rate *r, int64_t now_s,
+		 struct teamkey_use *day, struct teamkey_use *month)
+{
+	int64_t d, m;
+
+	windows_of(now_s, &d, &m);
+	if (r->day == d && r->spent_day > day->spend_usd)
+		day->spend_usd = r->spent_day;
+	if (r->month == m && r->spent_month > month->spend_usd)
+		month->spend_usd = r->spent_month;
 }

@@ -180,6 +180,13 @@ struct teamkey_rate {
 	int64_t count;		/* requests admitted in that minute */
 	struct teamkey_lease leases[TEAMKEY_LEASES_MAX];
 	size_t n_leases;
+	/* What the requests that gave their lease back spent, in the
+	 * UTC day (unix day: now_s / 86400) and month (year * 12 + month
+	 * - 1) they ended in: counted in the same transaction as the
+	 * release, so an admission sees every request that is no longer
+	 * in flight, even before the keys store has its spend. */
+	int64_t day, month;
+	double spent_day, spent_month;
 };
 
 /* The codec of the rate record, as teamkey_encode/teamkey_decode: encode
@@ -210,5 +217,17 @@ enum teamkey_verdict teamkey_rate_admit(const struct teamkey *k,
 
 /* Drops lease id from r; false when it was not there (expired). */
 bool teamkey_rate_release(struct teamkey_rate *r, const char *lease_id);
+
+/* Adds usd (non-finite or negative: nothing) to r's spend of the UTC
+ * day and month of now_s, starting a window again when it changed. */
+void teamkey_rate_spend(struct teamkey_rate *r, int64_t now_s, double usd);
+
+/*
+ * The use a budget is checked against at admission: day and month (the
+ * keys store's, read when the request came) raised to r's spend of the
+ * same windows of now_s where that is more.
+ */
+void teamkey_rate_use(const struct teamkey_rate *r, int64_t now_s,
+		      struct teamkey_use *day, struct teamkey_use *month);
 
 #endif

@@ -292,6 +292,60 @@ test_render(void)
 	cJSON_Delete(m);
 }
 
+/* The team keys' series, from the /stats "keys" object. */
+static void
+test_render_keys(void)
+{
+	const char *text =
+		"{\"alice\":{\"remaining_usd_day\":0.25,"
+		"\"remaining_usd_month\":null,\"month\":{\"requests\":3,"
+		"\"prompt_tokens\":30,\"cached_tokens\":10,"
+		"\"completion_tokens\":9,\"spend_usd\":0.5,"
+		"\"saved_usd\":0.125,\"refused_rpm\":1,"
+		"\"refused_concurrent\":2,\"refused_budget\":4,"
+		"\"refused_model\":0}}}";
+	cJSON *keys = cJSON_Parse(text), *none = cJSON_CreateObject();
+	struct buf out = {0};
+	const char *p;
+
+	T_ASSERT("keys: rendered",
+		 keys != NULL && prom_render_keys(&out, keys) == ORGW_OK &&
+			 out.p != NULL);
+	p = out.p ? out.p : "";
+	T_ASSERT("keys: requests by key",
+		 strstr(p, "orgw_key_requests_total{key=\"alice\"} 3\n") !=
+			 NULL);
+	T_ASSERT("keys: tokens by type",
+		 strstr(p, "orgw_key_tokens_total{key=\"alice\",type=\"input\"} "
+			   "30\n") != NULL &&
+			 strstr(p, "orgw_key_tokens_total{key=\"alice\",type="
+				   "\"cache_read\"} 10\n") != NULL &&
+			 strstr(p, "orgw_key_tokens_total{key=\"alice\",type="
+				   "\"output\"} 9\n") != NULL);
+	T_ASSERT("keys: spend and savings",
+		 strstr(p, "orgw_key_spend_usd_total{key=\"alice\"} 0.5\n") !=
+				 NULL &&
+			 strstr(p, "orgw_key_savings_usd_total{key=\"alice\"} "
+				   "0.125\n") != NULL);
+	T_ASSERT("keys: refusals by reason",
+		 strstr(p, "orgw_key_refused_total{key=\"alice\",reason="
+			   "\"budget\"} 4\n") != NULL &&
+			 strstr(p, "orgw_key_refused_total{key=\"alice\",reason="
+				   "\"concurrent\"} 2\n") != NULL);
+	T_ASSERT("keys: a budget's remainder, none without a budget",
+		 strstr(p, "orgw_key_budget_remaining_usd{key=\"alice\","
+			   "window=\"day\"} 0.25\n") != NULL &&
+			 strstr(p, "window=\"month\"") == NULL);
+	T_ASSERT("keys: not crossed with model or provider",
+		 strstr(p, "model=") == NULL && strstr(p, "provider=") == NULL);
+	buf_free(&out);
+	T_ASSERT("keys: no keys, no series",
+		 prom_render_keys(&out, none) == ORGW_OK && out.len == 0);
+	buf_free(&out);
+	cJSON_Delete(keys);
+	cJSON_Delete(none);
+}
+
 int
 main(void)
 {
@@ -300,5 +354,6 @@ main(void)
 	test_number();
 	test_buckets();
 	test_render();
+	test_render_keys();
 	return T_REPORT();
 }

@@ -7,7 +7,8 @@
  * not counted, the request sent after the current lock), the
  * bookkeeping of many threads at once (group commit: N finished, N
  * counted), a state that refuses to open (counts
- * kept for LOST_UPDATES) and the operator commands.
+ * kept for LOST_UPDATES), the operator commands, and a team key's
+ * admission (rpm, concurrency leases, budget) in the route transaction.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "state.h"
 #include "store.h"
 #include "store_mem.h"
+#include "teamkey.h"
 
 #define NOW 1796083200 /* 2026-12-01 00:00:00 UTC */
 #define M "test/model"
@@ -642,6 +644,139 @@ test_operator(void)
 			 ORGW_EINVAL);
 }
 
+/* One team key's request routed with admission at now_ms (lease id
+ * lease, or NULL): its verdict. */
+static enum teamkey_verdict
+admit_one(const struct teamkey *k, int64_t now_ms, const char *lease,
+	  const struct teamkey_use *day, const struct teamkey_use *month,
+	  int64_t *retry)
+{
+	struct state_admit ad;
+	struct state_route r;
+
+	memset(&ad, 0, sizeof(ad));
+	ad.key = k;
+	ad.lease = lease;
+	ad.now_ms = now_ms;
+	ad.lease_ms = 600000;
+	ad.day = day;
+	ad.month = month;
+	if (state_route(&conf, M, false, now_ms / 1000, &r, &ad) != ORGW_OK)
+		return TK_UNKNOWN;
+	if (retry != NULL)
+		*retry = ad.retry_after_s;
+	return ad.verdict;
+}
+
+/* A team key's request ends: its lease back, usd spent. */
+static enum orgw_err
+finish_key(const char *name, const char *lease, bool budget, double usd)
+{
+	struct stats_delta d;
+
+	memset(&d, 0, sizeof(d));
+	d.api = "chat";
+	d.requests = 1;
+	d.ok = 1;
+	d.now = NOW;
+	d.usage = true;
+	d.cost_known = true;
+	d.cost_usd = usd;
+	d.key_name = name;
+	d.lease = lease;
+	d.key_budget = budget;
+	return state_finish(&conf, M, &d, NULL);
+}
+
+/*
+ * Team keys in the route transaction: rpm and concurrency counted and
+ * refused there, a refusal writes nothing, the finish gives the lease
+ * back, and a budget sees what ended requests spent before the keys
+ * store has it (the spend mirror), so only requests in flight overshoot.
+ */
+static void
+test_admit(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const struct teamkey_use none;
+	struct teamkey k;
+	struct teamkey_use day, month;
+	int64_t now_ms = (int64_t)NOW * 1000 + 1000, retry = 0, writes;
+	char *v = NULL;
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	memset(&k, 0, sizeof(k));
+	snprintf(k.name, sizeof(k.name), "team");
+	k.rpm = 2;
+	T_ASSERT("admit: rpm 2 admits two in a minute",
+		 admit_one(&k, now_ms, NULL, &none, &none, NULL) == TK_OK &&
+			 admit_one(&k, now_ms + 1, NULL, &none, &none, NULL) ==
+				 TK_OK);
+	writes = store_mem_writes();
+	T_ASSERT("admit: ...refuses the third with Retry-After to the "
+		 "minute's end, writing nothing",
+		 admit_one(&k, now_ms + 2, NULL, &none, &none, &retry) ==
+				 TK_RPM &&
+			 retry == 59 && store_mem_writes() == writes);
+	T_ASSERT("admit: ...and admits again the next minute",
+		 admit_one(&k, now_ms + 60000, NULL, &none, &none, NULL) ==
+			 TK_OK);
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	k.rpm = 0;
+	k.concurrent = 2;
+	T_ASSERT("admit: concurrency 2 takes two leases",
+		 admit_one(&k, now_ms, "a1", &none, &none, NULL) == TK_OK &&
+			 admit_one(&k, now_ms, "a2", &none, &none, NULL) ==
+				 TK_OK);
+	T_ASSERT("admit: ...refuses a third",
+		 admit_one(&k, now_ms, "a3", &none, &none, &retry) ==
+				 TK_CONCURRENT &&
+			 retry >= 1 && retry <= 60);
+	T_ASSERT("admit: a finish gives its lease back: the third goes in",
+		 finish_key("team", "a1", false, 0) == ORGW_OK &&
+			 admit_one(&k, now_ms, "a3", &none, &none, NULL) ==
+				 TK_OK);
+	T_ASSERT("admit: a lease not given back ends after its time",
+		 admit_one(&k, now_ms + 600001, "a4", &none, &none, NULL) ==
+			 TK_OK);
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	k.concurrent = 0;
+	k.budget_day_usd = 1.0;
+	memset(&day, 0, sizeof(day));
+	memset(&month, 0, sizeof(month));
+	day.spend_usd = month.spend_usd = 1.2;
+	T_ASSERT("admit: the keys store's figure over the budget refuses",
+		 admit_one(&k, now_ms, NULL, &day, &month, NULL) == TK_BUDGET);
+	day.spend_usd = month.spend_usd = 0.5;
+	T_ASSERT("admit: a budget half spent admits",
+		 admit_one(&k, now_ms, NULL, &day, &month, NULL) == TK_OK);
+	T_ASSERT("admit: requests that ended are counted in the mirror",
+		 finish_key("team", NULL, true, 0.3) == ORGW_OK &&
+			 finish_key("team", NULL, true, 0.3) == ORGW_OK &&
+			 (v = get(STATE_RATE_PREFIX "team")) != NULL &&
+			 strstr(v, "\"spent_day\":0.6") != NULL);
+	free(v);
+	T_ASSERT("admit: ...0.6 mirrored, 0.5 read: still admitted",
+		 admit_one(&k, now_ms, NULL, &day, &month, NULL) == TK_OK);
+	T_ASSERT("admit: ...1.1 mirrored refuses before the keys store has "
+		 "it",
+		 finish_key("team", NULL, true, 0.5) == ORGW_OK &&
+			 admit_one(&k, now_ms, NULL, &day, &month, NULL) ==
+				 TK_BUDGET);
+	day.spend_usd = month.spend_usd = 0;
+	T_ASSERT("admit: the mirror of another day does not count",
+		 admit_one(&k, now_ms + 86400000, NULL, &day, &month, NULL) ==
+			 TK_OK);
+}
+
 int
 main(void)
 {
@@ -655,6 +790,7 @@ main(void)
 	test_finish();
 	test_unseen();
 	test_operator();
+	test_admit();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();

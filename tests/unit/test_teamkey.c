@@ -1167,6 +1167,65 @@ test_rate_concurrent(void)
 	free(r);
 }
 
+/* The spend mirror: windows that roll over, the larger figure read. */
+static void
+test_rate_spend(void)
+{
+	struct teamkey_rate *r = calloc(1, sizeof(*r)), *back;
+	struct teamkey_use day, month;
+	/* 2026-12-31 23:59:59 UTC, and a second later. */
+	const int64_t dec31 = 1798761599, jan1 = 1798761600;
+	char *t = NULL;
+
+	back = calloc(1, sizeof(*back));
+	if (r == NULL || back == NULL) {
+		T_ASSERT("spend: memory", false);
+		free(r);
+		free(back);
+		return;
+	}
+	teamkey_rate_spend(r, dec31, 0.25);
+	teamkey_rate_spend(r, dec31, 0.5);
+	teamkey_rate_spend(r, dec31, -1);
+	teamkey_rate_spend(r, dec31, NAN);
+	T_ASSERT("spend: adds up in the day and month, ignores negative "
+		 "and NaN",
+		 r->spent_day == 0.75 && r->spent_month == 0.75 &&
+			 r->day == dec31 / 86400 &&
+			 r->month == 2026 * 12 + 11);
+	T_ASSERT("spend: round trip",
+		 (t = teamkey_rate_encode(r)) != NULL &&
+			 teamkey_rate_decode(t, back) == ORGW_OK &&
+			 back->spent_day == 0.75 && back->month == r->month &&
+			 back->day == r->day);
+	free(t);
+	memset(&day, 0, sizeof(day));
+	memset(&month, 0, sizeof(month));
+	day.spend_usd = 0.5;
+	month.spend_usd = 2;
+	teamkey_rate_use(r, dec31, &day, &month);
+	T_ASSERT("use: the mirror raises the day, not the month it is under",
+		 day.spend_usd == 0.75 && month.spend_usd == 2);
+	memset(&day, 0, sizeof(day));
+	memset(&month, 0, sizeof(month));
+	teamkey_rate_use(r, jan1, &day, &month);
+	T_ASSERT("use: another day and month: the mirror does not count",
+		 day.spend_usd == 0 && month.spend_usd == 0);
+	teamkey_rate_spend(r, jan1, 0.125);
+	T_ASSERT("spend: a new day and month start again",
+		 r->spent_day == 0.125 && r->spent_month == 0.125 &&
+			 r->month == 2027 * 12);
+	r->spent_day = -1;
+	T_ASSERT("spend: a negative figure is not encoded",
+		 teamkey_rate_encode(r) == NULL);
+	T_ASSERT("spend: nor decoded",
+		 teamkey_rate_decode("{\"v\":1,\"minute\":0,\"count\":0,"
+				     "\"spent_day\":-1}",
+				     back) == ORGW_EINVAL);
+	free(r);
+	free(back);
+}
+
 int
 main(void)
 {
@@ -1183,5 +1242,6 @@ main(void)
 	test_rate_record();
 	test_rate_rpm();
 	test_rate_concurrent();
+	test_rate_spend();
 	return T_REPORT();
 }
