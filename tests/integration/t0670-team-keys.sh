@@ -21,7 +21,8 @@
 # key in any log, the state, the keys store, /stats or /metrics.
 #
 # On GDBM only (surface): /v1/models lists only the key's models; /v1/key
-# and /v1/auth/key in OpenRouter's shape for a team key, the double's own
+# and /v1/auth/key in OpenRouter's shape for a team key (--expires DAY: the
+# end of that UTC day), the double's own
 # answer for the operator's key; /stats, /metrics, /__cron and the /status
 # login for --admin keys only (403 admin_key_required on /stats); every
 # field of /stats keys.<name>, the orgw_key_* families of /metrics, the
@@ -152,7 +153,11 @@ enforce() { # BACKEND: gdbm or redis
 	ask "$kt" chat openrouter/auto
 	t_eq "$be: openrouter/auto, not in the globs: 403 (no routing guess)" "403 model_not_allowed" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code')"
-	t_eq "$be: ... none of the five reached the double" "$n0" "$(upstream_n)"
+	HTTP_KEY=$kt orgw_http POST /v1/messages/count_tokens \
+		'{"model":"openai/gpt-5","messages":[{"role":"user","content":"hi"}]}'
+	t_eq "$be: Messages count_tokens: the same 403" "403 error permission_error" \
+		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.type + " " + j.error.type')"
+	t_eq "$be: ... none of the six reached the double" "$n0" "$(upstream_n)"
 	ask "$kt" chat "$M"
 	t_eq "$be: an allowed model: 200, the double's answer" "200 Hello from deepseek" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.choices[0].message.content')"
@@ -164,9 +169,9 @@ enforce() { # BACKEND: gdbm or redis
 	ask "$ka" chat "$M"
 	t_eq "$be: ... but not $M, whatever auto might pick" "403 model_not_allowed" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code')"
-	t_eq "$be: /stats: 2 requests, 5 model refusals, no other refusal" "2 5 0 0 0" \
+	t_eq "$be: /stats: 2 requests, 6 model refusals, no other refusal" "2 6 0 0 0" \
 		"$(kstat team '[k.today.requests, k.today.refused_model, k.today.refused_rpm, k.today.refused_concurrent, k.today.refused_budget].join(" ")')"
-	t_eq "$be: ... month the same" "2 5" "$(kstat team '[k.month.requests, k.month.refused_model].join(" ")')"
+	t_eq "$be: ... month the same" "2 6" "$(kstat team '[k.month.requests, k.month.refused_model].join(" ")')"
 
 	# --- 401: one body for every key that is not a key --------------------
 	refuse401 wrong-key
@@ -191,6 +196,8 @@ enforce() { # BACKEND: gdbm or redis
 		t_eq "$be: ${row%%:*} key: 401 with the same body" "401 $body401" "$HTTP_STATUS $HTTP_BODY"
 	done
 	t_eq "$be: ... none reached the double" "$n0" "$(upstream_n)"
+	t_eq "$be: /stats: disabled, expired, expired, the revoked one gone" "disabled expired expired false" \
+		"$(stats; json_get "$TK/stats.json" '[j.keys.dis.state, j.keys.old.state, j.keys.soon.state, "rev" in j.keys].join(" ")')"
 	key enable dis >/dev/null
 	ask "$kd" chat "$M"
 	t_eq "$be: disabled, then enabled: 200" 200 "$HTTP_STATUS"
@@ -395,6 +402,8 @@ surface() {
 	kplain=$(newkey plain)
 
 	# --- /v1/models, /v1/key ---------------------------------------------
+	# The double lists the models it has seen: one of anthropic/ too.
+	ask "$ORGW_KEY" chat anthropic/claude-opus-4.5
 	HTTP_KEY=$kt orgw_http GET /v1/models
 	t_eq "/v1/models with a team key: only its models (both globs there)" "200 true true true" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" '[j.data.every((m) => /^(deepseek|anthropic)\//.test(m.id)), j.data.some((m) => m.id.startsWith("deepseek/")), j.data.some((m) => m.id.startsWith("anthropic/"))].join(" ")')"
@@ -405,7 +414,7 @@ surface() {
 	for p in /v1/key /v1/auth/key; do
 		HTTP_KEY=$kt orgw_http GET "$p"
 		t_eq "$p with a team key: OpenRouter's shape, its name, the month's limit, rpm" \
-			"200 web 50 true monthly true true 600 1m 2099-12-31" \
+			"200 web 50 true monthly true true 600 1m 2100-01-01" \
 			"$HTTP_STATUS $(json_get "$HTTP_BODY" '((d) => [d.label, d.limit, Math.abs(d.limit_remaining - (50 - d.usage)) < 1e-12, d.limit_reset, d.usage > 0 && d.usage === d.usage_daily, d.usage === d.usage_monthly, d.rate_limit.requests, d.rate_limit.interval, d.expires_at.slice(0, 10)].join(" "))(j.data)')"
 	done
 	t_eq "/v1/key: orgw's own part: models, budgets, concurrency, requests" \
@@ -429,9 +438,8 @@ surface() {
 	t_eq "/stats with a team key without --admin: 403 permission_error admin_key_required" \
 		"403 permission_error admin_key_required" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.type + " " + j.error.code')"
-	HTTP_KEY=$kplain orgw_http POST /__cron ''
 	t_eq "/__cron with it: 403 admin_key_required" "403 admin_key_required" \
-		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code')"
+		"$(curl -sS -o "$TK/cron" -w '%{http_code}' -X POST -d '' -H "Authorization: Bearer $kplain" "$ORGW_URL/__cron") $(json_get "$TK/cron" 'j.error.code')"
 	HTTP_KEY=$kplain orgw_http GET /metrics
 	t_eq "/metrics with it: refused (401)" 401 "$HTTP_STATUS"
 	HTTP_KEY=$kadm orgw_http GET /v1/models
