@@ -368,7 +368,7 @@ enforce() { # BACKEND: gdbm or redis
 # leak_check BACKEND: no plaintext key in the logs, the state, the keys
 # store, /stats, /metrics, /status, the double's log.
 leak_check() {
-	local be=$1 k leak= rk db tok
+	local be=$1 k leak="" rk db tok
 	local -a keys
 	orgw_curl /stats >"$ORGW_T/leak.stats"
 	orgw_curl /metrics >"$ORGW_T/leak.metrics"
@@ -395,7 +395,7 @@ leak_check() {
 }
 
 surface() {
-	local kt kadm kplain kcc kno out n0 ck page
+	local kt kadm kplain kcc kno out n0 ck page want
 	kt=$(newkey web --models 'deepseek/*,anthropic/*' --rpm 600 --concurrent 16 \
 		--budget-usd-day 5 --budget-usd-month 50 --expires 2099-12-31)
 	kadm=$(newkey ops --admin --models 'none/*')
