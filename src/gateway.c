@@ -874,6 +874,9 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	if (id == R_COUNT_TOKENS && team != NULL &&
 	    !count_tokens_allowed(&team->key, body.p, body.len)) {
 		buf_free(&body);
+		/* Counted as the generations' refusals are (refused_model,
+		 * orgw_key_refused_total{reason="model"}). */
+		teamauth_refused(c, team, TK_MODEL, clock_now_s());
 		return relay_error(io, api, 403, "permission_error",
 				   "model_not_allowed", "model",
 				   "this key may not use this model", NULL);
