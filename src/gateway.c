@@ -877,6 +877,11 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		/* Counted as the generations' refusals are (refused_model,
 		 * orgw_key_refused_total{reason="model"}). */
 		teamauth_refused(c, team, TK_MODEL, clock_now_s());
+		log_msg("req",
+			"time=%lld api=%s path=/messages/count_tokens "
+			"status=403 outcome=model_not_allowed key=%s",
+			(long long)clock_now_s(), api->name, team->key.name);
+		*logged = true;
 		return relay_error(io, api, 403, "permission_error",
 				   "model_not_allowed", "model",
 				   "this key may not use this model", NULL);
