@@ -233,19 +233,6 @@ keystore_find(struct store *s, const char *secret, const char *plain,
 	return ORGW_OK;
 }
 
-/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed. */
-static enum orgw_err
-put_text(struct store *s, const char *key, char *text)
-{
-	enum orgw_err err;
-
-	if (text == NULL)
-		return ORGW_ENOMEM;
-	err = store_put(s, key, text);
-	free(text);
-	return err;
-}
-
 enum orgw_err
 keystore_put(struct store *s, const struct teamkey *k)
 {
@@ -271,10 +258,10 @@ keystore_put(struct store *s, const struct teamkey *k)
 	if (err != ORGW_OK && err != ORGW_ENOENT && err != ORGW_EIO)
 		return err;
 	key_of(key, KEYSTORE_REC_PREFIX, k->name, NULL);
-	if ((err = put_text(s, key, teamkey_encode(k))) != ORGW_OK)
+	if ((err = store_put_text(s, key, teamkey_encode(k))) != ORGW_OK)
 		return err;
 	key_of(key, KEYSTORE_HASH_PREFIX, k->hash, NULL);
-	return put_text(s, key, index_encode(k->name));
+	return store_put_text(s, key, index_encode(k->name));
 }
 
 enum orgw_err
@@ -363,7 +350,7 @@ keystore_use_add(struct store *s, const char *name, int64_t now_s,
 		if ((err = use_get(s, keys[i], &w)) != ORGW_OK)
 			return err;
 		teamkey_use_add(&w, u);
-		if ((err = put_text(s, keys[i], teamkey_use_encode(&w))) !=
+		if ((err = store_put_text(s, keys[i], teamkey_use_encode(&w))) !=
 		    ORGW_OK)
 			return err;
 	}

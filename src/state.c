@@ -109,19 +109,6 @@ key3(char *k, const char *prefix, const char *model, const char *tag)
 	snprintf(k, KEY_MAX, "%s:%s:%s", prefix, model, tag);
 }
 
-/* Stores text (freeing it); ORGW_ENOMEM when the encoder failed. */
-static enum orgw_err
-put_text(struct store *s, const char *key, char *text)
-{
-	enum orgw_err err;
-
-	if (text == NULL)
-		return ORGW_ENOMEM;
-	err = store_put(s, key, text);
-	record_free(text);
-	return err;
-}
-
 enum orgw_err
 state_cell_put(struct store *s, const char *k, const struct ledger_cell *c)
 {
@@ -135,7 +122,7 @@ state_cell_put(struct store *s, const char *k, const struct ledger_cell *c)
 	(void)ledger_cell_decode(v, &have);
 	free(v);
 	ledger_cell_add(&have, c);
-	return put_text(s, k, ledger_cell_encode(&have));
+	return store_put_text(s, k, ledger_cell_encode(&have));
 }
 
 /*
@@ -188,7 +175,7 @@ lock_write(struct store *s, const char *model, const struct rec_lock *old,
 	enum orgw_err err;
 
 	key2(k, "BEST_PROVIDER", model);
-	err = lock != NULL ? put_text(s, k, record_lock_encode(lock)) :
+	err = lock != NULL ? store_put_text(s, k, record_lock_encode(lock)) :
 			     store_del(s, k);
 	if (err == ORGW_OK && had_old &&
 	    (lock == NULL || strcmp(old->tag, lock->tag) != 0))
@@ -316,7 +303,7 @@ lock_log(struct store *s, const char *model, int64_t now, const char *from,
 	key2(k, "LOCK_LOG", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	err = put_text(s, k, record_lock_log_add(v, now, from, to, why));
+	err = store_put_text(s, k, record_lock_log_add(v, now, from, to, why));
 	free(v);
 	return err;
 }
@@ -452,7 +439,7 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		if (lock.last_used == now)
 			break;
 		lock.last_used = now;
-		err = put_text(s, k, record_lock_encode(&lock));
+		err = store_put_text(s, k, record_lock_encode(&lock));
 		break;
 	case ROUTE_RELOCKED: {
 		const char *why = !have_lock	       ? "no lock" :
@@ -508,7 +495,7 @@ seen_mark(struct store *s, const char *model, int64_t now)
 		free(v);
 		return err;
 	}
-	return put_text(s, k, record_model_seen_encode(now));
+	return store_put_text(s, k, record_model_seen_encode(now));
 }
 
 /*
@@ -548,7 +535,7 @@ admit(struct store *s, struct state_admit *ad)
 						 ad->lease, ad->lease_ms,
 						 &ad->retry_after_s);
 	if (ad->verdict == TK_OK && (ad->key->rpm > 0 || ad->key->concurrent > 0))
-		err = put_text(s, k, teamkey_rate_encode(r));
+		err = store_put_text(s, k, teamkey_rate_encode(r));
 	free(r);
 	return err;
 }
@@ -676,7 +663,7 @@ write_cands(struct store *s, const char *model, const struct score_result *res,
 		snprintf(cands.error, sizeof(cands.error), "%s",
 			 error ? error : "scoring failed");
 	}
-	err = put_text(s, k, record_cands_encode(&cands));
+	err = store_put_text(s, k, record_cands_encode(&cands));
 	record_cands_clear(&cands);
 	return err;
 }
@@ -797,13 +784,13 @@ do_failure(struct store *s, void *arg)
 				  &trip);
 	if (b == BREAKER_COOLING)
 		return follow_lock(s, a);
-	if ((err = put_text(s, k, record_failure_encode(&f))))
+	if ((err = store_put_text(s, k, record_failure_encode(&f))))
 		return err;
 	if (b != BREAKER_TRIPPED)
 		return ORGW_OK;
 	*a->tripped = true;
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
-	if ((err = put_text(s, k, record_cooldown_encode(&trip))))
+	if ((err = store_put_text(s, k, record_cooldown_encode(&trip))))
 		return err;
 	if ((err = event_count(s, a->model, a->now, LX_TRIPS, a->tag)) !=
 	    ORGW_OK)
@@ -1172,7 +1159,7 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	if (v != NULL && record_failure_decode(v, &f) == ORGW_OK &&
 	    f.count > 0) {
 		failover_breaker_ok(&f);
-		err = put_text(s, k, record_failure_encode(&f));
+		err = store_put_text(s, k, record_failure_encode(&f));
 	}
 	free(v);
 	return err;
@@ -1206,7 +1193,7 @@ batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
 		return ORGW_OK;
 	}
 	if (v == NULL)
-		err = put_text(s, k, record_model_seen_encode(j->d.now));
+		err = store_put_text(s, k, record_model_seen_encode(j->d.now));
 	free(v);
 	b->known_model = j->model;
 	return err;
@@ -1247,7 +1234,7 @@ batch_lease(struct store *s, const struct finish_job *j)
 		changed = true;
 	}
 	if (changed)
-		err = put_text(s, k, teamkey_rate_encode(r));
+		err = store_put_text(s, k, teamkey_rate_encode(r));
 	free(r);
 	free(v);
 	return err;
@@ -1280,7 +1267,7 @@ do_finish_batch(struct store *s, void *arg)
 		struct finish_key *e = &b->keys[i];
 
 		if (strncmp(e->key, "HIT:", 4) == 0)
-			err = put_text(s, e->key,
+			err = store_put_text(s, e->key,
 				       record_hits_encode(e->hits, e->n_hits));
 		else if (strncmp(e->key, LEDGER_PREFIX,
 				 strlen(LEDGER_PREFIX)) == 0)
@@ -1473,7 +1460,7 @@ do_op_cool(struct store *s, void *arg)
 	cd.until = a->now + a->seconds;
 	snprintf(cd.reason, sizeof(cd.reason), "%s", a->reason);
 	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
-	if ((err = put_text(s, k, record_cooldown_encode(&cd))) != ORGW_OK)
+	if ((err = store_put_text(s, k, record_cooldown_encode(&cd))) != ORGW_OK)
 		return err;
 	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
 			      &have_cands);

@@ -60,6 +60,18 @@ store_put(struct store *s, const char *key, const char *val)
 }
 
 enum orgw_err
+store_put_text(struct store *s, const char *key, char *text)
+{
+	enum orgw_err err;
+
+	if (text == NULL)
+		return ORGW_ENOMEM;
+	err = store_put(s, key, text);
+	free(text);
+	return err;
+}
+
+enum orgw_err
 store_del(struct store *s, const char *key)
 {
 	enum orgw_err err = s->ops->del(s, key);

@@ -52,6 +52,11 @@ enum orgw_err store_get(struct store *s, const char *key, char **val);
 /* Stores val under key (writers only). */
 enum orgw_err store_put(struct store *s, const char *key, const char *val);
 
+/* Stores text under key and frees it (free(): orgw's encoders and
+ * cJSON's printers allocate with malloc); a NULL text, an encoder that
+ * ran out of memory, is ORGW_ENOMEM and stores nothing. */
+enum orgw_err store_put_text(struct store *s, const char *key, char *text);
+
 /* Deletes key (writers only); absent is ORGW_OK. */
 enum orgw_err store_del(struct store *s, const char *key);
 
