@@ -82,15 +82,20 @@ fin(double v)
 	return isfinite(v) ? v : 0;
 }
 
-/* The row named key, or -1. */
+/* The row named key, or -1.  The search starts at row *from and wraps
+ * around, and *from moves past the row found: a cell's members come in
+ * the order of the rows (ledger_cell_encode), so each is found at the
+ * first try instead of after a strcmp with every row before it. */
 static int
-field_of(const char *key)
+field_of(const char *key, int *from)
 {
-	int i;
+	int i, n;
 
-	for (i = 0; i < LX_N; i++)
-		if (strcmp(ledger_fields[i].key, key) == 0)
+	for (n = 0, i = *from; n < LX_N; n++, i = (i + 1) % LX_N)
+		if (strcmp(ledger_fields[i].key, key) == 0) {
+			*from = (i + 1) % LX_N;
 			return i;
+		}
 	return -1;
 }
 
@@ -114,7 +119,7 @@ ledger_cell_decode(const char *text, struct ledger_cell *c)
 {
 	cJSON *o, *it;
 	double *slot;
-	int i;
+	int i, from = 0;
 
 	memset(c, 0, sizeof(*c));
 	if (text == NULL)
@@ -126,21 +131,25 @@ ledger_cell_decode(const char *text, struct ledger_cell *c)
 	}
 	cJSON_ArrayForEach(it, o)
 	{
-		if (it->string == NULL || !cJSON_IsNumber(it))
+		if (it->string == NULL || !cJSON_IsNumber(it) ||
+		    strcmp(it->string, "v") == 0)
 			continue;
-		if ((i = field_of(it->string)) >= 0)
-			c->v[i] = fin(it->valuedouble);
-		else if ((slot = slot_of(c, it->string)) != NULL)
+		/* No row's name is a letter and a digit like a slot's. */
+		if ((slot = slot_of(c, it->string)) != NULL)
 			*slot = fin(it->valuedouble);
+		else if ((i = field_of(it->string, &from)) >= 0)
+			c->v[i] = fin(it->valuedouble);
 	}
 	cJSON_Delete(o);
 	return ORGW_OK;
 }
 
+/* A non-zero counter into the cell's tree: the counts (whole numbers)
+ * as the text cJSON would print for them, the money as cJSON numbers. */
 static bool
 put_num(cJSON *o, const char *k, double v)
 {
-	return v == 0 || cJSON_AddNumberToObject(o, k, v) != NULL;
+	return v == 0 || record_add_number(o, k, v);
 }
 
 /* The members of the histogram slots, "t0".."t12" and "d0".."d12". */
@@ -167,7 +176,7 @@ char *
 ledger_cell_encode(const struct ledger_cell *c)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL && cJSON_AddNumberToObject(o, "v", RECORD_VERSION);
+	bool ok = o != NULL && record_add_number(o, "v", RECORD_VERSION);
 	char *text;
 	int i;
 

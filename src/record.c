@@ -2,7 +2,9 @@
  * record.c - JSON codecs for the GDBM values of SPEC section 7.
  *
  * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
- * text (members in insertion order); decoders parse with cJSON_Parse()
+ * text (members in insertion order), the whole numbers of the records
+ * written on every request added as the text cJSON would print for them
+ * (record_add_number); decoders parse with cJSON_Parse()
  * and copy into fixed structs with bounded string copies, so a damaged
  * or hostile value can at worst read as zeroes.  The counters' cells are
  * ledger.c's.
@@ -104,6 +106,23 @@ add_num(cJSON *o, const char *k, double d)
 	return cJSON_AddNumberToObject(o, k, d) != NULL;
 }
 
+bool
+record_add_number(cJSON *o, const char *k, double d)
+{
+	char b[24];
+	int len;
+
+	if (!isfinite(d))
+		d = 0;
+	/* -0 is whole, but cJSON prints it "-0" and "%lld" "0". */
+	if (d != floor(d) || fabs(d) >= RECORD_RAW_INT_LIMIT ||
+	    (d == 0 && signbit(d)))
+		return cJSON_AddNumberToObject(o, k, d) != NULL;
+	len = snprintf(b, sizeof(b), "%lld", (long long)d);
+	return len > 0 && (size_t)len < sizeof(b) &&
+	       cJSON_AddRawToObject(o, k, b) != NULL;
+}
+
 static char *
 finish(cJSON *o, bool ok)
 {
@@ -121,14 +140,14 @@ record_lock_encode(const struct rec_lock *l)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && record_add_number(o, "v", RECORD_VERSION);
 	ok = ok && cJSON_AddStringToObject(o, "tag", l->tag);
 	ok = ok && cJSON_AddStringToObject(o, "provider_name",
 					   l->provider_name);
-	ok = ok && add_num(o, "locked_at", (double)l->locked_at);
-	ok = ok && add_num(o, "last_used", (double)l->last_used);
-	ok = ok && add_num(o, "max_completion_tokens",
-			   (double)l->max_completion_tokens);
+	ok = ok && record_add_number(o, "locked_at", (double)l->locked_at);
+	ok = ok && record_add_number(o, "last_used", (double)l->last_used);
+	ok = ok && record_add_number(o, "max_completion_tokens",
+				     (double)l->max_completion_tokens);
 	return finish(o, ok);
 }
 
@@ -777,16 +796,18 @@ char *
 record_hits_encode(const struct score_hit *v, size_t n)
 {
 	cJSON *o = cJSON_CreateObject(), *bp, *p, *h;
-	bool ok = o != NULL && add_num(o, "v", RECORD_VERSION) &&
+	bool ok = o != NULL && record_add_number(o, "v", RECORD_VERSION) &&
 		  (bp = cJSON_AddObjectToObject(o, "by_provider")) != NULL;
 	size_t i;
 
+	/* The rate and weight are mostly fractions, printed by cJSON;
+	 * the counts, and either of those when whole, go in as text. */
 	for (i = 0; ok && i < n; i++) {
 		ok = (p = cJSON_AddObjectToObject(bp, v[i].tag)) != NULL &&
 		     (h = cJSON_AddObjectToObject(p, "hit")) != NULL &&
-		     add_num(h, "rate", v[i].rate) &&
-		     add_num(h, "weight", v[i].weight) &&
-		     add_num(h, "tokens", (double)v[i].tokens);
+		     record_add_number(h, "rate", v[i].rate) &&
+		     record_add_number(h, "weight", v[i].weight) &&
+		     record_add_number(h, "tokens", (double)v[i].tokens);
 	}
 	return finish(o, ok);
 }

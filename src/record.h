@@ -117,6 +117,23 @@ struct stats_delta {
 /* Frees text returned by an encoder.  NULL is a no-op. */
 void record_free(char *text);
 
+/*
+ * Adds the number d to object o as member k, for a tree that is printed
+ * and never read back: a whole number below RECORD_RAW_INT_LIMIT in
+ * magnitude goes in as cJSON_Raw text formatted by snprintf("%lld"), the
+ * same bytes cJSON_PrintUnformatted() prints for it (it prints such a
+ * number with "%1.15g" and then reads it back with sscanf, several
+ * thousand instructions a number); any other number is added with
+ * cJSON_AddNumberToObject().  NaN and infinities are added as 0.  The
+ * member is a cJSON_Raw, not a number: cJSON_SetNumberValue() and
+ * cJSON_IsNumber() on it do not work.  False when out of memory.
+ */
+struct cJSON;
+bool record_add_number(struct cJSON *o, const char *k, double d);
+
+/* From 1e15 up, "%1.15g" prints an exponent ("1e+15"). */
+#define RECORD_RAW_INT_LIMIT 1e15
+
 char *record_lock_encode(const struct rec_lock *l);
 enum orgw_err record_lock_decode(const char *text, struct rec_lock *l);
 

@@ -172,6 +172,161 @@ test_cell_add(void)
 	T_ASSERT("table: every row has a cell name", i == LX_N);
 }
 
+/* The text the encoder wrote before record_add_number: every member a
+ * cJSON number (kept here only, to compare against). */
+static char *
+cell_text_cjson(const struct ledger_cell *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	char k[16], *t;
+	int i;
+
+	cJSON_AddNumberToObject(o, "v", RECORD_VERSION);
+	for (i = 0; i < LX_N; i++)
+		if (c->v[i] != 0)
+			cJSON_AddNumberToObject(o, ledger_fields[i].key, c->v[i]);
+	for (i = 0; i < LAT_N_SLOTS; i++)
+		if (c->ttfb[i] != 0) {
+			snprintf(k, sizeof(k), "t%d", i);
+			cJSON_AddNumberToObject(o, k, c->ttfb[i]);
+		}
+	for (i = 0; i < LAT_N_SLOTS; i++)
+		if (c->dur[i] != 0) {
+			snprintf(k, sizeof(k), "d%d", i);
+			cJSON_AddNumberToObject(o, k, c->dur[i]);
+		}
+	t = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return t;
+}
+
+/* A whole number that "%1.15g" prints exactly. */
+static bool
+exact(double v)
+{
+	return v == floor(v) && fabs(v) < 1e15;
+}
+
+/* True when the cell encodes to the old encoder's bytes and decodes back
+ * to itself (the money as cJSON's text reads it back). */
+static bool
+cell_same_text(const struct ledger_cell *c)
+{
+	struct ledger_cell back, old;
+	char *t = ledger_cell_encode(c), *want = cell_text_cjson(c);
+	bool ok = t != NULL && want != NULL && strcmp(t, want) == 0 &&
+		  ledger_cell_decode(t, &back) == ORGW_OK &&
+		  ledger_cell_decode(want, &old) == ORGW_OK &&
+		  memcmp(&back, &old, sizeof(back)) == 0;
+	int i;
+
+	/* cJSON's own text of a number from 1e15 up may lose digits
+	 * (9007199254740991 prints 9.00719925474099e+15); below, exact. */
+	for (i = 0; ok && i < LX_N; i++)
+		ok = !exact(c->v[i]) || back.v[i] == c->v[i];
+	for (i = 0; ok && i < LAT_N_SLOTS; i++)
+		ok = (!exact(c->ttfb[i]) || back.ttfb[i] == c->ttfb[i]) &&
+		     (!exact(c->dur[i]) || back.dur[i] == c->dur[i]);
+	if (!ok)
+		fprintf(stderr, "  new %s\n  old %s\n", t ? t : "(null)",
+			want ? want : "(null)");
+	record_free(t);
+	record_free(want);
+	return ok;
+}
+
+/* A cell's whole numbers go in as text: the bytes must stay cJSON's, so
+ * old and new releases read each other's cells (hosts sharing a state on
+ * Redis are upgraded one at a time). */
+static void
+test_cell_as_cjson(void)
+{
+	static const double ints[] = {
+		1, 2, 7, 9, 10, 99, 100, 101, 1000, 65535, 65536, 123456,
+		999999, 1000000, 2147483647.0, 2147483648.0, 4294967296.0,
+		5e7, 1e12, 1796083200000.0, 99999999999999.0,
+		999999999999999.0, 1e15, 1000000000000001.0,
+		9007199254740991.0, 9007199254740992.0, 1e17, 1e300};
+	static const double money[] = {0.002, 0.1 + 0.2, 1e-7, 0.41, 12.5,
+				       1.0 / 3, 123456.789, 0.003 - 0.002};
+	struct ledger_cell c, sum;
+	struct stats_delta d;
+	uint64_t x = 88172645463325252u;
+	size_t i, j, n = sizeof(ints) / sizeof(ints[0]);
+	bool all = true;
+	int k;
+
+	/* A request's cell, and the sums of 1 to 1000 such requests. */
+	delta_ok(&d, "p");
+	ledger_from_delta(&c, &d);
+	memset(&sum, 0, sizeof(sum));
+	for (i = 1; i <= 1000; i++) {
+		d.ttfb_ms = (int64_t)(i * 37 % 70000);
+		d.total_ms = (int64_t)(i * 1009 % 900000);
+		d.cost_usd = 0.0001 * (double)(i % 17);
+		ledger_from_delta(&c, &d);
+		ledger_cell_add(&sum, &c);
+		if (i < 20 || i % 97 == 0 || i == 1000)
+			all = all && cell_same_text(&sum);
+	}
+	T_ASSERT("cell text: a request's sums as cJSON printed them", all);
+
+	/* Every row and slot at each whole value, large ones too: from 1e15
+	 * on cJSON prints an exponent, and the encoder leaves those to it. */
+	for (i = 0; i < n; i++) {
+		memset(&c, 0, sizeof(c));
+		for (k = 0; k < LX_N; k++)
+			c.v[k] = ints[(i + (size_t)k) % n];
+		for (k = 0; k < LAT_N_SLOTS; k++)
+			c.ttfb[k] = c.dur[k] = ints[(i + 3 * (size_t)k) % n];
+		all = all && cell_same_text(&c);
+	}
+	T_ASSERT("cell text: whole numbers up to 1e300", all);
+
+	/* Random cells: whole counts of any size below 2^53, money, zeroes. */
+	for (i = 0; i < 2000; i++) {
+		memset(&c, 0, sizeof(c));
+		for (k = 0; k < LX_N; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			j = x % 4;
+			c.v[k] = j == 0 ? 0 :
+				 j == 1 ? (double)(x >> (11 + x % 53)) :
+				 j == 2 ? money[x % 8] * (double)(x % 1000) :
+					  (double)(x % 100000);
+		}
+		c.ttfb[x % LAT_N_SLOTS] = (double)(x >> 40);
+		c.dur[(x >> 8) % LAT_N_SLOTS] = (double)(x % 9);
+		all = all && cell_same_text(&c);
+	}
+	T_ASSERT("cell text: 2000 random cells as cJSON printed them", all);
+
+	/* Negative counts are never stored, but would print the same. */
+	memset(&c, 0, sizeof(c));
+	c.v[LX_SAVED] = -0.5;
+	c.v[LX_REQUESTS] = -3;
+	c.v[LX_PROMPT] = -999999999999999.0;
+	T_ASSERT("cell text: negative numbers as cJSON printed them",
+		 cell_same_text(&c));
+
+	/* The rows' cursor: members in any order still find their rows, and
+	 * no row's name looks like a histogram slot's. */
+	T_ASSERT("cell: members out of the rows' order decode",
+		 ledger_cell_decode("{\"t3\":2,\"tbn\":4,\"r\":5,\"lock\":1,"
+				    "\"pt\":7,\"r\":6,\"ok\":3}",
+				    &c) == ORGW_OK &&
+			 c.v[LX_REQUESTS] == 6 && c.v[LX_OK] == 3 &&
+			 c.v[LX_PROMPT] == 7 && c.v[LX_TTFB_N] == 4 &&
+			 c.v[LX_LOCK_CHANGES] == 1 && c.ttfb[3] == 2);
+	for (k = 0; k < LX_N; k++)
+		all = all && !((ledger_fields[k].key[0] == 't' ||
+				ledger_fields[k].key[0] == 'd') &&
+			       ledger_fields[k].key[1] >= '0' &&
+			       ledger_fields[k].key[1] <= '9');
+	T_ASSERT("table: no row is named like a histogram slot", all);
+}
+
 /* One outcome per request: what ended it, most final first. */
 static void
 test_outcome(void)
@@ -570,6 +725,7 @@ main(void)
 {
 	test_cell_text();
 	test_cell_add();
+	test_cell_as_cjson();
 	test_outcome();
 	test_keys();
 	test_render();

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -638,6 +639,97 @@ test_cands_terms(void)
 	record_cands_clear(&b);
 }
 
+/* The text of one number as cJSON prints it, and as record_add_number
+ * adds it; true when they are the same bytes. */
+static bool
+same_as_cjson(double d)
+{
+	cJSON *a = cJSON_CreateObject(), *b = cJSON_CreateObject();
+	char *ta, *tb;
+	bool ok;
+
+	cJSON_AddNumberToObject(a, "n", isfinite(d) ? d : 0);
+	ok = record_add_number(b, "n", d);
+	ta = cJSON_PrintUnformatted(a);
+	tb = cJSON_PrintUnformatted(b);
+	ok = ok && ta && tb && strcmp(ta, tb) == 0;
+	if (!ok)
+		fprintf(stderr, "  %.17g: cJSON %s, raw %s\n", d, ta, tb);
+	cJSON_free(ta);
+	cJSON_free(tb);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return ok;
+}
+
+/* Whole numbers go in as raw text: the bytes must be cJSON's own, so old
+ * and new releases sharing a state read each other's values. */
+static void
+test_add_number(void)
+{
+	static const double v[] = {
+		0, -0.0, 1, -1, 7, 10, 100, 1000, 123456, 2147483647.0,
+		2147483648.0, -2147483649.0, 4294967296.0, 5e7,
+		1796083200.0, 1796083200000.0, 999999999999999.0,
+		-999999999999999.0, 1e15, -1e15, 1000000000000001.0,
+		9007199254740991.0, 9007199254740992.0, 1e17, 1e300,
+		0.5, 0.75, 1234.5, 0.1 + 0.2, 1.0 / 3, 1e-7, 0.41,
+		999999999999999.5, NAN, INFINITY, -INFINITY};
+	struct score_hit h[3] = {{"x", 0.75, 1234.5, 99},
+				 {"deepinfra/fp8", 0, 0, 0},
+				 {"novita", 0.7800000000000001, 1e6, 50000000}};
+	struct rec_lock l = {"x", "X", 1796083200, 1796083260, 4096};
+	cJSON *o, *bp, *p, *hit;
+	char *t, *want;
+	size_t i;
+	bool all = true;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		all = same_as_cjson(v[i]) && all;
+	T_ASSERT("add_number: cJSON's bytes for whole and other numbers",
+		 all);
+	o = cJSON_CreateObject();
+	T_ASSERT("add_number: a whole number is raw text, a fraction a number",
+		 record_add_number(o, "a", 42) && record_add_number(o, "b", 0.5) &&
+			 cJSON_IsRaw(cJSON_GetObjectItemCaseSensitive(o, "a")) &&
+			 cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "b")));
+	cJSON_Delete(o);
+
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "v", 1);
+	bp = cJSON_AddObjectToObject(o, "by_provider");
+	for (i = 0; i < 3; i++) {
+		p = cJSON_AddObjectToObject(bp, h[i].tag);
+		hit = cJSON_AddObjectToObject(p, "hit");
+		cJSON_AddNumberToObject(hit, "rate", h[i].rate);
+		cJSON_AddNumberToObject(hit, "weight", h[i].weight);
+		cJSON_AddNumberToObject(hit, "tokens", (double)h[i].tokens);
+	}
+	want = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	t = record_hits_encode(h, 3);
+	T_ASSERT("hits: the text cJSON printed with numbers",
+		 t && want && strcmp(t, want) == 0);
+	record_free(t);
+	cJSON_free(want);
+
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "v", 1);
+	cJSON_AddStringToObject(o, "tag", l.tag);
+	cJSON_AddStringToObject(o, "provider_name", l.provider_name);
+	cJSON_AddNumberToObject(o, "locked_at", (double)l.locked_at);
+	cJSON_AddNumberToObject(o, "last_used", (double)l.last_used);
+	cJSON_AddNumberToObject(o, "max_completion_tokens",
+				(double)l.max_completion_tokens);
+	want = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	t = record_lock_encode(&l);
+	T_ASSERT("lock: the text cJSON printed with numbers",
+		 t && want && strcmp(t, want) == 0);
+	record_free(t);
+	cJSON_free(want);
+}
+
 /* Two candidates for the money tests: "ds" (DeepSeek) has a base price,
  * an evening window [1630, 0030) at half price and a 20 % discount;
  * "di" (Deep Infra) has flat prices and no completion price. */
@@ -702,5 +794,6 @@ main(void)
 	test_failure_cooldown();
 	test_seen();
 	test_hits();
+	test_add_number();
 	return T_REPORT();
 }
