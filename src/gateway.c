@@ -340,7 +340,7 @@ handle_key(const struct orgw_io *io, const struct orgw_conf *c,
 	int rc;
 
 	if (t != NULL) {
-		char *s = teamauth_key_json(t, clock_now_s());
+		char *s = teamauth_key_json(t);
 
 		if (s == NULL)
 			return http_error(io, 500, "server_error", NULL, NULL,

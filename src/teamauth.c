@@ -303,7 +303,7 @@ limit_of(double budget)
 }
 
 char *
-teamauth_key_json(const struct teamauth *t, int64_t now_s)
+teamauth_key_json(const struct teamauth *t)
 {
 	const struct teamkey *k = &t->key;
 	cJSON *o, *d, *m, *rl, *own;
@@ -313,7 +313,6 @@ teamauth_key_json(const struct teamauth *t, int64_t now_s)
 	size_t i;
 	bool ok;
 
-	(void)now_s;
 	/* OpenRouter's key has one limit: the month's when set (the
 	 * longer window), else the day's. */
 	if (k->budget_month_usd > 0) {

@@ -92,7 +92,7 @@ const char *teamauth_code(enum teamkey_verdict v);
  * and usage today and this month), cJSON-allocated (free with
  * cJSON_free), NULL when out of memory.
  */
-char *teamauth_key_json(const struct teamauth *t, int64_t now_s);
+char *teamauth_key_json(const struct teamauth *t);
 
 /*
  * Adds every team key to keys (an object, by name): its state, models,
