@@ -240,7 +240,8 @@ models_for_key(const struct orgw_io *io, const char *extra, const char *body,
 	for (e = data->child; e != NULL; e = next) {
 		next = e->next;
 		id = cJSON_GetObjectItemCaseSensitive(e, "id");
-		if (!cJSON_IsString(id) || !teamkey_model_ok(k, id->valuestring))
+		if (!cJSON_IsString(id) ||
+		    !teamkey_model_ok(k, id->valuestring))
 			cJSON_Delete(cJSON_DetachItemViaPointer(data, e));
 	}
 	s = cJSON_PrintUnformatted(o);
