@@ -1050,7 +1050,7 @@ when_ok(const char *w)
 
 /*
  * Checks one parsed line into it (taking key and val): a record
- * (TEAMKEY:<name>, teamkey_decode, its own name, keystore_rec_ok) or a
+ * (TEAMKEY:<name>, teamkey_decode, its own name) or a
  * use window (TEAMKEY_USE:<name>:<when>, teamkey_use_decode); what is
  * stored is re-encoded.  NULL, or why it is refused.
  */
@@ -1070,8 +1070,8 @@ item_check(struct item *it)
 			return "not a key's name";
 		if (teamkey_decode(it->val, &it->k) != ORGW_OK)
 			return "not a key record";
-		if (strcmp(it->k.name, rest) != 0 || !keystore_rec_ok(&it->k))
-			return "a record of another name, or without a hash";
+		if (strcmp(it->k.name, rest) != 0)
+			return "a record of another name";
 		text = teamkey_encode(&it->k);
 	} else if (strncmp(it->key, KEYSTORE_USE_PREFIX,
 			   strlen(KEYSTORE_USE_PREFIX)) == 0) {

@@ -71,24 +71,6 @@ index_decode(const char *text, char name[TEAMKEY_NAME_MAX + 1])
 static enum orgw_err index_get(struct store *s, const char *hash,
 			       char name[TEAMKEY_NAME_MAX + 1]);
 
-/* True for TEAMKEY_HASH_HEX lower-case hex digits. */
-static bool
-hash_ok(const char *h)
-{
-	size_t i;
-
-	for (i = 0; i < TEAMKEY_HASH_HEX; i++)
-		if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
-			return false;
-	return h[i] == '\0';
-}
-
-bool
-keystore_rec_ok(const struct teamkey *k)
-{
-	return teamkey_name_ok(k->name) && hash_ok(k->hash);
-}
-
 enum orgw_err
 keystore_name_of(struct store *s, const char *hash,
 		 char name[TEAMKEY_NAME_MAX + 1])
@@ -240,7 +222,7 @@ keystore_put(struct store *s, const struct teamkey *k)
 	char key[KEY_MAX], had[TEAMKEY_NAME_MAX + 1];
 	enum orgw_err err;
 
-	if (!keystore_rec_ok(k))
+	if (!teamkey_ok(k))
 		return ORGW_EINVAL;
 	err = index_get(s, k->hash, had);
 	if (err == ORGW_OK && strcmp(had, k->name) != 0) {

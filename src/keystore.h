@@ -84,10 +84,6 @@ enum orgw_err keystore_find(struct store *s, const char *secret,
 enum orgw_err keystore_name_of(struct store *s, const char *hash,
 			       char name[TEAMKEY_NAME_MAX + 1]);
 
-/* True when k may be stored: its name passes teamkey_name_ok() and its
- * hash is TEAMKEY_HASH_HEX lower-case hex digits. */
-bool keystore_rec_ok(const struct teamkey *k);
-
 /* The record of name into *k.  ORGW_ENOENT when there is none (or name
  * is not a name), ORGW_EIO for a damaged record (logged). */
 enum orgw_err keystore_get(struct store *s, const char *name,
@@ -97,8 +93,9 @@ enum orgw_err keystore_get(struct store *s, const char *name,
  * Writes k's record and its hash index (writers only).  When the record
  * it replaces had another hash (a rotate), that hash's index goes, so
  * the old key is refused from this commit on.  ORGW_EINVAL (nothing
- * written) for a name that is not one, a hash that is not 64 lower-case
- * hex digits, or a hash indexed for another name.
+ * written) for a record teamkey_ok() refuses (a name that is not one, a
+ * hash that is not 64 lower-case hex digits, a bad glob or number), or a
+ * hash indexed for another name.
  */
 enum orgw_err keystore_put(struct store *s, const struct teamkey *k);
 

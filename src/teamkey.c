@@ -339,9 +339,8 @@ hash_hex_ok(const char *h)
 	return h[TEAMKEY_HASH_HEX] == '\0';
 }
 
-/* True when k may be stored: the rules decode checks. */
-static bool
-key_ok(const struct teamkey *k)
+bool
+teamkey_ok(const struct teamkey *k)
 {
 	size_t i;
 
@@ -365,7 +364,7 @@ teamkey_encode(const struct teamkey *k)
 	bool ok;
 	size_t i;
 
-	if (!key_ok(k))
+	if (!teamkey_ok(k))
 		return NULL;
 	o = cJSON_CreateObject();
 	ok = o != NULL && add_int(o, "v", TK_VERSION) &&
@@ -423,7 +422,7 @@ key_from(const cJSON *o, struct teamkey *k)
 	       int_get(o, "created", true, &k->created) &&
 	       int_get(o, "rotated", true, &k->rotated) &&
 	       bool_get(o, "admin", true, &k->admin) &&
-	       bool_get(o, "disabled", true, &k->disabled) && key_ok(k);
+	       bool_get(o, "disabled", true, &k->disabled) && teamkey_ok(k);
 }
 
 enum orgw_err

@@ -107,6 +107,11 @@ bool teamkey_plain_shape(const char *plain);
 void teamkey_plain_make(const unsigned char rnd[32],
 			char plain[TEAMKEY_PLAIN_MAX]);
 
+/* True when k may be stored: the rules teamkey_decode() checks (a name,
+ * a hash of TEAMKEY_HASH_HEX lower-case hex digits, globs, numbers in
+ * range). */
+bool teamkey_ok(const struct teamkey *k);
+
 /*
  * The record's text (malloc'd by cJSON, which orgw leaves on malloc:
  * caller frees with free() or record_free()), NULL when out of memory
