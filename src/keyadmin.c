@@ -673,16 +673,6 @@ by_name(const void *a, const void *b)
 		      ((const struct row *)b)->k.name);
 }
 
-static const char *
-state_of(const struct teamkey *k, int64_t now)
-{
-	if (k->disabled)
-		return "disabled";
-	if (k->expires != 0 && now >= k->expires)
-		return "expired";
-	return "active";
-}
-
 /* The models of k as "a,b" ("*" for all) into dst (n bytes). */
 static void
 models_of(const struct teamkey *k, char *dst, size_t n)
@@ -755,7 +745,7 @@ print_table(const struct list_ctx *l)
 		cell_time(exp, sizeof(exp), r->k.expires);
 		printf("%-20s %-8s %-5s %10.4f %10s %10.4f %10s %6s %5s %8lld "
 		       "%9lld %-19s %-19s %s\n",
-		       r->k.name, state_of(&r->k, l->now),
+		       r->k.name, teamkey_state(&r->k, l->now),
 		       r->k.admin ? "yes" : "no", r->day.spend_usd, bd,
 		       r->month.spend_usd, bm, rpm, conc,
 		       (long long)r->day.requests,
@@ -800,7 +790,7 @@ json_row(cJSON *arr, const struct row *r, int64_t now)
 		return false;
 	}
 	if (!cJSON_AddStringToObject(j, "name", r->k.name) ||
-	    !cJSON_AddStringToObject(j, "state", state_of(&r->k, now)) ||
+	    !cJSON_AddStringToObject(j, "state", teamkey_state(&r->k, now)) ||
 	    !cJSON_AddBoolToObject(j, "admin", r->k.admin) ||
 	    (m = cJSON_AddArrayToObject(j, "models")) == NULL)
 		return false;
@@ -917,7 +907,7 @@ run_verify(const struct orgw_conf *c)
 	}
 	if (err != ORGW_OK)
 		return txn_failed(c, "verify", err);
-	printf("%s %s\n", v.k.name, state_of(&v.k, clock_now_s()));
+	printf("%s %s\n", v.k.name, teamkey_state(&v.k, clock_now_s()));
 	return KEYADMIN_EXIT_OK;
 }
 

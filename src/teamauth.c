@@ -438,12 +438,8 @@ tree_key(void *arg, const struct teamkey *k)
 		return 1;
 	o = cJSON_AddObjectToObject(a->keys, k->name);
 	ok = o != NULL &&
-	     cJSON_AddStringToObject(
-		     o, "state",
-		     k->disabled ? "disabled" :
-		     teamkey_check_key(k, a->now_s, NULL, NULL, 0) != TK_OK ?
-				   "expired" :
-				   "active") &&
+	     cJSON_AddStringToObject(o, "state",
+				     teamkey_state(k, a->now_s)) &&
 	     cJSON_AddBoolToObject(o, "admin", k->admin) &&
 	     (m = cJSON_AddArrayToObject(o, "models")) != NULL &&
 	     cJSON_AddNumberToObject(o, "rpm", (double)k->rpm) &&

@@ -605,7 +605,7 @@ teamkey_check_key(const struct teamkey *k, int64_t now_s, const char *model,
 {
 	size_t i;
 
-	if (k->disabled || (k->expires != 0 && now_s >= k->expires))
+	if (strcmp(teamkey_state(k, now_s), "active") != 0)
 		return TK_UNKNOWN;
 	if (model != NULL && !teamkey_model_ok(k, model))
 		return TK_MODEL;
@@ -613,6 +613,16 @@ teamkey_check_key(const struct teamkey *k, int64_t now_s, const char *model,
 		if (!teamkey_model_ok(k, models[i]))
 			return TK_MODEL;
 	return TK_OK;
+}
+
+const char *
+teamkey_state(const struct teamkey *k, int64_t now_s)
+{
+	if (k->disabled)
+		return "disabled";
+	if (k->expires != 0 && now_s >= k->expires)
+		return "expired";
+	return "active";
 }
 
 /* True when spend has reached budget (0: none).  NaN or inf spend is

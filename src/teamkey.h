@@ -166,6 +166,10 @@ enum teamkey_verdict teamkey_check_key(const struct teamkey *k,
 				       const char *const *models,
 				       size_t n_models);
 
+/* What k is at now_s, as the operator sees it: "disabled", "expired"
+ * (expires passed) or "active"; only an active key is let in. */
+const char *teamkey_state(const struct teamkey *k, int64_t now_s);
+
 /* TK_BUDGET when today's (day) or this month's (month) spend has
  * reached k's budget for that window (a budget of 0 is none; a NaN or
  * infinite spend has reached any); TK_OK otherwise.  day or month NULL

@@ -835,6 +835,23 @@ struct budget_case {
 	const char *what;
 };
 
+/* The state the operator sees, the same rule the checks let in by. */
+static void
+test_state(void)
+{
+	struct teamkey k;
+
+	memset(&k, 0, sizeof(k));
+	T_ASSERT("state: active", strcmp(teamkey_state(&k, 100), "active") == 0);
+	k.expires = 100;
+	T_ASSERT("state: expired at its second",
+		 strcmp(teamkey_state(&k, 100), "expired") == 0 &&
+			 strcmp(teamkey_state(&k, 99), "active") == 0);
+	k.disabled = true;
+	T_ASSERT("state: disabled first",
+		 strcmp(teamkey_state(&k, 100), "disabled") == 0);
+}
+
 static void
 test_check_budget(void)
 {
@@ -1238,6 +1255,7 @@ main(void)
 	test_use_record();
 	test_dates();
 	test_check_key();
+	test_state();
 	test_check_budget();
 	test_rate_record();
 	test_rate_rpm();
