@@ -83,21 +83,15 @@ teamauth_identify(const struct orgw_conf *c, const struct orgw_env *env,
 	return teamauth_identify_key(c, key, now_s, t);
 }
 
-/* A fresh lease id: 16 random bytes in hex. */
+/* A fresh lease id from 16 random bytes; false when none could be had. */
 static bool
-lease_make(char id[33])
+lease_make(char id[TEAMKEY_LEASE_ID_MAX + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char b[16];
-	size_t i;
 
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		return false;
-	for (i = 0; i < sizeof(b); i++) {
-		id[2 * i] = hex[b[i] >> 4];
-		id[2 * i + 1] = hex[b[i] & 15];
-	}
-	id[32] = '\0';
+	teamkey_lease_make(b, id);
 	return true;
 }
 

@@ -36,7 +36,7 @@ enum teamauth_who {
 struct teamauth {
 	struct teamkey key;
 	struct teamkey_use day, month;	/* its use when the request came */
-	char lease[33];			/* its concurrency lease id */
+	char lease[TEAMKEY_LEASE_ID_MAX + 1];	/* its concurrency lease id */
 	struct state_admit admit;	/* for state_route() */
 };
 

@@ -127,14 +127,26 @@ teamkey_model_ok(const struct teamkey *k, const char *model)
 	return false;
 }
 
-static const char hexdig[] = "0123456789abcdef";
+/* n bytes of b as 2n lower-case hex digits and a NUL into dst. */
+static void
+hex_of(const unsigned char *b, size_t n, char *dst)
+{
+	static const char hexdig[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		dst[2 * i] = hexdig[b[i] >> 4];
+		dst[2 * i + 1] = hexdig[b[i] & 0xf];
+	}
+	dst[2 * n] = '\0';
+}
 
 bool
 teamkey_hash(const char *secret, const char *plain,
 	     char hex[TEAMKEY_HASH_HEX + 1])
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int maclen = 0, i;
+	unsigned int maclen = 0;
 	size_t slen;
 
 	hex[0] = '\0';
@@ -148,11 +160,7 @@ teamkey_hash(const char *secret, const char *plain,
 		OPENSSL_cleanse(mac, sizeof(mac));
 		return false;
 	}
-	for (i = 0; i < maclen; i++) {
-		hex[2 * i] = hexdig[mac[i] >> 4];
-		hex[2 * i + 1] = hexdig[mac[i] & 0xf];
-	}
-	hex[TEAMKEY_HASH_HEX] = '\0';
+	hex_of(mac, maclen, hex);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return true;
 }
@@ -826,6 +834,13 @@ teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 	if (retry_after_s != NULL)
 		*retry_after_s = retry;
 	return v;
+}
+
+void
+teamkey_lease_make(const unsigned char rnd[16],
+		   char id[TEAMKEY_LEASE_ID_MAX + 1])
+{
+	hex_of(rnd, 16, id);
 }
 
 bool

@@ -178,9 +178,11 @@ enum teamkey_verdict teamkey_check_budget(const struct teamkey *k,
 					  const struct teamkey_use *day,
 					  const struct teamkey_use *month);
 
+#define TEAMKEY_LEASE_ID_MAX 32	/* hex digits of a lease id */
+
 /* The soft per-minute count and leases of one key. */
 struct teamkey_lease {
-	char id[33];		/* the request's lease id (hex) */
+	char id[TEAMKEY_LEASE_ID_MAX + 1];	/* the request's lease id */
 	int64_t until_ms;	/* it expires then, held or not */
 };
 
@@ -223,6 +225,11 @@ enum teamkey_verdict teamkey_rate_admit(const struct teamkey *k,
 					struct teamkey_rate *r, int64_t now_ms,
 					const char *lease_id, int64_t lease_ms,
 					int64_t *retry_after_s);
+
+/* A request's lease id from 16 random bytes (the caller draws them):
+ * 32 lower-case hex digits. */
+void teamkey_lease_make(const unsigned char rnd[16],
+			char id[TEAMKEY_LEASE_ID_MAX + 1]);
 
 /* Drops lease id from r; false when it was not there (expired). */
 bool teamkey_rate_release(struct teamkey_rate *r, const char *lease_id);

@@ -835,6 +835,31 @@ struct budget_case {
 	const char *what;
 };
 
+/* A lease id from fixed bytes, which an admission takes. */
+static void
+test_lease_make(void)
+{
+	static const unsigned char b[16] = {0x00, 0x01, 0x7f, 0x80, 0xab,
+					    0xcd, 0xef, 0xff, 0x10, 0x20,
+					    0x30, 0x40, 0x50, 0x60, 0x70,
+					    0x9a};
+	struct teamkey_rate *r = calloc(1, sizeof(*r));
+	struct teamkey k;
+	char id[TEAMKEY_LEASE_ID_MAX + 1];
+
+	memset(&k, 0, sizeof(k));
+	k.concurrent = 1;
+	teamkey_lease_make(b, id);
+	T_ASSERT("lease: 32 lower-case hex digits",
+		 strcmp(id, "00017f80abcdefff102030405060709a") == 0);
+	T_ASSERT("lease: admitted with it, and released",
+		 r != NULL &&
+			 teamkey_rate_admit(&k, r, 1000, id, 60000, NULL) ==
+				 TK_OK &&
+			 teamkey_rate_release(r, id));
+	free(r);
+}
+
 /* The state the operator sees, the same rule the checks let in by. */
 static void
 test_state(void)
@@ -1256,6 +1281,7 @@ main(void)
 	test_dates();
 	test_check_key();
 	test_state();
+	test_lease_make();
 	test_check_budget();
 	test_rate_record();
 	test_rate_rpm();
