@@ -299,6 +299,12 @@ ledger_provider(const struct stats_delta *d)
 	return RECORD_MONEY_UNKNOWN;
 }
 
+double
+ledger_key_spend(const struct stats_delta *d)
+{
+	return d->usage ? d->cost_usd : d->key_billed_usd;
+}
+
 const char *
 ledger_api(const struct stats_delta *d)
 {

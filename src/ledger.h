@@ -133,6 +133,11 @@ void ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d);
  * else its pin, else RECORD_MONEY_UNKNOWN.  Borrowed from d or static. */
 const char *ledger_provider(const struct stats_delta *d);
 
+/* What a team key's request d spent, for its budget and its use: the
+ * cost of an answer with usage (priced by ledger_price() when it did not
+ * say), else what upstream billed for it (d->key_billed_usd). */
+double ledger_key_spend(const struct stats_delta *d);
+
 /* The API part of d's cell: d->api, or LEDGER_NONE. */
 const char *ledger_api(const struct stats_delta *d);
 

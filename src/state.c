@@ -1228,9 +1228,7 @@ batch_lease(struct store *s, const struct finish_job *j)
 	if (j->d.lease != NULL && teamkey_rate_release(r, j->d.lease))
 		changed = true;
 	if (j->d.key_budget) {
-		teamkey_rate_spend(r, j->d.now,
-				   j->d.usage ? j->d.cost_usd :
-						j->d.key_billed_usd);
+		teamkey_rate_spend(r, j->d.now, ledger_key_spend(&j->d));
 		changed = true;
 	}
 	if (changed)

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "keystore.h"
+#include "ledger.h"
 #include "log.h"
 #include "store.h"
 #include "teamauth.h"
@@ -238,14 +239,10 @@ teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
 	u.prompt = d->prompt_tokens;
 	u.cached = d->cached_tokens;
 	u.completion = d->completion_tokens;
-	if (d->usage) {
-		u.spend_usd = d->cost_usd;
-		/* Only cache reads save (the rest is rounding). */
-		if (d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
-			u.saved_usd = d->uncached_usd - d->cost_usd;
-	} else {
-		u.spend_usd = d->key_billed_usd;
-	}
+	u.spend_usd = ledger_key_spend(d);
+	/* Only cache reads save (the rest is rounding). */
+	if (d->usage && d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
+		u.saved_usd = d->uncached_usd - d->cost_usd;
 	u.last_used = d->now;
 	use_add(c, t->key.name, d->now, &u);
 }

@@ -720,6 +720,22 @@ test_money_estimate(void)
 		 !d.cost_estimated && d.cost_usd == 0);
 }
 
+/* A team key's spend: the ledger's cost with usage, else the billed. */
+static void
+test_key_spend(void)
+{
+	struct stats_delta d;
+
+	memset(&d, 0, sizeof(d));
+	d.cost_usd = 0.25;
+	d.key_billed_usd = 0.5;
+	d.usage = true;
+	T_ASSERT("key spend: usage came: its cost", ledger_key_spend(&d) == 0.25);
+	d.usage = false;
+	T_ASSERT("key spend: none came: what upstream billed",
+		 ledger_key_spend(&d) == 0.5);
+}
+
 int
 main(void)
 {
@@ -731,5 +747,6 @@ main(void)
 	test_render();
 	test_money_price();
 	test_money_estimate();
+	test_key_spend();
 	return T_REPORT();
 }
