@@ -293,15 +293,40 @@ limit_of(double budget)
 	return budget > 0 ? cJSON_CreateNumber(budget) : cJSON_CreateNull();
 }
 
+/* What is left of a budget: null when there is none. */
+static cJSON *
+remaining(double budget, double spent)
+{
+	if (budget <= 0)
+		return cJSON_CreateNull();
+	return cJSON_CreateNumber(budget > spent ? budget - spent : 0);
+}
+
+/* k's model globs as o's array "models": ["*"] for every model. */
+static bool
+add_models(cJSON *o, const struct teamkey *k)
+{
+	cJSON *m = cJSON_AddArrayToObject(o, "models");
+	size_t i;
+
+	if (m == NULL)
+		return false;
+	if (k->n_globs == 0)
+		return cJSON_AddItemToArray(m, cJSON_CreateString("*"));
+	for (i = 0; i < k->n_globs; i++)
+		if (!cJSON_AddItemToArray(m, cJSON_CreateString(k->globs[i])))
+			return false;
+	return true;
+}
+
 char *
 teamauth_key_json(const struct teamauth *t)
 {
 	const struct teamkey *k = &t->key;
-	cJSON *o, *d, *m, *rl, *own;
+	cJSON *o, *d, *rl, *own;
 	double limit = 0, used = 0;
 	const char *reset = NULL;
 	char *s = NULL;
-	size_t i;
 	bool ok;
 
 	/* OpenRouter's key has one limit: the month's when set (the
@@ -321,11 +346,7 @@ teamauth_key_json(const struct teamauth *t)
 	ok = d != NULL && cJSON_AddStringToObject(d, "label", k->name) &&
 	     cJSON_AddItemToObject(d, "limit", limit_of(limit)) &&
 	     cJSON_AddItemToObject(d, "limit_remaining",
-				   limit > 0 ? cJSON_CreateNumber(
-						       limit > used ?
-							       limit - used :
-							       0) :
-					       cJSON_CreateNull()) &&
+				   remaining(limit, used)) &&
 	     (reset ? cJSON_AddStringToObject(d, "limit_reset", reset) :
 		      cJSON_AddNullToObject(d, "limit_reset")) &&
 	     cJSON_AddNumberToObject(d, "usage", t->month.spend_usd) &&
@@ -353,8 +374,7 @@ teamauth_key_json(const struct teamauth *t)
 	     cJSON_AddStringToObject(rl, "interval", "1m");
 	/* What OpenRouter's shape has no field for: orgw's own. */
 	own = ok ? cJSON_AddObjectToObject(d, "orgw") : NULL;
-	ok = own != NULL &&
-	     (m = cJSON_AddArrayToObject(own, "models")) != NULL &&
+	ok = own != NULL && add_models(own, k) &&
 	     cJSON_AddItemToObject(own, "budget_usd_day",
 				   limit_of(k->budget_day_usd)) &&
 	     cJSON_AddItemToObject(own, "budget_usd_month",
@@ -365,10 +385,6 @@ teamauth_key_json(const struct teamauth *t)
 				     (double)t->day.requests) &&
 	     cJSON_AddNumberToObject(own, "requests_month",
 				     (double)t->month.requests);
-	for (i = 0; ok && i < k->n_globs; i++)
-		ok = cJSON_AddItemToArray(m, cJSON_CreateString(k->globs[i]));
-	if (ok && k->n_globs == 0)
-		ok = cJSON_AddItemToArray(m, cJSON_CreateString("*"));
 	if (ok)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
@@ -406,22 +422,12 @@ add_use(cJSON *o, const char *name, const struct teamkey_use *u)
 				       (double)u->refused_model);
 }
 
-/* What is left of a budget: null when there is none. */
-static cJSON *
-remaining(double budget, double spent)
-{
-	if (budget <= 0)
-		return cJSON_CreateNull();
-	return cJSON_CreateNumber(budget > spent ? budget - spent : 0);
-}
-
 static int
 tree_key(void *arg, const struct teamkey *k)
 {
 	struct tree_arg *a = arg;
 	struct teamkey_use day, month;
-	cJSON *o, *m;
-	size_t i;
+	cJSON *o;
 	bool ok;
 
 	if ((a->err = keystore_use(a->s, k->name, a->now_s, &day, &month)) !=
@@ -431,8 +437,7 @@ tree_key(void *arg, const struct teamkey *k)
 	ok = o != NULL &&
 	     cJSON_AddStringToObject(o, "state",
 				     teamkey_state(k, a->now_s)) &&
-	     cJSON_AddBoolToObject(o, "admin", k->admin) &&
-	     (m = cJSON_AddArrayToObject(o, "models")) != NULL &&
+	     cJSON_AddBoolToObject(o, "admin", k->admin) && add_models(o, k) &&
 	     cJSON_AddNumberToObject(o, "rpm", (double)k->rpm) &&
 	     cJSON_AddNumberToObject(o, "concurrent", (double)k->concurrent) &&
 	     cJSON_AddItemToObject(o, "budget_usd_day",
@@ -450,10 +455,6 @@ tree_key(void *arg, const struct teamkey *k)
 						      day.last_used :
 						      month.last_used)) &&
 	     add_use(o, "today", &day) && add_use(o, "month", &month);
-	for (i = 0; ok && i < k->n_globs; i++)
-		ok = cJSON_AddItemToArray(m, cJSON_CreateString(k->globs[i]));
-	if (ok && k->n_globs == 0)
-		ok = cJSON_AddItemToArray(m, cJSON_CreateString("*"));
 	if (!ok)
 		a->err = ORGW_ENOMEM;
 	return ok ? 0 : 1;
