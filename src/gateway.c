@@ -218,6 +218,22 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	return rc;
 }
 
+/* Writes s, JSON text cJSON printed (freed here), with status 200, or a
+ * 500 saying what failed when s is NULL. */
+static int
+json_text_send(const struct orgw_io *io, const char *extra, char *s,
+	       const char *what)
+{
+	int rc;
+
+	if (s == NULL)
+		return http_error(io, 500, "server_error", NULL, NULL, what,
+				  NULL);
+	rc = http_json(io, 200, extra, s, strlen(s));
+	cJSON_free(s);
+	return rc;
+}
+
 /*
  * A model list's body with only the models team key k may use (its
  * "data" entries whose "id" matches one of its globs), written to io;
@@ -231,7 +247,6 @@ models_for_key(const struct orgw_io *io, const char *extra, const char *body,
 	cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
 	cJSON *e, *next, *id;
 	char *s;
-	int rc;
 
 	if (!cJSON_IsArray(data)) {
 		cJSON_Delete(o);
@@ -246,12 +261,7 @@ models_for_key(const struct orgw_io *io, const char *extra, const char *body,
 	}
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
-	if (s == NULL)
-		return http_error(io, 500, "server_error", NULL, NULL,
-				  "out of memory", NULL);
-	rc = http_json(io, 200, extra, s, strlen(s));
-	cJSON_free(s);
-	return rc;
+	return json_text_send(io, extra, s, "out of memory");
 }
 
 /* Writes a model list's body: all of it for the operator (k NULL) or a
@@ -340,17 +350,9 @@ handle_key(const struct orgw_io *io, const struct orgw_conf *c,
 	long status = 0;
 	int rc;
 
-	if (t != NULL) {
-		char *s = teamauth_key_json(t);
-
-		if (s == NULL)
-			return http_error(io, 500, "server_error", NULL, NULL,
-					  "out of memory", NULL);
-		rc = http_json(io, 200, "Cache-Control: no-cache\r\n", s,
-			       strlen(s));
-		cJSON_free(s);
-		return rc;
-	}
+	if (t != NULL)
+		return json_text_send(io, "Cache-Control: no-cache\r\n",
+				      teamauth_key_json(t), "out of memory");
 	snprintf(url, sizeof(url), "%s/key", c->upstream_url);
 	if (upstream_get(url, c->openrouter_api_key, c->upstream_timeout_ms,
 			 MODELS_MAX_BYTES, &body, &len, &status) != ORGW_OK ||
@@ -371,35 +373,16 @@ static int
 handle_stats(const struct orgw_io *io, const struct orgw_conf *c,
 	     const struct orgw_load *load)
 {
-	char *s = stats_json(c, clock_now_s());
-	cJSON *o;
-	int rc;
+	cJSON *o = stats_tree(c, clock_now_s());
+	char *s = NULL;
 
-	if (s == NULL)
-		return http_error(io, 500, "server_error", NULL, NULL,
-				  "could not build stats", NULL);
 	/* The host's load, added at the top level: stats.c reads the
 	 * state, this is the worker table's (slots.c). */
-	if (load != NULL) {
-		char *t = NULL;
-
-		if ((o = cJSON_Parse(s)) != NULL && add_load(o, load, false))
-			t = cJSON_PrintUnformatted(o);
-		cJSON_Delete(o);
-		if (t == NULL) {
-			record_free(s);
-			return http_error(io, 500, "server_error", NULL, NULL,
-					  "could not build stats", NULL);
-		}
-		rc = http_json(io, 200, "Cache-Control: no-cache\r\n", t,
-			       strlen(t));
-		cJSON_free(t);
-		record_free(s);
-		return rc;
-	}
-	rc = http_json(io, 200, "Cache-Control: no-cache\r\n", s, strlen(s));
-	record_free(s);
-	return rc;
+	if (o != NULL && (load == NULL || add_load(o, load, false)))
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return json_text_send(io, "Cache-Control: no-cache\r\n", s,
+			      "could not build stats");
 }
 
 /* Headers of every /status answer: never cached, never framed, and no
@@ -680,7 +663,6 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 	char *s, extra[64];
 	int64_t retry = 0;
 	struct store_run *run = NULL;
-	int rc;
 	enum orgw_err err;
 
 	err = store_run_begin(c, c->cron_min_interval_seconds, clock_now_s(),
@@ -699,12 +681,7 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 				  "the scoring lock is unavailable", NULL);
 	s = scorerun_cron_json(c);
 	store_run_end(run);
-	if (s == NULL)
-		return http_error(io, 500, "server_error", NULL, NULL,
-				  "scoring run failed", NULL);
-	rc = http_json(io, 200, NULL, s, strlen(s));
-	record_free(s);
-	return rc;
+	return json_text_send(io, NULL, s, "scoring run failed");
 }
 
 /* True when a query string may go into the upstream URL as it is:
