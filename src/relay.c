@@ -945,6 +945,8 @@ run_attempt(struct relay *rl)
 	call.on_tick = on_tick;
 	call.on_client_gone = on_client_gone;
 	call.arg = rl;
+	/* Only a team key's request can need its generation looked up. */
+	call.want_generation_id = rl->in->team != NULL;
 	/* A failover: this attempt goes to another provider than the last
 	 * one (a trip re-locked the model); one per request.  A trip that
 	 * left the request unpinned moved it to no provider. */

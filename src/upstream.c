@@ -417,7 +417,8 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 	    response_code() > 0)
 		headers_done(&x);
 	res->status = response_code();
-	generation_id(res);
+	if (c->want_generation_id)
+		generation_id(res);
 	curl_multi_remove_handle(up_multi, up_easy);
 	/* The handle keeps pointing at the list until the next call sets
 	 * its own; no transfer runs in between. */

@@ -32,6 +32,8 @@ struct upstream_call {
 	int64_t connect_timeout_ms;
 	int64_t total_timeout_ms;	/* 0 = none */
 	int client_fd;		/* watched for hang-up; -1 = none */
+	bool want_generation_id;	/* fill upstream_result's
+					 * generation_id */
 	short client_events;	/* as struct orgw_io's */
 	/* Called once, when the status line and headers are in. */
 	void (*on_headers)(void *arg, long status, const char *ctype,
@@ -50,7 +52,8 @@ struct upstream_result {
 	long status;		/* 0 when no response arrived */
 	char error[256];	/* curl's message, when fail != UP_OK */
 	/* The response's X-Generation-Id (OpenRouter's id of the
-	 * generation, for GET /api/v1/generation), "" when none. */
+	 * generation, for GET /api/v1/generation) when the call asked for
+	 * it (want_generation_id), "" when none. */
 	char generation_id[128];
 };
 
