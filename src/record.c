@@ -109,16 +109,17 @@ add_num(cJSON *o, const char *k, double d)
 bool
 record_add_number(cJSON *o, const char *k, double d)
 {
-	char b[24];
+	char b[32];
 	int len;
 
 	if (!isfinite(d))
 		d = 0;
-	/* -0 is whole, but cJSON prints it "-0" and "%lld" "0". */
+	/* -0 is whole, but "%lld" prints it "0". */
 	if (d != floor(d) || fabs(d) >= RECORD_RAW_INT_LIMIT ||
 	    (d == 0 && signbit(d)))
-		return cJSON_AddNumberToObject(o, k, d) != NULL;
-	len = snprintf(b, sizeof(b), "%lld", (long long)d);
+		len = snprintf(b, sizeof(b), "%.17g", d);
+	else
+		len = snprintf(b, sizeof(b), "%lld", (long long)d);
 	return len > 0 && (size_t)len < sizeof(b) &&
 	       cJSON_AddRawToObject(o, k, b) != NULL;
 }

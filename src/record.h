@@ -118,14 +118,16 @@ struct stats_delta {
 void record_free(char *text);
 
 /*
- * Adds the number d to object o as member k, for a tree that is printed
- * and never read back: a whole number below RECORD_RAW_INT_LIMIT in
- * magnitude goes in as cJSON_Raw text formatted by snprintf("%lld"), the
- * same bytes cJSON_PrintUnformatted() prints for it (it prints such a
- * number with "%1.15g" and then reads it back with sscanf, several
- * thousand instructions a number); any other number is added with
- * cJSON_AddNumberToObject().  NaN and infinities are added as 0.  The
- * member is a cJSON_Raw, not a number: cJSON_SetNumberValue() and
+ * Adds the number d to object o as member k, for a record's tree that is
+ * printed and never read back as a tree: the member is cJSON_Raw text
+ * formatted by snprintf, "%lld" for a whole number below
+ * RECORD_RAW_INT_LIMIT in magnitude (the bytes cJSON prints for it) and
+ * "%.17g" for any other (17 significant digits always read back as the
+ * same double).  cJSON itself prints a number with "%1.15g", reads it
+ * back with sscanf and, when that differs, prints it again with
+ * "%1.17g": two to three times the instructions, for every number of
+ * every record a request writes.  NaN and infinities are added as 0.
+ * The member is not a number: cJSON_SetNumberValue() and
  * cJSON_IsNumber() on it do not work.  False when out of memory.
  */
 struct cJSON;

@@ -27,6 +27,7 @@
 #include "failover.h"
 #include "ledger.h"
 #include "log.h"
+#include "memo.h"
 #include "redisconf.h"
 #include "reqval.h"
 #include "score.h"
@@ -109,20 +110,60 @@ key3(char *k, const char *prefix, const char *model, const char *tag)
 	snprintf(k, KEY_MAX, "%s:%s:%s", prefix, model, tag);
 }
 
+/*
+ * The decoded records a request reads and writes every time, kept with
+ * their text (memo.h): the cells it adds to, its model's lock, hit rates
+ * and candidates.
+ */
+static struct memo cell_memo = MEMO_INIT(sizeof(struct ledger_cell), NULL,
+					 NULL);
+static struct memo lock_memo = MEMO_INIT(sizeof(struct rec_lock), NULL,
+					 NULL);
+
+static bool
+cands_copy(void *dst, const void *src)
+{
+	struct rec_cands *d = dst;
+	const struct rec_cands *c = src;
+
+	*d = *c;
+	d->v = NULL;
+	if (c->n == 0)
+		return true;
+	if ((d->v = malloc(c->n * sizeof(*d->v))) == NULL) {
+		d->n = 0;
+		return false;
+	}
+	memcpy(d->v, c->v, c->n * sizeof(*d->v));
+	return true;
+}
+
+static void
+cands_clear(void *val)
+{
+	record_cands_clear(val);
+}
+
+static struct memo cands_memo = MEMO_INIT(sizeof(struct rec_cands),
+					  cands_copy, cands_clear);
+
 enum orgw_err
 state_cell_put(struct store *s, const char *k, const struct ledger_cell *c)
 {
 	struct ledger_cell have;
-	char *v = NULL;
+	char *v = NULL, *text;
 	enum orgw_err err;
 
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	/* Damaged text starts the cell again (decode zeroes it). */
-	(void)ledger_cell_decode(v, &have);
+	if (!memo_get(&cell_memo, k, v, &have))
+		(void)ledger_cell_decode(v, &have);
 	free(v);
 	ledger_cell_add(&have, c);
-	return store_put_text(s, k, ledger_cell_encode(&have));
+	if ((text = ledger_cell_encode(&have)) != NULL)
+		memo_put(&cell_memo, k, text, &have);
+	return store_put_text(s, k, text);
 }
 
 /*
@@ -175,8 +216,16 @@ lock_write(struct store *s, const char *model, const struct rec_lock *old,
 	enum orgw_err err;
 
 	key2(k, "BEST_PROVIDER", model);
-	err = lock != NULL ? store_put_text(s, k, record_lock_encode(lock)) :
-			     store_del(s, k);
+	if (lock != NULL) {
+		char *text = record_lock_encode(lock);
+
+		/* What the text decodes to: a lock has a tag. */
+		if (text != NULL && lock->tag[0] != '\0')
+			memo_put(&lock_memo, k, text, lock);
+		err = store_put_text(s, k, text);
+	} else {
+		err = store_del(s, k);
+	}
 	if (err == ORGW_OK && had_old &&
 	    (lock == NULL || strcmp(old->tag, lock->tag) != 0))
 		err = event_count(s, model, now, LX_LOCK_CHANGES, NULL);
@@ -236,7 +285,12 @@ read_lock(struct store *s, const char *model, struct rec_lock *l,
 	key2(k, "BEST_PROVIDER", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	*have_lock = v != NULL && record_lock_decode(v, l) == ORGW_OK;
+	if (memo_get(&lock_memo, k, v, l)) {
+		*have_lock = true;
+	} else if (v != NULL && record_lock_decode(v, l) == ORGW_OK) {
+		*have_lock = true;
+		memo_put(&lock_memo, k, v, l);
+	}
 	free(v);
 	return ORGW_OK;
 }
@@ -258,7 +312,15 @@ read_cands(struct store *s, const char *model, struct rec_cands *cands,
 	key2(k, "PROVIDER_CANDIDATE", model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	*have_cands = v != NULL && record_cands_decode(v, cands) == ORGW_OK;
+	if (memo_get(&cands_memo, k, v, cands)) {
+		*have_cands = true;
+	} else if (v != NULL && record_cands_decode(v, cands) == ORGW_OK) {
+		*have_cands = true;
+		memo_put(&cands_memo, k, v, cands);
+	} else {
+		/* A failed decode may leave part of a list behind. */
+		record_cands_clear(cands);
+	}
 	free(v);
 	return ORGW_OK;
 }
@@ -894,10 +956,42 @@ hit_of(struct score_hit **v, size_t *n, size_t *cap, const char *tag)
 	return &(*v)[(*n)++];
 }
 
+/* A HIT:<model> record decoded, for hit_memo. */
+struct hits_val {
+	struct score_hit *v;	/* malloc'd */
+	size_t n;
+};
+
+static bool
+hits_copy(void *dst, const void *src)
+{
+	struct hits_val *d = dst;
+	const struct hits_val *h = src;
+
+	d->n = h->n;
+	d->v = NULL;
+	if (h->n == 0)
+		return true;
+	if ((d->v = malloc(h->n * sizeof(*d->v))) == NULL)
+		return false;
+	memcpy(d->v, h->v, h->n * sizeof(*d->v));
+	return true;
+}
+
+static void
+hits_clear(void *val)
+{
+	free(((struct hits_val *)val)->v);
+}
+
+static struct memo hit_memo = MEMO_INIT(sizeof(struct hits_val), hits_copy,
+					hits_clear);
+
 enum orgw_err
 state_hits(struct store *s, const char *model, struct score_hit **v,
 	   size_t *n)
 {
+	struct hits_val hv;
 	struct score_hit *have = NULL, *old = NULL, *e;
 	size_t n_have = 0, cap, n_old = 0, i;
 	char k[KEY_MAX], *text = NULL;
@@ -908,7 +1002,16 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
 	key2(k, "HIT", model);
 	if ((err = store_get(s, k, &text)) != ORGW_OK)
 		return err;
-	err = record_hits_decode(text, &have, &n_have);
+	if (memo_get(&hit_memo, k, text, &hv)) {
+		have = hv.v;
+		n_have = hv.n;
+		err = ORGW_OK;
+	} else if ((err = record_hits_decode(text, &have, &n_have)) ==
+		   ORGW_OK) {
+		hv.v = have;
+		hv.n = n_have;
+		memo_put(&hit_memo, k, text, &hv);
+	}
 	free(text);
 	text = NULL;
 	cap = n_have;
@@ -971,67 +1074,18 @@ struct finish_batch {
 	struct finish_key *keys;	/* cells, hits and failures */
 	size_t n_keys, cap_keys;
 	const char *cands_model;	/* the model cands belongs to */
-	const struct rec_cands *cands;
+	struct rec_cands cands;		/* owned */
+	bool have_cands;
 	const char *known_model;	/* the last one found seen */
 };
 
-/*
- * The candidates of the models a process finishes requests for, decoded
- * once and kept with the text they came from: a finish reads the stored
- * text in its transaction and decodes it again only when it changed (a
- * scoring or a re-rank wrote it).  Only the leader touches it.
- */
-#define CANDS_CACHE 8
-static struct {
-	char *model, *text;
-	struct rec_cands cands;
-} cands_cache[CANDS_CACHE];
-static size_t cands_cache_next;
-
-/* model's candidates, as stored now: *c points into the cache (NULL when
- * there are none), valid until the next call. */
-static enum orgw_err
-cached_cands(struct store *s, const char *model, const struct rec_cands **c)
+/* Drops the candidates the batch read. */
+static void
+batch_cands_clear(struct finish_batch *b)
 {
-	char k[KEY_MAX], *v = NULL;
-	enum orgw_err err;
-	size_t i;
-
-	*c = NULL;
-	key2(k, "PROVIDER_CANDIDATE", model);
-	if ((err = store_get(s, k, &v)) != ORGW_OK || v == NULL)
-		return err;
-	for (i = 0; i < CANDS_CACHE; i++)
-		if (cands_cache[i].model != NULL &&
-		    strcmp(cands_cache[i].model, model) == 0)
-			break;
-	if (i < CANDS_CACHE && strcmp(cands_cache[i].text, v) == 0) {
-		free(v);
-		*c = &cands_cache[i].cands;
-		return ORGW_OK;
-	}
-	if (i == CANDS_CACHE) {
-		i = cands_cache_next;
-		cands_cache_next = (cands_cache_next + 1) % CANDS_CACHE;
-	}
-	free(cands_cache[i].model);
-	free(cands_cache[i].text);
-	record_cands_clear(&cands_cache[i].cands);
-	cands_cache[i].model = NULL;
-	cands_cache[i].text = NULL;
-	if (record_cands_decode(v, &cands_cache[i].cands) != ORGW_OK) {
-		record_cands_clear(&cands_cache[i].cands);
-		free(v);
-		return ORGW_OK;
-	}
-	if ((cands_cache[i].model = strdup(model)) == NULL) {
-		record_cands_clear(&cands_cache[i].cands);
-		free(v);
-		return ORGW_ENOMEM;
-	}
-	cands_cache[i].text = v;
-	*c = &cands_cache[i].cands;
-	return ORGW_OK;
+	record_cands_clear(&b->cands);
+	b->have_cands = false;
+	b->cands_model = NULL;
 }
 
 /* The batch's entry for key, made (zeroed) when new; NULL when out of
@@ -1065,7 +1119,6 @@ batch_key(struct finish_batch *b, const char *key, bool *fresh)
 static enum orgw_err
 batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 {
-	const struct rec_cands *cands;
 	struct ledger_cell cell;
 	struct finish_key *e;
 	char k[KEY_MAX + 64], day[11];
@@ -1074,12 +1127,13 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 
 	/* Jobs of one model (most of a batch) read its candidates once. */
 	if (b->cands_model == NULL || strcmp(b->cands_model, j->as) != 0) {
-		if ((err = cached_cands(s, j->as, &cands)) != ORGW_OK)
+		batch_cands_clear(b);
+		if ((err = read_cands(s, j->as, &b->cands, &b->have_cands)) !=
+		    ORGW_OK)
 			return err;
 		b->cands_model = j->as;
-		b->cands = cands;
 	}
-	ledger_price(&j->d, b->cands);
+	ledger_price(&j->d, b->have_cands ? &b->cands : NULL);
 	ledger_from_delta(&cell, &j->d);
 	record_day(j->d.now, day);
 	/* A key that cannot be made (a model id too long for it) counts
@@ -1090,7 +1144,7 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 			return ORGW_ENOMEM;
 		ledger_cell_add(&e->cell, &cell);
 	}
-	j->d.money_tag = NULL;	/* it pointed into the cache */
+	j->d.money_tag = NULL;	/* it pointed into b->cands */
 	return ORGW_OK;
 }
 
@@ -1251,7 +1305,7 @@ do_finish_batch(struct store *s, void *arg)
 	store_exact_outcome(s);
 	/* A transaction that runs again (a Redis conflict) starts over. */
 	batch_keys_clear(b);
-	b->cands_model = NULL;
+	batch_cands_clear(b);
 	b->known_model = NULL;
 	if (b->lost > 0 && (err = lost_add(s, b->lost)) != ORGW_OK)
 		return err;
@@ -1264,10 +1318,14 @@ do_finish_batch(struct store *s, void *arg)
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 
-		if (strncmp(e->key, "HIT:", 4) == 0)
-			err = store_put_text(s, e->key,
-				       record_hits_encode(e->hits, e->n_hits));
-		else if (strncmp(e->key, LEDGER_PREFIX,
+		if (strncmp(e->key, "HIT:", 4) == 0) {
+			struct hits_val hv = {e->hits, e->n_hits};
+			char *text = record_hits_encode(e->hits, e->n_hits);
+
+			if (text != NULL)
+				memo_put(&hit_memo, e->key, text, &hv);
+			err = store_put_text(s, e->key, text);
+		} else if (strncmp(e->key, LEDGER_PREFIX,
 				 strlen(LEDGER_PREFIX)) == 0)
 			err = state_cell_put(s, e->key, &e->cell);
 	}
@@ -1304,6 +1362,7 @@ finish_lead(const struct orgw_conf *c)
 	err = state_txn(c, true, do_finish_batch, &b);
 	batch_keys_clear(&b);
 	free(b.keys);
+	batch_cands_clear(&b);
 	if (err != ORGW_OK) {
 		store_lost_add(b.lost + (int64_t)b.n_jobs);
 		log_warn("state unavailable (%s): %zu request%s not counted "

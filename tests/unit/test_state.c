@@ -536,6 +536,67 @@ test_finish(void)
 	free(v);
 }
 
+/*
+ * The decoded records a process keeps (memo.h) never hide what another
+ * process wrote: a cell, hit rate, lock or candidate list rewritten
+ * behind this one's back is read as stored.
+ */
+static void
+test_other_writer(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	struct ledger_cell c;
+	struct finisher f = {1, 0};
+	struct state_route r;
+	struct score_hit h, *hv = NULL;
+	char day[11], k[256], *v;
+	size_t hn = 0;
+
+	store_mem_reset();
+	record_day(NOW, day);
+	put_cands(ab, 2);
+	finish_many(&f);
+	finish_many(&f);
+	T_ASSERT("other writer: two requests counted",
+		 cell(day, "chat", "a", LX_REQUESTS) == 2);
+	/* Another process counts 40 more, and measures no cache at all. */
+	memset(&c, 0, sizeof(c));
+	snprintf(k, sizeof(k), "LEDGER:" M ":%s:chat:a", day);
+	v = get(k);
+	(void)ledger_cell_decode(v, &c);
+	free(v);
+	c.v[LX_REQUESTS] += 40;
+	v = ledger_cell_encode(&c);
+	put(k, v);
+	record_free(v);
+	memset(&h, 0, sizeof(h));
+	snprintf(h.tag, sizeof(h.tag), "a");
+	h.weight = 1e9;
+	h.tokens = 1000000000;
+	v = record_hits_encode(&h, 1);
+	put("HIT:" M, v);
+	record_free(v);
+	finish_many(&f);
+	T_ASSERT("other writer: its cell is added to, not this one's copy",
+		 cell(day, "chat", "a", LX_REQUESTS) == 43);
+	v = get("HIT:" M);
+	T_ASSERT("other writer: its hit rate is learnt on, not this one's",
+		 v != NULL && record_hits_decode(v, &hv, &hn) == ORGW_OK &&
+			 hn == 1 && hv[0].tokens == 1000000000 + 1000 &&
+			 hv[0].rate < 0.001);
+	free(hv);
+	free(v);
+	/* Routed once on a, then an operator moves the lock to b. */
+	put_lock("a", NOW);
+	T_ASSERT("other writer: routed on the stored lock",
+		 state_route(&conf, M, false, NOW, &r, NULL) == ORGW_OK &&
+			 strcmp(r.tag, "a") == 0);
+	put_lock("b", NOW);
+	T_ASSERT("other writer: routed on the lock it moved",
+		 state_route(&conf, M, false, NOW, &r, NULL) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0);
+}
+
 /* One finished request on model (ok or not), at NOW. */
 static enum orgw_err
 finish_one(const char *model, bool ok)
@@ -788,6 +849,7 @@ main(void)
 	test_breaker();
 	test_breaker_cooling();
 	test_finish();
+	test_other_writer();
 	test_unseen();
 	test_operator();
 	test_admit();
