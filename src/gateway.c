@@ -928,6 +928,31 @@ is_side(enum route_id id)
 	       id != R_NONE;
 }
 
+/*
+ * True when a generation must be refused (load_saturated) after waiting
+ * up to LOAD_WAIT_MS for a thread of the host to come free: a thread
+ * that answered and commits its counts is still busy for a moment, and
+ * a burst of short requests would otherwise be refused for threads that
+ * are about to be idle.
+ */
+static bool
+host_full(const struct orgw_load *load)
+{
+	struct orgw_load now = *load;
+	int64_t until;
+
+	if (!load_saturated(&now))
+		return false;
+	until = clock_mono_ms() + LOAD_WAIT_MS;
+	while (clock_mono_ms() < until) {
+		clock_sleep_us(1000);
+		slots_peek(&now);
+		if (!load_saturated(&now))
+			return false;
+	}
+	return true;
+}
+
 /* 503 server_overloaded with Retry-After, in the API's shape. */
 static int
 overloaded(const struct orgw_io *io, const struct api *api)
@@ -1082,7 +1107,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 	 * clients' retries are the queue; a wait here would be silent for a
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
-	if (is_generation(id) && load != NULL && load_saturated(load))
+	if (is_generation(id) && load != NULL && host_full(load))
 		return overloaded(io, api);
 	switch (id) {
 	case R_CHAT:

@@ -16,6 +16,13 @@
  * after three (deploy/README-workers.md). */
 #define LOAD_MIN_AGE_SECONDS 10
 
+/* How long a generation that finds every thread of the host busy waits
+ * for one to come free before it is refused: the threads that have
+ * answered and only commit their counts (state_finish) come free within
+ * milliseconds, and under a burst of short requests they are most of the
+ * busy ones. */
+#define LOAD_WAIT_MS 250
+
 /* Seconds a refused request is told to wait (Retry-After). */
 #define LOAD_RETRY_AFTER_SECONDS 1
 

@@ -265,13 +265,20 @@ slots_open(const char *state_path, unsigned threads)
 void
 slots_enter(struct orgw_load *load)
 {
+	if (mine != NULL)
+		atomic_fetch_add(&mine->busy, 1);
+	slots_peek(load);
+}
+
+void
+slots_peek(struct orgw_load *load)
+{
 	uint32_t busy = 0, cap = 0, side = 0, peak;
 	size_t i;
 
 	memset(load, 0, sizeof(*load));
 	if (mine == NULL)
 		return;
-	atomic_fetch_add(&mine->busy, 1);
 	for (i = 0; i < SLOTS_MAX; i++) {
 		struct slot *s = &tab->slot[i];
 		int32_t pid = atomic_load(&s->pid);

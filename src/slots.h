@@ -29,6 +29,10 @@ enum orgw_err slots_open(const char *state_path, unsigned threads);
  */
 void slots_enter(struct orgw_load *load);
 
+/* Fills *load with the host's load now, as slots_enter() does, counting
+ * nothing.  Thread-safe. */
+void slots_peek(struct orgw_load *load);
+
 /*
  * The thread's request is a side request (load.h, load_side_refused):
  * counts it and returns the host's side requests, this one included (0

@@ -91,6 +91,11 @@
 #define READER_YIELD_MAX_MS 100
 #define READER_YIELD_WITHIN_MS 500
 
+/* A wait for the flock this long polls at least once a millisecond;
+ * after it, the holder is in a long transaction and the polls back off
+ * to 16 ms. */
+#define LOCK_WAIT_SHORT_MS 50
+
 /* How long store_check() waits for its shared lock. */
 #define STORE_CHECK_WAIT_MS 200
 
@@ -191,6 +196,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	 * slept on it. */
 	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
 	int64_t yield_until = clock_mono_ms() + READER_YIELD_MAX_MS;
+	int64_t long_after = clock_mono_ms() + LOCK_WAIT_SHORT_MS;
 	bool waited = false;
 
 	if (fsafe_side_path(lp, sizeof(lp), path, ".lock") == -1) {
@@ -231,7 +237,10 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 			break;
 		}
 		clock_sleep_us(wait_us);
-		if (wait_us < 16000)
+		/* A queue of short transactions (group commits, routes)
+		 * is served within a millisecond of each release; only a
+		 * long hold (a scoring run, a repair) backs off further. */
+		if (wait_us < (clock_mono_ms() < long_after ? 1000 : 16000))
 			wait_us *= 2;
 	}
 	{
