@@ -105,13 +105,15 @@ fsafe_open(const char *file, bool write, bool create)
 	struct stat st;
 	bool made = false;
 
-	if (create) {
+	/* The file is there but for the first open of all: one system
+	 * call then, as a transaction opens two or three files. */
+	fd = open(file, flags);
+	if (fd == -1 && errno == ENOENT && create) {
 		fd = open(file, flags | O_CREAT | O_EXCL, fsafe_mode);
 		made = fd != -1;
+		/* Made by another process meanwhile. */
 		if (fd == -1 && errno == EEXIST)
 			fd = open(file, flags);
-	} else {
-		fd = open(file, flags);
 	}
 	if (fd == -1) {
 		if (errno == ELOOP) {
