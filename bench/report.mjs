@@ -145,6 +145,15 @@ const S = {
   redis_tput_vs_proxy: c64['orgw-redis'] && c64.proxy ? c64['orgw-redis'].rps / c64.proxy.rps : null,
   gdbm_tput_rps: c64.orgw ? c64.orgw.rps : null,
 };
+// The state layer's goals: instructions per request (callgrind) and the
+// answers at the highest concurrency that were not 2xx.
+const cgRows = has('callgrind.txt') ? rd('callgrind.txt').split('\n').filter(Boolean)
+  .map((l) => l.match(/^(\S+) (\d+) instructions\/request/)).filter(Boolean) : [];
+const cgOf = (label) => { const m = cgRows.find((x) => x[1] === label); return m ? Number(m[2]) : null; };
+S.instructions = cgOf('orgw');
+S.instructions_30d = cgOf('orgw-30d');
+S.top_conc = conc[conc.length - 1];
+S.top_conc_not_2xx = tput[S.top_conc] && tput[S.top_conc].orgw ? tput[S.top_conc].orgw.errors : null;
 const long = longSection(D);
 S.long = long.goals;
 fs.writeFileSync(path.join(D, 'summary.json'), `${JSON.stringify(S, null, 1)}\n`);
@@ -181,6 +190,10 @@ p(`| added latency per sequential request ≤ 0.25 ms | ${f(S.added_ms, 3)} ms |
 p(`| ... and ≤ 1.5× what the bare proxy adds | ${S.added_vs_proxy == null ? 'n/a' : `${S.added_vs_proxy.toFixed(2)}×`} (proxy adds ${f(S.proxy_added_ms, 3)} ms) | ${yes(S.added_vs_proxy == null ? null : S.added_vs_proxy <= 1.5)} |`);
 p(`| throughput at concurrency ${S.tput_c} ≥ 0.7× bare proxy | ${S.tput_vs_proxy == null ? 'n/a' : `${S.tput_vs_proxy.toFixed(2)}×`} | ${yes(S.tput_vs_proxy == null ? null : S.tput_vs_proxy >= 0.7)} |`);
 p(`| throughput at concurrency ${S.tput_c} ≥ 5× Portkey | ${S.tput_vs_portkey == null ? 'n/a' : `${S.tput_vs_portkey.toFixed(2)}×`} | ${yes(S.tput_vs_portkey == null ? null : S.tput_vs_portkey >= 5)} |`);
+p(`| throughput at concurrency ${S.tput_c} ≥ 0.5× bare proxy (the state layer) | ${S.tput_vs_proxy == null ? 'n/a' : `${S.tput_vs_proxy.toFixed(2)}×`} | ${yes(S.tput_vs_proxy == null ? null : S.tput_vs_proxy >= 0.5)} |`);
+p(`| no answer but 2xx at concurrency ${S.top_conc} (${meta.workers} workers${meta.long_threads > 1 ? ` of ${meta.long_threads} threads` : ''}) | ${S.top_conc_not_2xx ?? 'n/a'} | ${yes(S.top_conc_not_2xx == null ? null : S.top_conc_not_2xx === 0)} |`);
+p(`| instructions per proxied request (callgrind, one worker, fresh state) ≤ 300k | ${S.instructions == null ? 'not run' : S.instructions.toLocaleString('en-US')} | ${yes(S.instructions == null ? null : S.instructions <= 300000)} |`);
+p(`| ... on a state with 30 days of history ≤ 330k | ${S.instructions_30d == null ? 'not run' : S.instructions_30d.toLocaleString('en-US')} | ${yes(S.instructions_30d == null ? null : S.instructions_30d <= 330000)} |`);
 p(`| streaming first token within 1 ms of the bare proxy | ${S.first_token_vs_proxy_ms == null ? 'n/a' : `${S.first_token_vs_proxy_ms >= 0 ? '+' : ''}${f(S.first_token_vs_proxy_ms, 3)} ms`} | ${yes(S.first_token_vs_proxy_ms == null ? null : S.first_token_vs_proxy_ms <= 1)} |`);
 p(`| streaming spacing preserved (median gap within 1 ms of direct, p5 ≥ half the spacing) | median gap ${st.orgw ? f(st.orgw.gap_median_ms, 2) : 'n/a'} ms (direct ${st.direct ? f(st.direct.gap_median_ms, 2) : 'n/a'}) for ${stream ? stream.spacing_ms : '?'} ms sent, p5 ${st.orgw ? f(st.orgw.gap_p5_ms, 2) : 'n/a'} ms, ${st.orgw ? st.orgw.batched : 'n/a'} of ${st.orgw ? st.orgw.gaps : 'n/a'} gaps under half | ${yes(S.spacing_ok)} |`);
 p(`| idle worker < 4 MiB RSS | ${mib(S.idle_worker_rss_kb)} MiB (median of ${workerIdle.length}; libcurl alone: ${curlFloor.length ? `${mib(curlFloor[0].rss_kb)} MiB` : 'n/a'}) | ${yes(S.idle_worker_rss_kb == null ? null : S.idle_worker_rss_kb < 4096)} |`);
@@ -227,8 +240,13 @@ p(`wrk, 2 threads, ${meta.duration} s per run, ${meta.repeat} run(s) per cell, m
 p();
 const hasRedis = names.includes('orgw-redis');
 const refused = conc.map((c) => names.filter((n) => tput[c][n].errors > 0).map((n) => `${n} at c=${c}: ${tput[c][n].errors}`)).flat();
+const orgwRefused = names.filter((n) => n.startsWith('orgw')).some((n) => conc.some((c) => tput[c][n].errors > 0));
 if (refused.length) {
-  p(`Not 2xx, summed over the runs: ${refused.join('; ')}. orgw answers 503 (\`server_overloaded\`, Retry-After) at once when every worker thread of the host is busy: with ${meta.workers} workers of ${meta.long_threads > 1 ? meta.long_threads : '?'} threads, instant requests from c=256 clients keep more threads busy than there are clients, since a thread records a request's counts after its client has the answer, in turn with its siblings.`);
+  p(`Not 2xx, summed over the runs: ${refused.join('; ')}.${orgwRefused ? ` orgw answers 503 (\`server_overloaded\`, Retry-After) when every worker thread of the host (${meta.workers} workers of ${meta.long_threads > 1 ? meta.long_threads : '?'} threads) is still busy after a generation has waited 250 ms for one to come free.` : ''}`);
+  p();
+}
+if (!orgwRefused) {
+  p(`orgw answered every request of every run with 2xx, at c=256 too: a thread that has answered commits its counts before it takes the next request, and a generation that finds every thread busy waits up to 250 ms for one to come free instead of getting 503 at once.`);
   p();
 }
 p(`| concurrency | ${names.map((n) => `${n} req/s`).join(' | ')} | orgw/direct | orgw/proxy | orgw/Portkey |${hasRedis ? ' orgw-redis/proxy | orgw-redis/orgw |' : ''}`);

@@ -317,9 +317,6 @@ read_cands(struct store *s, const char *model, struct rec_cands *cands,
 	} else if (v != NULL && record_cands_decode(v, cands) == ORGW_OK) {
 		*have_cands = true;
 		memo_put(&cands_memo, k, v, cands);
-	} else {
-		/* A failed decode may leave part of a list behind. */
-		record_cands_clear(cands);
 	}
 	free(v);
 	return ORGW_OK;
