@@ -92,7 +92,7 @@ function lockStats(logFile) {
   const txt = rd(logFile);
   const tx = [...txt.matchAll(/lock: write=(\d) wait_us=(-?\d+) hold_us=(-?\d+)/g)]
     .map((m) => ({ w: m[1] === '1', wait: +m[2], hold: +m[3] }));
-  const reqs = (txt.match(/ req: time=\d+ model=/g) || []).length; // chat requests
+  const reqs = (txt.match(/ req: time=\d+ (?:api=\S+ )?model=/g) || []).length; // generation requests
   if (!tx.length) return null;
   const holdAll = tx.map((t) => t.hold);
   return {
