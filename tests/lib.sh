@@ -76,6 +76,8 @@
 #   ORGW_DOUBLE_JS  the upstream double (default tests/double/openrouter-double.js)
 #   ORGW_KEEP=1     keep $ORGW_T (logs, state, configs) after the test
 #   ORGW_CURL_MAX_TIME  seconds for one orgw_curl/orgw_http/double_ctl (default 120)
+#   ORGW_PORT_RANGE LO-HI: the ports orgw__free_port draws from (tests/run.sh
+#                   sets one per lane; default: any port the kernel picks)
 
 ORGW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export ORGW_ROOT
@@ -240,9 +242,21 @@ orgw__wait_http() { # URL SECONDS: until any HTTP status answers
 	done
 }
 
-orgw__free_port() { # a port free on 127.0.0.1 right now
-	node -e 'const s = require("net").createServer();
-s.listen(0, "127.0.0.1", () => { process.stdout.write(String(s.address().port)); s.close(); });'
+# orgw__free_port: a port free on 127.0.0.1 right now.  With
+# ORGW_PORT_RANGE=LO-HI (tests/run.sh gives each lane its own, below the
+# ephemeral ports) one drawn from that range, else one the kernel picks.
+orgw__free_port() {
+	node -e 'const net = require("net");
+const m = /^([0-9]+)-([0-9]+)$/.exec(process.argv[1] || "");
+const lo = m ? Number(m[1]) : 0, hi = m ? Number(m[2]) : 0;
+let tries = 0;
+const attempt = () => {
+  const s = net.createServer();
+  s.once("error", () => { if (++tries < 200) attempt(); else process.exit(1); });
+  s.listen(lo ? lo + Math.floor(Math.random() * (hi - lo + 1)) : 0, "127.0.0.1",
+    () => { process.stdout.write(String(s.address().port)); s.close(); });
+};
+attempt();' "${ORGW_PORT_RANGE:-}"
 }
 
 # orgw__double_start DIR KEY: sets ORGW_DOUBLE_PID, ORGW_DOUBLE_PORT
@@ -1162,7 +1176,10 @@ deploy_checks() {
 # "skip - ..." and exits 0.
 dist_unpack() {
 	local out rc why
-	out=$(cd "$ORGW_ROOT" && make --no-print-directory -s dist 2>&1)
+	# One build at a time: two scripts unpacking at once would both build
+	# into dist/build and build/dist.
+	out=$(cd "$ORGW_ROOT" && mkdir -p build &&
+		flock build/.dist.lock make --no-print-directory -s dist 2>&1)
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		why=$(grep 'cannot download' <<<"$out" | tail -n 1)
