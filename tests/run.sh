@@ -58,10 +58,15 @@
 #   t0676  a flood of a thousand wrong keys from 64 connections, with the
 #          good key's pace during it set beside its pace alone
 #   t0700  the soaks: 64 clients, worker kills and scoring runs
+#   t0800  busy work against a deadline: 8 /healthz within 1.5 s and 2.5 s,
+#          and a reader of a 20 MB stream that must never stall for the
+#          1 s send timeout
 #   t0810  20 requests with a huge MODELS_SEEN must be as fast as without
 #          (1.5 x + 100 ms)
+#   t0820  7 MB of /metrics rendered and sent within 13 s, twice over
 # Every other script's timing checks are lower bounds (load only lengthens
-# a wait) or upper bounds seconds above what it measures.
+# a wait), or upper bounds seconds above what they measure on scripts that
+# mostly wait (on streams the double spaces out, on timeouts).
 #
 # Scripts that share something in the tree never run at the same time: the
 # groups below (t0555 and t0556 both `make dist` into dist/ and build/dist;
@@ -95,7 +100,7 @@ if ! [[ $JOBS =~ ^[1-9][0-9]?$ ]]; then
 	printf 'tests/run.sh: ORGW_JOBS must be 1 to 99, not "%s"\n' "$JOBS" >&2
 	exit 2
 fi
-SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0110 t0147 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0810}
+SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0110 t0147 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0800 t0810 t0820}
 declare -A GROUP=([t0555]=dist [t0556]=dist)
 PORT_BASE=20000 # to 31999: below the ephemeral ports
 PORT_SPAN=$((12000 / JOBS))
