@@ -57,6 +57,11 @@
 #   double_ctl METHOD PATH [JSON]
 #       the double's control API; PATH "/__double/faults" or just "faults".
 #       Prints the body; fails on HTTP >= 400.
+#   double_seq             the seq of the last request the double logged (0: none)
+#   double_wait_request SEQ PATH
+#       until the double has logged a request after SEQ whose path contains
+#       PATH (10 s at most; status 1 when none came): a request is in flight
+#       in a worker, however long its client took to start.
 #   orgw_chat [chat.mjs ARGS...]
 #       node tests/js/chat.mjs --base $ORGW_URL/v1 --key $ORGW_KEY ARGS: one
 #       chat completion through the official OpenAI SDK, one JSON line out.
@@ -666,6 +671,20 @@ double_ctl() {
 	local -a args=(-sS --fail-with-body -X "$method" --max-time "${ORGW_CURL_MAX_TIME:-120}")
 	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
 	curl "${args[@]}" "$DOUBLE_URL$path"
+}
+
+double_seq() {
+	double_ctl GET 'log?limit=1' | json_get - 'j.requests.at(-1)?.seq ?? 0'
+}
+
+double_wait_request() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(double_ctl GET "log?since=$1" | json_get - \
+			"j.requests.filter((r) => r.path.includes('$2')).length")" -gt 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 orgw_chat() {
