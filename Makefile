@@ -129,10 +129,14 @@ deps:
 deps-test:
 	@ORGW_DEPS_TEST=1 $(DEPS)
 
+# make test builds with a job per core, unless make was given -j itself (the
+# sub-makes then share its job slots).
+TEST_MAKE_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+
 test: deps-test
 	@$(MAKE) --no-print-directory lint
-	$(MAKE) all unit
-	$(MAKE) FLAVOUR=asan unit
+	$(MAKE) $(TEST_MAKE_JOBS) all unit
+	$(MAKE) $(TEST_MAKE_JOBS) FLAVOUR=asan unit
 	@sh tests/run.sh
 
 check: deps-test

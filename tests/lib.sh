@@ -57,6 +57,11 @@
 #   double_ctl METHOD PATH [JSON]
 #       the double's control API; PATH "/__double/faults" or just "faults".
 #       Prints the body; fails on HTTP >= 400.
+#   double_seq             the seq of the last request the double logged (0: none)
+#   double_wait_request SEQ PATH
+#       until the double has logged a request after SEQ whose path contains
+#       PATH (10 s at most; status 1 when none came): a request is in flight
+#       in a worker, however long its client took to start.
 #   orgw_chat [chat.mjs ARGS...]
 #       node tests/js/chat.mjs --base $ORGW_URL/v1 --key $ORGW_KEY ARGS: one
 #       chat completion through the official OpenAI SDK, one JSON line out.
@@ -76,6 +81,8 @@
 #   ORGW_DOUBLE_JS  the upstream double (default tests/double/openrouter-double.js)
 #   ORGW_KEEP=1     keep $ORGW_T (logs, state, configs) after the test
 #   ORGW_CURL_MAX_TIME  seconds for one orgw_curl/orgw_http/double_ctl (default 120)
+#   ORGW_PORT_RANGE LO-HI: the ports orgw__free_port draws from (tests/run.sh
+#                   sets one per lane; default: any port the kernel picks)
 
 ORGW_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export ORGW_ROOT
@@ -240,9 +247,21 @@ orgw__wait_http() { # URL SECONDS: until any HTTP status answers
 	done
 }
 
-orgw__free_port() { # a port free on 127.0.0.1 right now
-	node -e 'const s = require("net").createServer();
-s.listen(0, "127.0.0.1", () => { process.stdout.write(String(s.address().port)); s.close(); });'
+# orgw__free_port: a port free on 127.0.0.1 right now.  With
+# ORGW_PORT_RANGE=LO-HI (tests/run.sh gives each lane its own, below the
+# ephemeral ports) one drawn from that range, else one the kernel picks.
+orgw__free_port() {
+	node -e 'const net = require("net");
+const m = /^([0-9]+)-([0-9]+)$/.exec(process.argv[1] || "");
+const lo = m ? Number(m[1]) : 0, hi = m ? Number(m[2]) : 0;
+let tries = 0;
+const attempt = () => {
+  const s = net.createServer();
+  s.once("error", () => { if (++tries < 200) attempt(); else process.exit(1); });
+  s.listen(lo ? lo + Math.floor(Math.random() * (hi - lo + 1)) : 0, "127.0.0.1",
+    () => { process.stdout.write(String(s.address().port)); s.close(); });
+};
+attempt();' "${ORGW_PORT_RANGE:-}"
 }
 
 # orgw__double_start DIR KEY: sets ORGW_DOUBLE_PID, ORGW_DOUBLE_PORT
@@ -652,6 +671,20 @@ double_ctl() {
 	local -a args=(-sS --fail-with-body -X "$method" --max-time "${ORGW_CURL_MAX_TIME:-120}")
 	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
 	curl "${args[@]}" "$DOUBLE_URL$path"
+}
+
+double_seq() {
+	double_ctl GET 'log?limit=1' | json_get - 'j.requests.at(-1)?.seq ?? 0'
+}
+
+double_wait_request() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(double_ctl GET "log?since=$1" | json_get - \
+			"j.requests.filter((r) => r.path.includes('$2')).length")" -gt 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 orgw_chat() {
@@ -1162,7 +1195,10 @@ deploy_checks() {
 # "skip - ..." and exits 0.
 dist_unpack() {
 	local out rc why
-	out=$(cd "$ORGW_ROOT" && make --no-print-directory -s dist 2>&1)
+	# One build at a time: two scripts unpacking at once would both build
+	# into dist/build and build/dist.
+	out=$(cd "$ORGW_ROOT" && mkdir -p build &&
+		flock build/.dist.lock make --no-print-directory -s dist 2>&1)
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		why=$(grep 'cannot download' <<<"$out" | tail -n 1)

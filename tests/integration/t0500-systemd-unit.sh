@@ -67,12 +67,16 @@ fcgi() { # METHOD PATH [BODY]: one request straight to the socket
 }
 t_match "the workers answer on the socket" '^Status: 200' "$(fcgi GET /healthz | tr -d '\r')"
 
+# The stop comes once the stream's request has reached the double, and
+# half a second into its 2.4 s (not at a fixed time from the client's start).
 double_ctl POST config '{"spacing_ms":400,"chunks":6}' >/dev/null
+s0=$(double_seq)
 fcgi POST /v1/chat/completions \
 	"{\"model\":\"$DEPLOY_MODEL\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
 	>"$ORGW_T/unit/stream.out" 2>&1 &
 client=$!
-sleep 1.2
+double_wait_request "$s0" chat/completions
+sleep 0.5
 kill -TERM "$MAIN"
 t0=$SECONDS
 for ((i = 0; i < 150; i++)); do

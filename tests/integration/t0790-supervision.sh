@@ -77,11 +77,16 @@ t_match "  and says so" 'died to often' "$(cat "$ORGW_T/mw.log")"
 left=$(slot_test -r 1000)
 t_eq "multiwatch -r 1000: the slot is still filled after 5 kills" 1 "$left"
 
-# 3. Graceful stop with a stream in flight (3 s long).
+# 3. Graceful stop with a stream in flight (3 s long): once its request
+# has reached the double, and half a second into it.  (A fixed second from
+# the client's start was too short for node and the SDK to send the
+# request on a busy machine: the stop came first.)
 double_ctl POST config '{"chunks":10,"spacing_ms":300}' >/dev/null
+s0=$(double_seq)
 orgw_chat --model "$M" --stream >"$ORGW_T/inflight.json" &
 chat=$!
-sleep 1
+double_wait_request "$s0" chat/completions
+sleep 0.5
 kill -TERM "$(orgw_supervisor_pid)"
 wait "$chat"
 out=$(cat "$ORGW_T/inflight.json")
