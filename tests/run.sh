@@ -33,7 +33,8 @@
 #   ORGW_TIMEOUT=S     per program timeout in seconds (default 300)
 #   ORGW_REDIS_TESTS=L the integration scripts (tNNNN numbers) that run a
 #                      second time with ORGW_STATE_BACKEND=redis (default:
-#                      the state tests t0120 t0130 t0140 t0340 t0355 t0410 t0415)
+#                      the state tests t0120 t0130 t0140 t0148 t0340 t0355 t0410
+#                      t0415)
 #   ORGW_JOBS=N        integration scripts running at once (default 2, the
 #                      cores of the machine the suite is sized for; 1 runs
 #                      every script one after the other in name order, the
@@ -48,6 +49,8 @@
 #   t0110  events 200 ms apart must arrive 150-250 ms apart
 #   t0147  120 streams at once: the last first token before the shortest
 #          stream's end
+#   t0148  5 clients of instant requests on 6 threads for 4 s: no thread may
+#          stay busy with its commit for 250 ms
 #   t0320  a parallel scoring run's wall time against the serial one and
 #          against waves of 200 ms
 #   t0510 t0520 t0530 t0540 t0550 t0556
@@ -100,7 +103,7 @@ if ! [[ $JOBS =~ ^[1-9][0-9]?$ ]]; then
 	printf 'tests/run.sh: ORGW_JOBS must be 1 to 99, not "%s"\n' "$JOBS" >&2
 	exit 2
 fi
-SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0110 t0147 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0800 t0810 t0820}
+SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0110 t0147 t0148 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0800 t0810 t0820}
 declare -A GROUP=([t0555]=dist [t0556]=dist)
 PORT_BASE=20000 # to 31999: below the ephemeral ports
 PORT_SPAN=$((12000 / JOBS))
@@ -378,7 +381,7 @@ queue_script() {
 	queue integration "$1" bash "$1"
 	# The state tests once more on the Redis back-end (tests/lib.sh
 	# starts a private redis-server).
-	for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0340 t0355 t0410 t0415}; do
+	for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0148 t0340 t0355 t0410 t0415}; do
 		case ${1##*/} in
 		"$pat"-*) queue integration "$1 [redis]" \
 			env ORGW_STATE_BACKEND=redis bash "$1" ;;
