@@ -164,6 +164,13 @@ interrupted() {
 	[ -n "$TAIL_PID" ] && kill "$TAIL_PID" 2>/dev/null
 	[ -n "$LIVE" ] && printf '\n'
 	flush_pending
+	# What the other programs cut short had printed so far.
+	for l in "${!L_PID[@]}"; do
+		[ "$l" = "$LIVE" ] && continue
+		printf '=== %s\n' "${Q_NAME[${L_JOB[$l]}]}"
+		cat "$TMP/${L_JOB[$l]}.out"
+		printf '\n'
+	done
 	rm -rf "$TMP"
 	FAILED=$((FAILED + 1))
 	FAILURES+=("interrupted")
