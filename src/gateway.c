@@ -1102,9 +1102,10 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 				   "WWW-Authenticate: Bearer\r\n");
 	}
 	/* The host's last idle thread never takes a stream, which could
-	 * hold it for minutes: a generation then gets 503 at once.  The
-	 * OpenAI and Anthropic SDKs retry a 503 after Retry-After, so the
-	 * clients' retries are the queue; a wait here would be silent for a
+	 * hold it for minutes: a generation then gets 503 once no thread
+	 * has come free for LOAD_WAIT_MS (host_full).  The OpenAI and
+	 * Anthropic SDKs retry a 503 after Retry-After, so the clients'
+	 * retries are the queue; a longer wait here would be silent for a
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
 	if (is_generation(id) && load != NULL && host_full(load))

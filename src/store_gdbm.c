@@ -196,7 +196,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	 * slept on it. */
 	int64_t deadline = clock_mono_ms() + timeout_ms, wait_us = 50;
 	int64_t yield_until = clock_mono_ms() + READER_YIELD_MAX_MS;
-	int64_t long_after = clock_mono_ms() + LOCK_WAIT_SHORT_MS;
+	int64_t long_after = clock_mono_ms() + LOCK_WAIT_SHORT_MS, cap_us;
 	bool waited = false;
 
 	if (fsafe_side_path(lp, sizeof(lp), path, ".lock") == -1) {
@@ -240,8 +240,8 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		/* A queue of short transactions (group commits, routes)
 		 * is served within a millisecond of each release; only a
 		 * long hold (a scoring run, a repair) backs off further. */
-		if (wait_us < (clock_mono_ms() < long_after ? 1000 : 16000))
-			wait_us *= 2;
+		cap_us = clock_mono_ms() < long_after ? 1000 : 16000;
+		wait_us = wait_us * 2 < cap_us ? wait_us * 2 : cap_us;
 	}
 	{
 		int e = errno;
