@@ -66,12 +66,9 @@ memo_put(struct memo *m, const char *key, const char *text, const void *val)
 	 * swap. */
 	if ((fresh.key = strdup(key)) == NULL ||
 	    (fresh.text = strdup(text)) == NULL ||
-	    (fresh.val = malloc(m->size)) == NULL) {
-		free(fresh.key);
-		free(fresh.text);
-		return;
-	}
-	if (!val_copy(m, fresh.val, val)) {
+	    (fresh.val = malloc(m->size)) == NULL ||
+	    !val_copy(m, fresh.val, val)) {
+		/* A failed copy owns nothing (memo.h). */
 		free(fresh.val);
 		free(fresh.key);
 		free(fresh.text);

@@ -23,7 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Keys a memo holds at once; the oldest goes first. */
+/* Keys a memo holds at once; when all are taken, a new key takes their
+ * slots in turn. */
 #define MEMO_SLOTS 16
 
 struct memo_slot {

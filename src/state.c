@@ -120,6 +120,19 @@ static struct memo cell_memo = MEMO_INIT(sizeof(struct ledger_cell), NULL,
 static struct memo lock_memo = MEMO_INIT(sizeof(struct rec_lock), NULL,
 					 NULL);
 
+/* A malloc'd copy of the n items of size bytes at src, for a memo's
+ * copy of a decoded list; NULL when n is 0 or out of memory. */
+static void *
+items_dup(const void *src, size_t n, size_t size)
+{
+	void *d;
+
+	if (n == 0 || (d = malloc(n * size)) == NULL)
+		return NULL;
+	memcpy(d, src, n * size);
+	return d;
+}
+
 static bool
 cands_copy(void *dst, const void *src)
 {
@@ -127,15 +140,9 @@ cands_copy(void *dst, const void *src)
 	const struct rec_cands *c = src;
 
 	*d = *c;
-	d->v = NULL;
-	if (c->n == 0)
-		return true;
-	if ((d->v = malloc(c->n * sizeof(*d->v))) == NULL) {
+	if ((d->v = items_dup(c->v, c->n, sizeof(*d->v))) == NULL)
 		d->n = 0;
-		return false;
-	}
-	memcpy(d->v, c->v, c->n * sizeof(*d->v));
-	return true;
+	return d->n == c->n;
 }
 
 static void
@@ -966,13 +973,9 @@ hits_copy(void *dst, const void *src)
 	const struct hits_val *h = src;
 
 	d->n = h->n;
-	d->v = NULL;
-	if (h->n == 0)
-		return true;
-	if ((d->v = malloc(h->n * sizeof(*d->v))) == NULL)
-		return false;
-	memcpy(d->v, h->v, h->n * sizeof(*d->v));
-	return true;
+	if ((d->v = items_dup(h->v, h->n, sizeof(*d->v))) == NULL)
+		d->n = 0;
+	return d->n == h->n;
 }
 
 static void
