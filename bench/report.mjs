@@ -147,9 +147,11 @@ const S = {
 };
 // The state layer's goals: instructions per request (callgrind) and the
 // answers at the highest concurrency that were not 2xx.
-const cgRows = has('callgrind.txt') ? rd('callgrind.txt').split('\n').filter(Boolean)
-  .map((l) => l.match(/^(\S+) (\d+) instructions\/request/)).filter(Boolean) : [];
-const cgOf = (label) => { const m = cgRows.find((x) => x[1] === label); return m ? Number(m[2]) : null; };
+// bench/callgrind.sh's lines, "LABEL N instructions/request (B of M not 200)".
+const cg = has('callgrind.txt') ? rd('callgrind.txt').split('\n').filter(Boolean)
+  .map((l) => l.match(/^(\S+) (\d+) instructions\/request \((\d+) of (\d+) not 200\)/)).filter(Boolean)
+  .map((m) => ({ label: m[1], ir: Number(m[2]), bad: Number(m[3]), n: Number(m[4]) })) : [];
+const cgOf = (label) => { const m = cg.find((x) => x.label === label); return m ? m.ir : null; };
 S.instructions = cgOf('orgw');
 S.instructions_30d = cgOf('orgw-30d');
 S.top_conc = conc[conc.length - 1];
@@ -281,9 +283,6 @@ p('## A state with 30 days of history');
 p();
 {
   const aged = jsonl('wrk-aged.jsonl');
-  const cg = has('callgrind.txt') ? rd('callgrind.txt').split('\n').filter(Boolean)
-    .map((l) => l.match(/^(\S+) (\d+) instructions\/request \((\d+) of (\d+) not 200\)/)).filter(Boolean)
-    .map((m) => ({ label: m[1], ir: Number(m[2]), bad: Number(m[3]), n: Number(m[4]) })) : [];
   if (aged.length) {
     const c = aged[0].conc;
     const rate = (n) => median(aged.filter((r) => r.target === n && r.wrk && r.wrk.requests > 0)
