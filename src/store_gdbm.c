@@ -4,13 +4,17 @@
  *
  * Locking protocol (the shape of Exim's dbfn.c): flock(path.lock) with
  * LOCK_NB and a short backoff until the deadline, then gdbm_open with
- * GDBM_NOLOCK (the flock already serialises us), use, gdbm_close,
+ * GDBM_NOLOCK (the flock already serialises us), use, unlock.  A writer's
+ * handles stay open for the process's next transactions while no other
+ * writer has come in between (the lock file's generation: "Handles kept
+ * between transactions" below); any other handle is closed before the
  * unlock.  GDBM_NOMMAP: a file truncated behind our back (an operator, a
  * full disk) must give a read error, not SIGBUS in a mapped page.
  *
- * Ownership: struct store_gdbm owns the lock fd and the GDBM handle; both are
- * released by gd_commit()/gd_abort() and nowhere else.  This is the only file
- * that includes gdbm.h.
+ * Ownership: struct store_gdbm owns the lock fd and, unless it took them
+ * from its keep slot (s->kept), the GDBM handle; both are released or
+ * handed to the slot by gd_commit()/gd_abort() and nowhere else.  This is
+ * the only file that includes gdbm.h.
  *
  * Files are opened without following symlinks (O_NOFOLLOW, and GDBM gets
  * the descriptor through gdbm_fd_open), and refused, like sshd's
@@ -33,11 +37,12 @@
  * written:
  *   - a write transaction marks "primary" before its first store, writes
  *     the primary, and at commit marks "twin", replays the same stores and
- *     deletes into the twin, and marks "clean";
+ *     deletes into the twin, and marks "clean" (MARK_GEN and a new
+ *     generation when it keeps its handles, else MARK_CLEAN);
  *   - the next writer finding "primary" copies the twin over the primary
  *     (the dead writer's transaction is lost whole); finding "twin", the
  *     primary over the twin; a reader finding "primary" reads the twin.
- * The cost is a second gdbm_open and the replayed stores per write
+ * The cost is the twin's handle and the replayed stores per write
  * transaction (bench/notes.md, round 7); no copy unless a writer died.  A twin
  * that is missing, older than the primary (an upgrade; an operator's
  * gdbmtool) or of another size (cut short by hand: equal files stay equal
@@ -64,9 +69,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <gdbm.h>
@@ -104,13 +111,17 @@
 #define MARK_PRIMARY 'p'	/* the primary is being written */
 #define MARK_TWIN 't'		/* the twin is being written */
 #define MARK_FAILED 'f'		/* a write to the primary failed part-way */
+#define MARK_GEN 'g'		/* equal, and a generation follows (keeps) */
+
+/* MARK_GEN and the generation after it, a uint64_t in host order. */
+#define STAMP_LEN (1 + sizeof(uint64_t))
 
 /* The primary may hold part of a transaction: the twin is the better
  * copy.  A mark this build does not know counts as such too. */
 static bool
 mark_dirty(char m)
 {
-	return m != MARK_CLEAN && m != MARK_TWIN;
+	return m != MARK_CLEAN && m != MARK_GEN && m != MARK_TWIN;
 }
 
 /* A store or delete of the transaction, replayed into the twin. */
@@ -120,10 +131,14 @@ struct op {
 	char key[];
 };
 
+struct keep;
+
 struct store_gdbm {
 	struct store base;	/* first: the back-end boundary */
 	int lockfd;
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
+	struct keep *slot;	/* the keep slot this transaction holds, or NULL */
+	bool kept;		/* dbf is the slot's, not this transaction's */
 	bool write;
 	bool marked;		/* MARK_PRIMARY is set */
 	bool ops_lost;		/* an op could not be kept: no replay */
@@ -449,7 +464,8 @@ twin_remake(const char *path, const char *twin, bool have_t, int *cause)
  * errno value of what failed.
  */
 static enum settle
-twin_settle(const char *path, int lockfd, int *cause)
+twin_settle(const char *path, int lockfd, int *cause, struct stat *pst,
+	    struct stat *tst)
 {
 	char twin[4200];
 	struct stat ps, ts;
@@ -467,6 +483,12 @@ twin_settle(const char *path, int lockfd, int *cause)
 		return SETTLE_FAILED;
 	have_p = lstat(path, &ps) == 0;
 	have_t = lstat(twin, &ts) == 0;
+	if (!have_p)
+		memset(&ps, 0, sizeof(ps));
+	if (!have_t)
+		memset(&ts, 0, sizeof(ts));
+	*pst = ps;
+	*tst = ts;
 	if (mark_dirty(m) && have_t && db_state(twin) == DB_WHOLE) {
 		log_warn("state %s: %s; restoring the last whole state from %s",
 			 path, what, twin);
@@ -482,7 +504,7 @@ twin_settle(const char *path, int lockfd, int *cause)
 	} else if (m == MARK_TWIN || !have_t || newer(&ps, &ts) ||
 		   ps.st_size != ts.st_size) {
 		rc = twin_remake(path, twin, have_t, cause);
-	} else if (m == MARK_CLEAN) {
+	} else if (m == MARK_CLEAN || m == MARK_GEN) {
 		return SETTLE_OK;
 	}
 	if (rc == SETTLE_OK && mark_set(lockfd, path, MARK_CLEAN) == -1) {
@@ -555,11 +577,213 @@ ops_free(struct store_gdbm *s)
 }
 
 /*
- * At commit, the primary closed: replays the writes into the twin.  After
- * a failed write or close the mark stays on "primary", so the next writer
- * (or store_gdbm_repair()) restores the state from before this one.
+ * Handles kept between transactions.  Opening GDBM is most of what a
+ * short transaction costs (the header and directory read, the bucket
+ * cache allocated and cleared: about 10k instructions an open, three
+ * opens a request before), so a process keeps its handles of the primary
+ * and the twin after a write transaction and uses them in its next
+ * transactions, readers' too, for as long as nothing else has written
+ * the files.  Every write transaction of this release ends by writing,
+ * under the exclusive lock, MARK_GEN and a generation one higher than
+ * the one it found (a random start when there is none).  A transaction
+ * uses the kept handles only when it finds MARK_GEN with the generation
+ * its process's last commit left, and the primary (for a writer the twin
+ * too) with the inode, size and times that commit left them; anything
+ * else means another writer came in between:
+ *   - a writer of this release in another process or thread: a new
+ *     generation;
+ *   - a writer of the release before: it ends with MARK_CLEAN (and reads
+ *     MARK_GEN as a mark it does not know, so it restores the primary
+ *     from the twin first, which is equal at rest: a mix of releases is
+ *     slower, never wrong);
+ *   - a writer that died (MARK_PRIMARY), a repair or a copy (MARK_CLEAN,
+ *     a new inode), a release before the twin or a gdbmtool write (the
+ *     file's size and times).
+ * Then the kept handles are closed (db_close: nothing of a stale handle
+ * reaches the file) and the transaction opens the files afresh, as every
+ * transaction did before.  So every process still sees the others'
+ * writes, and what the handles save is GDBM's own work: the open, and
+ * the buckets its cache already holds.  One slot per file (the state and
+ * the team keys), used by one thread at a time; a thread that finds its
+ * slot taken opens a handle of its own.  A child process (fork) never
+ * uses its parent's handles.
+ */
+#define KEEP_SLOTS 2
+
+struct keep {
+	pthread_mutex_t mu;	/* held by the transaction using the slot */
+	pid_t pid;		/* the process that opened the handles */
+	GDBM_FILE prim, twin;	/* writers' handles; NULL: none kept */
+	uint64_t gen;		/* the generation the last commit left */
+	struct stat pst, tst;	/* the files as that commit left them */
+	char path[4200];	/* the primary; "": the slot is free */
+};
+
+static struct keep keeps[KEEP_SLOTS] = {
+	{.mu = PTHREAD_MUTEX_INITIALIZER},
+	{.mu = PTHREAD_MUTEX_INITIALIZER},
+};
+
+/* The same file, not written since a was taken: b. */
+static bool
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The generation in the lock file: true with *gen when MARK_GEN leads. */
+static bool
+stamp_read(int lockfd, uint64_t *gen)
+{
+	unsigned char b[STAMP_LEN];
+
+	if (pread(lockfd, b, sizeof(b), 0) != (ssize_t)sizeof(b) ||
+	    b[0] != MARK_GEN)
+		return false;
+	memcpy(gen, b + 1, sizeof(*gen));
+	return true;
+}
+
+/* Ends a write transaction whose stores the twin has too: MARK_GEN and a
+ * new generation into the lock file (*gen).  0, or -1 after a log line. */
+static int
+stamp_write(int lockfd, const char *path, uint64_t *gen)
+{
+	unsigned char b[STAMP_LEN];
+	uint64_t g;
+
+	if (pread(lockfd, b, sizeof(b), 0) == (ssize_t)sizeof(b)) {
+		memcpy(&g, b + 1, sizeof(g));
+		g++;
+	} else if (getrandom(&g, sizeof(g), GRND_NONBLOCK) !=
+		   (ssize_t)sizeof(g)) {
+		g = (uint64_t)clock_mono_us() << 20 ^ (uint64_t)getpid();
+	}
+	b[0] = MARK_GEN;
+	memcpy(b + 1, &g, sizeof(g));
+	if (pwrite(lockfd, b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		log_err("state %s.lock: cannot write the mark: %s", path,
+			log_strerror(errno));
+		return -1;
+	}
+	*gen = g;
+	return 0;
+}
+
+/* Closes a slot's handles: stale or not, nothing reaches the files. */
+static void
+keep_drop(struct keep *k)
+{
+	if (k->prim != NULL)
+		(void)db_close(k->prim, true);
+	if (k->twin != NULL)
+		(void)db_close(k->twin, true);
+	k->prim = k->twin = NULL;
+}
+
+/*
+ * Under the flock, after twin_settle() for a writer (pst, tst: the files
+ * as it found them; NULL for a reader): takes the slot of s->path
+ * (s->slot; none when every slot is taken or holds another file) and,
+ * when its handles are still good, gives s the primary's (s->kept).
+ * Stale handles are closed.
  */
 static void
+keep_take(struct store_gdbm *s, const struct stat *pst,
+	  const struct stat *tst)
+{
+	struct stat ps;
+	struct keep *k = NULL;
+	uint64_t gen;
+	int i;
+
+	if (strlen(s->path) >= sizeof(keeps[0].path))
+		return;
+	/* The file's slot or a free one; else the first not in use,
+	 * its handles closed (a third file: tests, an operator's tool). */
+	for (i = 0; i < 2 * KEEP_SLOTS && k == NULL; i++) {
+		struct keep *c = &keeps[i % KEEP_SLOTS];
+
+		if (pthread_mutex_trylock(&c->mu) != 0)
+			continue;
+		if (c->pid != getpid()) {
+			/* A forked child: the handles are the parent's. */
+			c->prim = c->twin = NULL;
+			c->path[0] = '\0';
+			c->pid = getpid();
+		}
+		if (c->path[0] == '\0' || strcmp(c->path, s->path) == 0 ||
+		    i >= KEEP_SLOTS) {
+			k = c;
+			break;
+		}
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (k == NULL)
+		return;
+	if (k->path[0] != '\0' && strcmp(k->path, s->path) != 0) {
+		keep_drop(k);
+		k->path[0] = '\0';
+	}
+	s->slot = k;
+	if (k->prim == NULL)
+		return;
+	if (pst == NULL && lstat(s->path, &ps) == 0)
+		pst = &ps;
+	if (pst != NULL && stamp_read(s->lockfd, &gen) && gen == k->gen &&
+	    same_file(pst, &k->pst) &&
+	    (tst == NULL || k->twin == NULL || same_file(tst, &k->tst))) {
+		s->dbf = k->prim;
+		s->kept = true;
+		return;
+	}
+	keep_drop(k);
+}
+
+/* After the commit of a writer holding its slot, the files whole: keeps
+ * the handles with a new generation, or closes them (false). */
+static bool
+keep_put(struct store_gdbm *s)
+{
+	struct keep *k = s->slot;
+
+	if (stamp_write(s->lockfd, s->path, &k->gen) == -1 ||
+	    fstat(gdbm_fdesc(k->prim), &k->pst) == -1 ||
+	    (k->twin != NULL && fstat(gdbm_fdesc(k->twin), &k->tst) == -1)) {
+		keep_drop(k);
+		return false;
+	}
+	if (strcmp(k->path, s->path) != 0)
+		memcpy(k->path, s->path, strlen(s->path) + 1);
+	return true;
+}
+
+/* The transaction ends: lets its slot go. */
+static void
+keep_leave(struct store_gdbm *s)
+{
+	if (s->slot == NULL)
+		return;
+	if (s->slot->prim == NULL)
+		s->slot->path[0] = '\0';
+	pthread_mutex_unlock(&s->slot->mu);
+	s->slot = NULL;
+}
+
+/*
+ * At commit, the primary written: replays the writes into the twin (the
+ * slot's handle when the transaction holds one).  True when the twin has
+ * every write of the transaction (or there were none): the caller marks
+ * the files equal.  After a failed write or close the mark stays on
+ * "primary", so the next writer (or store_gdbm_repair()) restores the
+ * state from before this one.
+ */
+static bool
 twin_replay(struct store_gdbm *s)
 {
 	char twin[4200];
@@ -568,20 +792,25 @@ twin_replay(struct store_gdbm *s)
 	datum v;
 	int rc = 0;
 
-	if (!s->marked || s->failed)
-		return;
+	if (!s->marked)
+		return true;
+	if (s->failed)
+		return false;
 	if (s->ops_lost ||
 	    fsafe_side_path(twin, sizeof(twin), s->path, ".twin") == -1) {
 		/* The twin cannot follow: remade by the next writer. */
 		(void)mark_set(s->lockfd, s->path, MARK_TWIN);
-		return;
+		return false;
 	}
 	if (mark_set(s->lockfd, s->path, MARK_TWIN) == -1)
-		return;
-	if ((t = open_db(twin, true)) == NULL) {
+		return false;
+	t = s->slot != NULL ? s->slot->twin : NULL;
+	if (t == NULL && (t = open_db(twin, true)) == NULL) {
 		log_err("state %s: %s", twin, gdbm_strerror(gdbm_errno));
-		return;		/* MARK_TWIN: remade by the next writer */
+		return false;	/* MARK_TWIN: remade by the next writer */
 	}
+	if (s->slot != NULL)
+		s->slot->twin = t;
 	for (o = s->ops; o != NULL && rc == 0; o = o->next) {
 		if (o->val == NULL) {
 			rc = gdbm_delete(t, key_datum(o->key));
@@ -596,9 +825,9 @@ twin_replay(struct store_gdbm *s)
 	if (rc != 0)
 		log_err("state %s: replay: %s", twin,
 			gdbm_strerror(gdbm_errno));
-	if (db_close(t, true) != 0 || rc != 0)
-		return;		/* MARK_TWIN: remade by the next writer */
-	(void)mark_set(s->lockfd, s->path, MARK_CLEAN);
+	if (s->slot == NULL && db_close(t, true) != 0)
+		rc = -1;
+	return rc == 0;	/* else MARK_TWIN: remade by the next writer */
 }
 
 static enum orgw_err gd_get(struct store *base, const char *key, char **val);
@@ -623,6 +852,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 	struct store_gdbm *s;
 	size_t n = strlen(path) + 1;
 	char twin[4200];
+	struct stat pst, tst;
 	const char *file = path;
 	enum settle settled;
 	int e;
@@ -650,7 +880,8 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 	s->t_got_us = clock_mono_us();
 #endif
 	s->ops_tail = &s->ops;
-	if (write && (settled = twin_settle(path, s->lockfd, &e)) != SETTLE_OK) {
+	if (write && (settled = twin_settle(path, s->lockfd, &e, &pst,
+					    &tst)) != SETTLE_OK) {
 		/* Writing the primary now would make the twin's copy of
 		 * the state and the primary's differ for good. */
 		if (settled == SETTLE_FAILED) {
@@ -662,6 +893,11 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
+	}
+	keep_take(s, write ? &pst : NULL, write ? &tst : NULL);
+	if (s->kept) {
+		*out = &s->base;
+		return ORGW_OK;
 	}
 	if (!write)
 		file = twin_for_reader(path, s->lockfd, twin, sizeof(twin));
@@ -685,6 +921,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 		if (write && gdbm_errno == GDBM_FILE_OPEN_ERROR &&
 		    e != REFUSED && e != ENOENT)
 			store_write_refused(e);
+		keep_leave(s);
 		close(s->lockfd);
 		free(s);
 		return ORGW_EIO;
@@ -1012,16 +1249,35 @@ gd_commit(struct store *base)
 
 	if (s == NULL)
 		return ORGW_OK;
-	if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
+	if (s->slot != NULL && s->write && s->dbf != NULL && !s->failed) {
+		/* The primary stays open, the slot's now; a writer that
+		 * wrote nothing with the handles it found leaves them as
+		 * they were. */
+		s->slot->prim = s->dbf;
 		s->dbf = NULL;
-		if (s->write)
-			gd_failed(s, "close", NULL);
-		else
-			log_err("state %s: close: %s", s->path,
-				gdbm_strerror(gdbm_errno));
-		err = ORGW_EIO;
+		if (!twin_replay(s) ||
+		    ((s->marked || !s->kept) && !keep_put(s)))
+			keep_drop(s->slot);
+	} else {
+		if (s->kept) {
+			/* A failed write: the handles go with it. */
+			if (s->write)
+				keep_drop(s->slot);
+			s->dbf = NULL;
+		}
+		if (s->dbf != NULL && db_close(s->dbf, s->write) != 0) {
+			s->dbf = NULL;
+			if (s->write)
+				gd_failed(s, "close", NULL);
+			else
+				log_err("state %s: close: %s", s->path,
+					gdbm_strerror(gdbm_errno));
+			err = ORGW_EIO;
+		}
+		if (twin_replay(s) && s->marked)
+			(void)mark_set(s->lockfd, s->path, MARK_CLEAN);
 	}
-	twin_replay(s);
+	keep_leave(s);
 	ops_free(s);
 	if (flock(s->lockfd, LOCK_UN) == -1)
 		err = ORGW_EIO;
@@ -1143,6 +1399,7 @@ static enum orgw_err
 with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 {
 	char twin[4200];
+	struct stat ps, ts;
 	enum settle settled;
 	enum orgw_err err;
 	int fd, cause;
@@ -1151,7 +1408,7 @@ with_exclusive(const char *path, int64_t timeout_ms, bool reorganize)
 		return errno == EWOULDBLOCK ? ORGW_EBUSY : ORGW_EIO;
 	/* A dead writer's state first.  When a copy it needed could not
 	 * be made, the mark still names the better file: leave both. */
-	settled = twin_settle(path, fd, &cause);
+	settled = twin_settle(path, fd, &cause, &ps, &ts);
 	if (settled == SETTLE_FAILED || settled == SETTLE_UNREADABLE) {
 		flock(fd, LOCK_UN);
 		close(fd);

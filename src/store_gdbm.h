@@ -5,10 +5,13 @@
  * unit tests call these with a path.
  *
  * A transaction is store_gdbm_open() ... store_close(): the lock file is
- * flock'ed (shared for readers, exclusive for writers), the database is
- * opened with GDBM_NOLOCK inside the lock and closed before the lock is
- * released, so every process sees the others' writes.  No handle
- * outlives its transaction; no network I/O may happen inside one.
+ * flock'ed (shared for readers, exclusive for writers) and the database
+ * opened with GDBM_NOLOCK inside the lock.  A process keeps its writer's
+ * handles for its next transactions, and uses them only while the lock
+ * file's generation and the files show that no other writer has written
+ * since (store_gdbm.c); otherwise it opens the files afresh, so every
+ * process sees the others' writes.  No network I/O may happen inside a
+ * transaction.
  * Writes go through to the file at once: store_abort() only releases
  * (it cannot take back what was written), and a commit never conflicts.
  *
