@@ -1003,13 +1003,12 @@ gd_get(struct store *base, const char *key, char **val)
 			gdbm_strerror(gdbm_errno));
 		return ORGW_EIO;
 	}
-	if (d.dsize < 0 || (v = malloc((size_t)d.dsize + 1)) == NULL) {
+	/* GDBM's own copy, one byte longer for the NUL. */
+	if (d.dsize < 0 || (v = realloc(d.dptr, (size_t)d.dsize + 1)) == NULL) {
 		free(d.dptr);
 		return ORGW_ENOMEM;
 	}
-	memcpy(v, d.dptr, (size_t)d.dsize);
 	v[d.dsize] = '\0';
-	free(d.dptr);
 	*val = v;
 	return ORGW_OK;
 }
