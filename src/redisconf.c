@@ -196,6 +196,9 @@ redisconf_fence_verdict(enum redisconf_reply r, int64_t now_ms,
 {
 	switch (r) {
 	case REDISCONF_REPLY_OK:
+	case REDISCONF_REPLY_FENCED:
+		/* A fence's SET went in first: the EXEC, watching the
+		 * marker, was refused or will be. */
 		return REDISCONF_FENCE_NOT_APPLIED;
 	case REDISCONF_REPLY_NIL:
 		return REDISCONF_FENCE_APPLIED;

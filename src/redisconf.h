@@ -56,15 +56,19 @@ char *redisconf_txn_key(const unsigned char id[REDISCONF_TXN_ID_BYTES],
 			char *out, size_t n);
 
 /*
- * The answer to the fence (SET <marker> NX, sent on a new connection
- * after an EXEC whose reply was lost), and what it tells.
+ * The answer to the fence (SET <marker> NX, then GET <marker>, sent on a
+ * new connection after an EXEC whose reply was lost), and what it tells.
+ * A nil SET is told apart by the value the GET finds: the transaction's
+ * own, or a fence's, set by an earlier SET of this fence that Redis ran
+ * although its reply was lost too (a freeze longer than the first try).
  */
 enum redisconf_reply {
 	REDISCONF_REPLY_NONE,	/* no answer: unreachable, timed out */
 	REDISCONF_REPLY_OK,	/* +OK: the SET went in */
-	REDISCONF_REPLY_NIL,	/* nil: the key was there already */
+	REDISCONF_REPLY_NIL,	/* nil: the transaction's value was there */
+	REDISCONF_REPLY_FENCED,	/* nil: an earlier fence's value was there */
 	REDISCONF_REPLY_ERROR,	/* an error reply (OOM, NOPERM...) */
-	REDISCONF_REPLY_OTHER	/* anything else */
+	REDISCONF_REPLY_OTHER	/* anything else (a marker gone, evicted) */
 };
 
 enum redisconf_fence {

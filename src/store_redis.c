@@ -74,6 +74,8 @@
 #define MGET_BATCH 256
 #define COOLDOWN_PREFIX "PROVIDER_COOLDOWN:"
 #define MARKER_TTL_MS "60000"
+#define MARKER_TXN_VAL "1"	/* set by the transaction's MULTI */
+#define MARKER_FENCE_VAL "fence"	/* set by fence() */
 #define FENCE_PAUSE_MS 100
 #define MARKER_MAX (KEY_PREFIX_LEN + REDISCONF_TXN_KEY_LEN + 1)
 
@@ -147,6 +149,14 @@ reply_ok(const redisReply *r)
 {
 	return r != NULL && r->type == REDIS_REPLY_STATUS &&
 	       strcmp(r->str, "OK") == 0;
+}
+
+/* A bulk string reply holding exactly str. */
+static bool
+reply_is(const redisReply *r, const char *str)
+{
+	return r != NULL && r->type == REDIS_REPLY_STRING &&
+	       strcmp(r->str, str) == 0;
 }
 
 /* AUTH and SELECT on a new context: true, or false with rc->why. */
@@ -892,47 +902,75 @@ cooldown_pxat(const struct rbuf *b)
  *
  * No answer (Redis still frozen or down) is asked again, every
  * FENCE_PAUSE_MS, until STORE_REDIS_FENCE_MS have passed; then, or on an
- * error reply, the outcome is unknown.  Returns ORGW_OK when the
- * transaction went in, else ORGW_EIO (logged).
+ * error reply, the outcome is unknown.  A SET that timed out was still
+ * received, and a Redis frozen past it runs it once it resumes: the
+ * marker is then the fence's own, and the next try's nil would say the
+ * transaction went in when the WATCH refused it.  So each try GETs the
+ * marker too, in the same round trip, and a nil SET counts as applied
+ * only when the marker holds the transaction's value (once set, the
+ * marker never changes: the fences set it NX, and an EXEC after a
+ * fence's SET is refused).  Returns ORGW_OK when the transaction went
+ * in, else ORGW_EIO (logged).
  */
 static enum orgw_err
 fence(struct store_redis *s)
 {
-	const char *argv[] = {"SET", s->marker, "fence", "NX", "PX",
-			      MARKER_TTL_MS};
+	const char *sv[] = {"SET", s->marker, MARKER_FENCE_VAL, "NX", "PX",
+			    MARKER_TTL_MS};
+	const char *gv[] = {"GET", s->marker};
+	const char *const *argvs[2] = {sv, gv};
+	size_t sl[6], gl[2];
+	const size_t *lens[2] = {sl, gl};
+	int argcs[2] = {6, 2};
 	int64_t t0 = clock_mono_ms(), deadline = t0 + STORE_REDIS_FENCE_MS;
 	enum redisconf_fence v = REDISCONF_FENCE_RETRY;
 	enum redisconf_reply kind;
+	const char *why;
 	struct rconn *rc;
-	redisReply *r;
+	redisReply *rep[2] = {NULL, NULL};
+	size_t i;
 
+	for (i = 0; i < 6; i++)
+		sl[i] = strlen(sv[i]);
+	for (i = 0; i < 2; i++)
+		gl[i] = strlen(gv[i]);
 	for (;;) {
 		kind = REDISCONF_REPLY_NONE;
-		r = NULL;
+		why = "no answer within the fence's time";
 		/* The fence keeps its own pace (FENCE_PAUSE_MS), within its
 		 * deadline, not the backoff of the connection just lost. */
 		s->rc->next_try_ms = 0;
 		if (conn_get(s->c, &rc) != NULL &&
-		    (r = cmd_strs(rc, 6, argv)) != NULL) {
-			if (reply_ok(r))
-				kind = REDISCONF_REPLY_OK;
-			else if (r->type == REDIS_REPLY_NIL)
-				kind = REDISCONF_REPLY_NIL;
-			else if (r->type == REDIS_REPLY_ERROR)
+		    pipeline(rc, 2, argcs, argvs, lens, rep) == ORGW_OK) {
+			why = "unexpected reply to SET NX";
+			if (rep[0]->type == REDIS_REPLY_ERROR) {
 				kind = REDISCONF_REPLY_ERROR;
-			else
+				why = rep[0]->str;
+			} else if (reply_ok(rep[0])) {
+				kind = REDISCONF_REPLY_OK;
+			} else if (rep[0]->type != REDIS_REPLY_NIL) {
 				kind = REDISCONF_REPLY_OTHER;
+			} else if (reply_is(rep[1], MARKER_TXN_VAL)) {
+				kind = REDISCONF_REPLY_NIL;
+			} else if (reply_is(rep[1], MARKER_FENCE_VAL)) {
+				kind = REDISCONF_REPLY_FENCED;
+			} else {
+				kind = REDISCONF_REPLY_OTHER;
+				why = rep[1]->type == REDIS_REPLY_ERROR ?
+					      rep[1]->str :
+					      "the marker gone after SET NX";
+			}
 		}
 		v = redisconf_fence_verdict(kind, clock_mono_ms(), deadline);
 		if (v == REDISCONF_FENCE_UNKNOWN)
 			log_err("state: redis transaction's outcome unknown "
 				"(%s): it may have gone in, and its request "
 				"counts may be counted twice",
-				kind == REDISCONF_REPLY_ERROR ? r->str :
-				kind == REDISCONF_REPLY_NONE ?
-				"no answer within the fence's time" :
-				"unexpected reply to SET NX");
-		freeReplyObject(r);
+				why);
+		for (i = 0; i < 2; i++) {
+			freeReplyObject(rep[i]);
+			rep[i] = NULL;
+		}
 		if (v != REDISCONF_FENCE_RETRY)
 			break;
 		clock_sleep_us(FENCE_PAUSE_MS * 1000);
@@ -946,7 +984,10 @@ fence(struct store_redis *s)
 	}
 	if (v == REDISCONF_FENCE_NOT_APPLIED)
 		log_info("state: redis EXEC's reply was lost, and the "
-			 "transaction did not go in (nor can it any more)");
+			 "transaction did not go in (nor can it any more%s)",
+			 kind == REDISCONF_REPLY_FENCED ?
+				 "; an earlier try of the fence, its reply "
+				 "lost too, set the marker" : "");
 	return ORGW_EIO;
 }
 
@@ -1010,7 +1051,7 @@ exec_writes(struct store_redis *s)
 	if (mark) {
 		argv[nw][0] = "SET";
 		argv[nw][1] = s->marker;
-		argv[nw][2] = "1";
+		argv[nw][2] = MARKER_TXN_VAL;
 		argv[nw][3] = "PX";
 		argv[nw][4] = MARKER_TTL_MS;
 		argcs[nw] = 5;

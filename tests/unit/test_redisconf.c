@@ -240,6 +240,9 @@ test_fence(void)
 		 "fence: an answer after the deadline still counts"},
 		{REDISCONF_REPLY_NIL, 0, 2000, REDISCONF_FENCE_APPLIED,
 		 "fence: the marker was there: the transaction went in"},
+		{REDISCONF_REPLY_FENCED, 0, 2000, REDISCONF_FENCE_NOT_APPLIED,
+		 "fence: an earlier fence's marker was there: the "
+		 "transaction did not go in"},
 		{REDISCONF_REPLY_NONE, 1999, 2000, REDISCONF_FENCE_RETRY,
 		 "fence: no answer before the deadline: ask again"},
 		{REDISCONF_REPLY_NONE, 2000, 2000, REDISCONF_FENCE_UNKNOWN,
