@@ -139,6 +139,7 @@ struct store_gdbm {
 	GDBM_FILE dbf;		/* NULL: a reader of a missing/empty file */
 	struct keep *slot;	/* the keep slot this transaction holds, or NULL */
 	bool kept;		/* dbf is the slot's, not this transaction's */
+	GDBM_FILE stale[2];	/* the slot's stale handles, closed unlocked */
 	bool write;
 	bool marked;		/* MARK_PRIMARY is set */
 	bool ops_lost;		/* an op could not be kept: no replay */
@@ -742,7 +743,22 @@ keep_take(struct store_gdbm *s, const struct stat *pst,
 		s->kept = true;
 		return;
 	}
-	keep_drop(k);
+	/* Stale: closed once the lock is released (stale_close()), as
+	 * closing them writes nothing to the files (db_close). */
+	s->stale[0] = k->prim;
+	s->stale[1] = k->twin;
+	k->prim = k->twin = NULL;
+}
+
+/* After the unlock: closes the stale handles keep_take() set aside. */
+static void
+stale_close(struct store_gdbm *s)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (s->stale[i] != NULL)
+			(void)db_close(s->stale[i], true);
 }
 
 /* After the commit of a writer holding its slot, the files whole: keeps
@@ -923,6 +939,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
 			store_write_refused(e);
 		keep_leave(s);
 		close(s->lockfd);
+		stale_close(s);
 		free(s);
 		return ORGW_EIO;
 	}
@@ -1287,6 +1304,7 @@ gd_commit(struct store *base)
 #endif
 	if (close(s->lockfd) == -1)
 		err = ORGW_EIO;
+	stale_close(s);
 	free(s);
 	return err;
 }
