@@ -9,6 +9,7 @@
  * or hostile value can at worst read as zeroes.  The counters' cells are
  * ledger.c's.
  */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1	/* strfromd */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,10 +115,11 @@ record_add_number(cJSON *o, const char *k, double d)
 
 	if (!isfinite(d))
 		d = 0;
-	/* -0 is whole, but "%lld" prints it "0". */
+	/* -0 is whole, but "%lld" prints it "0".  strfromd() prints what
+	 * snprintf("%.17g") does, without a format string to parse. */
 	if (d != floor(d) || fabs(d) >= RECORD_RAW_INT_LIMIT ||
 	    (d == 0 && signbit(d)))
-		len = snprintf(b, sizeof(b), "%.17g", d);
+		len = strfromd(b, sizeof(b), "%.17g", d);
 	else
 		len = snprintf(b, sizeof(b), "%lld", (long long)d);
 	return len > 0 && (size_t)len < sizeof(b) &&
