@@ -305,15 +305,23 @@ mark_read(int lockfd)
 	return m;
 }
 
-/* Sets the mark: 0, or -1 after a log line. */
+/* Writes the n bytes at b over the head of the lock file (the mark, and
+ * for MARK_GEN the generation): 0, or -1 after a log line. */
 static int
-mark_set(int lockfd, const char *path, char m)
+head_write(int lockfd, const char *path, const void *b, size_t n)
 {
-	if (pwrite(lockfd, &m, 1, 0) == 1)
+	if (pwrite(lockfd, b, n, 0) == (ssize_t)n)
 		return 0;
 	log_err("state %s.lock: cannot write the mark: %s", path,
 		log_strerror(errno));
 	return -1;
+}
+
+/* Sets the mark: 0, or -1 after a log line. */
+static int
+mark_set(int lockfd, const char *path, char m)
+{
+	return head_write(lockfd, path, &m, 1);
 }
 
 /* Copies the file from over the file to, atomically (to.tmp, then
@@ -462,7 +470,9 @@ twin_remake(const char *path, const char *twin, bool have_t, int *cause)
  * the twin replays the primary's stores in order; a twin cut short by
  * hand would otherwise be restored from one day).  A copy only ever
  * replaces a file with a whole one.  On SETTLE_FAILED, *cause is the
- * errno value of what failed.
+ * errno value of what failed.  *pst and *tst: the primary and the twin as
+ * it found them (zeroed when missing), for keep_take(); unset when the
+ * twin's path cannot be made (SETTLE_FAILED).
  */
 static enum settle
 twin_settle(const char *path, int lockfd, int *cause, struct stat *pst,
@@ -667,11 +677,8 @@ stamp_write(int lockfd, const char *path, uint64_t *gen)
 	}
 	b[0] = MARK_GEN;
 	memcpy(b + 1, &g, sizeof(g));
-	if (pwrite(lockfd, b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-		log_err("state %s.lock: cannot write the mark: %s", path,
-			log_strerror(errno));
+	if (head_write(lockfd, path, b, sizeof(b)) == -1)
 		return -1;
-	}
 	*gen = g;
 	return 0;
 }
@@ -687,12 +694,24 @@ keep_drop(struct keep *k)
 	k->prim = k->twin = NULL;
 }
 
+/* Moves slot k's handles to s, which closes them once the lock is
+ * released (stale_close()): closing them writes nothing to the files
+ * (db_close), so it need not hold up the other transactions. */
+static void
+keep_aside(struct store_gdbm *s, struct keep *k)
+{
+	s->stale[0] = k->prim;
+	s->stale[1] = k->twin;
+	k->prim = k->twin = NULL;
+}
+
 /*
  * Under the flock, after twin_settle() for a writer (pst, tst: the files
  * as it found them; NULL for a reader): takes the slot of s->path
- * (s->slot; none when every slot is taken or holds another file) and,
- * when its handles are still good, gives s the primary's (s->kept).
- * Stale handles are closed.
+ * (s->slot; none when every slot is taken) and, when its handles are
+ * still good, gives s the primary's (s->kept).  Handles that are stale,
+ * or of another file whose slot this one takes, are set aside
+ * (keep_aside()).
  */
 static void
 keep_take(struct store_gdbm *s, const struct stat *pst,
@@ -707,7 +726,7 @@ keep_take(struct store_gdbm *s, const struct stat *pst,
 		return;
 	/* The file's slot or a free one; else the first not in use,
 	 * its handles closed (a third file: tests, an operator's tool). */
-	for (i = 0; i < 2 * KEEP_SLOTS && k == NULL; i++) {
+	for (i = 0; i < 2 * KEEP_SLOTS; i++) {
 		struct keep *c = &keeps[i % KEEP_SLOTS];
 
 		if (pthread_mutex_trylock(&c->mu) != 0)
@@ -728,7 +747,7 @@ keep_take(struct store_gdbm *s, const struct stat *pst,
 	if (k == NULL)
 		return;
 	if (k->path[0] != '\0' && strcmp(k->path, s->path) != 0) {
-		keep_drop(k);
+		keep_aside(s, k);
 		k->path[0] = '\0';
 	}
 	s->slot = k;
@@ -743,14 +762,10 @@ keep_take(struct store_gdbm *s, const struct stat *pst,
 		s->kept = true;
 		return;
 	}
-	/* Stale: closed once the lock is released (stale_close()), as
-	 * closing them writes nothing to the files (db_close). */
-	s->stale[0] = k->prim;
-	s->stale[1] = k->twin;
-	k->prim = k->twin = NULL;
+	keep_aside(s, k);
 }
 
-/* After the unlock: closes the stale handles keep_take() set aside. */
+/* After the unlock: closes the handles keep_take() set aside. */
 static void
 stale_close(struct store_gdbm *s)
 {
@@ -774,8 +789,8 @@ keep_put(struct store_gdbm *s)
 		keep_drop(k);
 		return false;
 	}
-	if (strcmp(k->path, s->path) != 0)
-		memcpy(k->path, s->path, strlen(s->path) + 1);
+	/* keep_take() checked that it fits. */
+	memcpy(k->path, s->path, strlen(s->path) + 1);
 	return true;
 }
 
