@@ -120,14 +120,17 @@ void record_free(char *text);
 /*
  * Adds the number d to object o as member k, for a record's tree that is
  * printed and never read back as a tree: the member is cJSON_Raw text,
- * snprintf("%lld") for a whole number below RECORD_RAW_INT_LIMIT in
+ * the decimal digits of a whole number below RECORD_RAW_INT_LIMIT in
  * magnitude (the bytes cJSON prints for it) and strfromd("%.17g") for any
- * other (17 significant digits always read back as the same double).  cJSON itself prints a number with "%1.15g", reads it
+ * other (17 significant digits always read back as the same double).
+ * cJSON itself prints a number with "%1.15g", reads it
  * back with sscanf and, when that differs, prints it again with
  * "%1.17g": two to three times the instructions, for every number of
  * every record a request writes.  NaN and infinities are added as 0.
  * The member is not a number: cJSON_SetNumberValue() and
- * cJSON_IsNumber() on it do not work.  False when out of memory.
+ * cJSON_IsNumber() on it do not work.  k is borrowed for the life of o
+ * (cJSON_AddItemToObjectCS: a literal or a constant table's name).
+ * False when out of memory.
  */
 struct cJSON;
 bool record_add_number(struct cJSON *o, const char *k, double d);
