@@ -5,6 +5,7 @@
  * stream events, messages orgw decodes and re-sends) and GET /v1/models
  * (answers and its cache).  Pure: no I/O.
  */
+#define _GNU_SOURCE	/* memmem */
 #include <string.h>
 
 #include "mask.h"
@@ -17,17 +18,11 @@ mask_key(const char *key, char *p, size_t n)
 
 	if (kl == 0 || p == NULL)
 		return;
-	/* memchr finds the candidates (word at a time), memcmp checks. */
-	while (i + kl <= n && (q = memchr(p + i, key[0], n - i)) != NULL) {
-		i = (size_t)(q - p);
-		if (i + kl > n)
-			break;
-		if (memcmp(q, key, kl) == 0) {
-			memset(q, '*', kl);
-			i += kl;
-		} else {
-			i++;
-		}
+	/* memmem, not memchr on the key's first byte: every key begins
+	 * "sk-", and a text stops memchr at each of its many s. */
+	while (i + kl <= n && (q = memmem(p + i, n - i, key, kl)) != NULL) {
+		memset(q, '*', kl);
+		i = (size_t)(q - p) + kl;
 	}
 }
 
