@@ -33,6 +33,8 @@
  * for a larger one is then cut short under mod_cgid; see fcgi_io.h). */
 #define CGI_DISCARD_MAX_BYTES (64ULL * 1024 * 1024)
 
+extern char **environ;
+
 static void
 on_term(int sig)
 {
@@ -64,7 +66,7 @@ serve_cgi(const struct orgw_conf *c, const char *conf_err)
 	struct orgw_env env;
 
 	cgi_io_init(&io, c->client_send_timeout_ms);
-	if (http_env_load(&env, cgi_io_param, NULL) != ORGW_OK)
+	if (http_env_load(&env, environ) != ORGW_OK)
 		return 1;
 	orgw_handle(&io, &env, c, conf_err, NULL);
 	cgi_io_discard_body(env.content_length, CGI_DISCARD_MAX_BYTES);

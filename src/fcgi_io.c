@@ -154,14 +154,6 @@ fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 	io->send_timeout = f_send_timeout;
 }
 
-const char *
-fcgi_io_param(void *req, const char *name)
-{
-	FCGX_Request *r = req;
-
-	return FCGX_GetParam(name, r->envp);
-}
-
 static unsigned long long c_body_read;	/* request body bytes read so far */
 static int c_send_timeout_ms = -1;	/* CLIENT_SEND_TIMEOUT_MS, for poll */
 
@@ -261,11 +253,4 @@ cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms)
 	io->status = NULL;
 	/* One request per process, and no bound on side requests there. */
 	io->send_timeout = NULL;
-}
-
-const char *
-cgi_io_param(void *unused, const char *name)
-{
-	(void)unused;
-	return getenv(name);
 }

@@ -13,9 +13,6 @@
  * treated as gone). */
 void fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms);
 
-/* FCGX_GetParam over req's environment, for http_env_load(). */
-const char *fcgi_io_param(void *req, const char *name);
-
 /* Fills io for plain CGI: body on fd 0, response on fd 1; a write that
  * makes no progress for send_timeout_ms fails. */
 void cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms);
@@ -26,8 +23,5 @@ void cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms);
  * bytes resets it, cutting the response it has just written. */
 void cgi_io_discard_body(const char *content_length,
 			 unsigned long long max_bytes);
-
-/* getenv, for http_env_load() in CGI mode. */
-const char *cgi_io_param(void *unused, const char *name);
 
 #endif

@@ -4,6 +4,7 @@
  * edge, with cJSON (never string concatenation of untrusted text).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,40 +16,71 @@
 #include "http.h"
 #include "statusauth.h"
 
-static char *
-dup_or_null(const char *s)
+/* The variables orgw reads, sorted by name for bsearch. */
+static const struct env_var {
+	const char *name;
+	size_t off;	/* of its char * in struct orgw_env */
+} env_vars[] = {
+	{"CONTENT_LENGTH", offsetof(struct orgw_env, content_length)},
+	{"CONTENT_TYPE", offsetof(struct orgw_env, content_type)},
+	{"HTTPS", offsetof(struct orgw_env, https)},
+	{"HTTP_ANTHROPIC_BETA", offsetof(struct orgw_env, anthropic_beta)},
+	{"HTTP_ANTHROPIC_VERSION",
+	 offsetof(struct orgw_env, anthropic_version)},
+	{"HTTP_AUTHORIZATION", offsetof(struct orgw_env, authorization)},
+	{"HTTP_CONTENT_ENCODING", offsetof(struct orgw_env, content_encoding)},
+	{"HTTP_COOKIE", offsetof(struct orgw_env, cookie)},
+	{"HTTP_X_ANTHROPIC_BETA", offsetof(struct orgw_env, x_anthropic_beta)},
+	{"HTTP_X_API_KEY", offsetof(struct orgw_env, x_api_key)},
+	{"HTTP_X_OPENROUTER_METADATA", offsetof(struct orgw_env, or_metadata)},
+	{"PATH_INFO", offsetof(struct orgw_env, path_info)},
+	{"QUERY_STRING", offsetof(struct orgw_env, query)},
+	{"REMOTE_ADDR", offsetof(struct orgw_env, remote_addr)},
+	{"REQUEST_METHOD", offsetof(struct orgw_env, method)},
+	{"REQUEST_SCHEME", offsetof(struct orgw_env, scheme)},
+	{"REQUEST_URI", offsetof(struct orgw_env, request_uri)},
+	{"SCRIPT_NAME", offsetof(struct orgw_env, script_name)},
+};
+
+/* A "NAME=value" string's name, for bsearch. */
+struct env_name {
+	const char *p;
+	size_t len;
+};
+
+static int
+env_cmp(const void *key, const void *elt)
 {
-	return s ? strdup(s) : NULL;
+	const struct env_name *k = key;
+	const struct env_var *v = elt;
+	int c = strncmp(k->p, v->name, k->len);
+
+	return c != 0 ? c : v->name[k->len] == '\0' ? 0 : -1;
 }
 
 enum orgw_err
-http_env_load(struct orgw_env *e,
-	      const char *(*getparam)(void *arg, const char *name), void *arg)
+http_env_load(struct orgw_env *e, char *const *envp)
 {
-	static const char *const names[] = {
-		"REQUEST_METHOD", "PATH_INFO",	   "REQUEST_URI",
-		"SCRIPT_NAME",	  "HTTP_AUTHORIZATION", "CONTENT_LENGTH",
-		"CONTENT_TYPE",	  "HTTP_COOKIE", "HTTPS",
-		"REQUEST_SCHEME", "HTTP_X_API_KEY", "HTTP_CONTENT_ENCODING",
-		"QUERY_STRING", "HTTP_ANTHROPIC_VERSION", "HTTP_ANTHROPIC_BETA",
-		"HTTP_X_ANTHROPIC_BETA", "HTTP_X_OPENROUTER_METADATA",
-		"REMOTE_ADDR",
-	};
-	char **slots[] = {&e->method,	    &e->path_info,
-			  &e->request_uri,  &e->script_name,
-			  &e->authorization, &e->content_length,
-			  &e->content_type, &e->cookie,
-			  &e->https,	    &e->scheme,
-			  &e->x_api_key,    &e->content_encoding,
-			  &e->query,	    &e->anthropic_version,
-			  &e->anthropic_beta, &e->x_anthropic_beta,
-			  &e->or_metadata,  &e->remote_addr};
-	size_t i;
+	const struct env_var *v;
+	struct env_name k;
+	const char *eq;
+	char **slot;
 
 	memset(e, 0, sizeof(*e));
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = getparam(arg, names[i]);
-		if (v != NULL && (*slots[i] = dup_or_null(v)) == NULL) {
+	/* One walk of the environment, where a lookup of each name in
+	 * turn (getenv, FCGX_GetParam) walks it 18 times.  The first of
+	 * two equal names counts, as with those. */
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if ((eq = strchr(*envp, '=')) == NULL)
+			continue;
+		k.p = *envp;
+		k.len = (size_t)(eq - *envp);
+		v = bsearch(&k, env_vars, sizeof(env_vars) / sizeof(env_vars[0]),
+			    sizeof(env_vars[0]), env_cmp);
+		if (v == NULL)
+			continue;
+		slot = (char **)(void *)((char *)e + v->off);
+		if (*slot == NULL && (*slot = strdup(eq + 1)) == NULL) {
 			http_env_free(e);
 			return ORGW_ENOMEM;
 		}

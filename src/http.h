@@ -67,12 +67,10 @@ struct orgw_env {
 				 * one) */
 };
 
-/* Fills e from getparam(arg, name) (getenv or FCGX_GetParam).  Returns
- * ORGW_ENOMEM on failure (e is then freed). */
-enum orgw_err http_env_load(struct orgw_env *e,
-			    const char *(*getparam)(void *arg,
-						    const char *name),
-			    void *arg);
+/* Fills e with copies of the variables of envp, an array of "NAME=value"
+ * strings ended by NULL (borrowed for the call: environ, or a FastCGI
+ * request's envp).  Returns ORGW_ENOMEM on failure (e is then freed). */
+enum orgw_err http_env_load(struct orgw_env *e, char *const *envp);
 void http_env_free(struct orgw_env *e);
 
 /*

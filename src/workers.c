@@ -204,7 +204,7 @@ worker_main(void *arg)
 			first_load(p, &req);
 		slots_enter(&load);
 		atomic_fetch_add(&p->requests, 1);
-		if (http_env_load(&env, fcgi_io_param, &req) == ORGW_OK) {
+		if (http_env_load(&env, req.envp) == ORGW_OK) {
 			fcgi_io_init(&io, &req, p->c->client_send_timeout_ms);
 			(void)orgw_handle(&io, &env, p->c, p->conf_err, &load);
 			http_env_free(&env);

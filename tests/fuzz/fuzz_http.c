@@ -38,18 +38,6 @@ struct fake_env {
 	const char *v[NVARS];	/* NULL = unset */
 };
 
-static const char *
-fake_param(void *arg, const char *name)
-{
-	struct fake_env *fe = arg;
-	size_t i;
-
-	for (i = 0; i < NVARS; i++)
-		if (strcmp(name, var_names[i]) == 0)
-			return fe->v[i];
-	return NULL;
-}
-
 static void
 check_route(const struct orgw_env *e)
 {
@@ -144,8 +132,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fake_env fe;
 	struct orgw_env e;
-	char *copy, *p, *end;
-	size_t i;
+	char *copy, *p, *end, *envp[NVARS + 1];
+	size_t i, n;
 
 	/* A private NUL-terminated copy, cut into pieces at NUL bytes. */
 	if ((copy = malloc(size + 1)) == NULL)
@@ -160,10 +148,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fe.v[i] = *p != '\0' ? p : NULL;
 		p += strlen(p) + 1;
 	}
-	if (http_env_load(&e, fake_param, &fe) != ORGW_OK) {
-		free(copy);
-		return 0;
+	/* The pieces as the environment a web server hands over. */
+	memset(envp, 0, sizeof(envp));
+	for (i = 0, n = 0; i < NVARS; i++) {
+		size_t nl = strlen(var_names[i]), vl;
+
+		if (fe.v[i] == NULL)
+			continue;
+		vl = strlen(fe.v[i]);
+		if ((envp[n] = malloc(nl + vl + 2)) == NULL)
+			goto out;
+		memcpy(envp[n], var_names[i], nl);
+		envp[n][nl] = '=';
+		memcpy(envp[n] + nl + 1, fe.v[i], vl + 1);
+		n++;
 	}
+	if (http_env_load(&e, envp) != ORGW_OK)
+		goto out;
 	for (i = 0; i < NVARS; i++) {
 		const char *const *slot[NVARS] = {
 			(const char *const *)&e.method,
@@ -186,6 +187,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_log_safe(copy);
 	http_env_free(&e);
 	http_env_free(&e);	/* twice: the second is a no-op */
+out:
+	for (i = 0; envp[i] != NULL; i++)
+		free(envp[i]);
 	free(copy);
 	return 0;
 }

@@ -419,39 +419,67 @@ test_reason(void)
 
 /* ---- env ---- */
 
-static const char *
-fake_param(void *arg, const char *name)
-{
-	const char *const *kv = arg;
-
-	for (; kv[0] != NULL; kv += 2)
-		if (strcmp(kv[0], name) == 0)
-			return kv[1];
-	return NULL;
-}
+/* A constant array as the environment http_env_load() takes (it never
+ * writes to it: environ and FastCGI's envp just are not const). */
+#define WRITABLE(a) ((char *const *)(uintptr_t)(a))
 
 static void
 test_env(void)
 {
-	static const char *const kv[] = {
-	    "REQUEST_METHOD", "POST", "PATH_INFO", "/v1/chat/completions",
-	    "HTTP_AUTHORIZATION", "Bearer k", "CONTENT_LENGTH", "12",
-	    "HTTP_X_OTHER", "ignored", NULL, NULL};
+	static const char *const envp[] = {
+	    "REQUEST_METHOD=POST", "PATH_INFO=/v1/chat/completions",
+	    "HTTP_AUTHORIZATION=Bearer k", "CONTENT_LENGTH=12",
+	    "HTTP_X_OTHER=ignored", "NOEQUALS", "HTTP=short", "PATH_INFO_X=long",
+	    "REQUEST_METHOD=GET", NULL};
+	/* Every variable orgw reads, each found in one walk. */
+	static const char *const all[] = {
+	    "SCRIPT_NAME=a", "REQUEST_URI=b", "REQUEST_SCHEME=c",
+	    "REQUEST_METHOD=d", "REMOTE_ADDR=e", "QUERY_STRING=f",
+	    "PATH_INFO=g", "HTTP_X_OPENROUTER_METADATA=h", "HTTP_X_API_KEY=i",
+	    "HTTP_X_ANTHROPIC_BETA=j", "HTTP_COOKIE=k",
+	    "HTTP_CONTENT_ENCODING=l", "HTTP_AUTHORIZATION=m",
+	    "HTTP_ANTHROPIC_VERSION=n", "HTTP_ANTHROPIC_BETA=o", "HTTPS=p",
+	    "CONTENT_TYPE=q", "CONTENT_LENGTH=", NULL};
 	struct orgw_env e;
+	const char *const *kv = envp;
 
-	T_ASSERT("env load ok",
-	         http_env_load(&e, fake_param, (void *)(uintptr_t)kv) ==
-	             ORGW_OK);
+	T_ASSERT("env: an empty environment loads",
+		 http_env_load(&e, NULL) == ORGW_OK && e.method == NULL);
+	T_ASSERT("env: every variable read is found",
+		 http_env_load(&e, WRITABLE(all)) == ORGW_OK && e.script_name &&
+			 strcmp(e.script_name, "a") == 0 && e.request_uri &&
+			 strcmp(e.request_uri, "b") == 0 && e.scheme &&
+			 strcmp(e.scheme, "c") == 0 && e.method &&
+			 strcmp(e.method, "d") == 0 && e.remote_addr &&
+			 strcmp(e.remote_addr, "e") == 0 && e.query &&
+			 strcmp(e.query, "f") == 0 && e.path_info &&
+			 strcmp(e.path_info, "g") == 0 && e.or_metadata &&
+			 strcmp(e.or_metadata, "h") == 0 && e.x_api_key &&
+			 strcmp(e.x_api_key, "i") == 0 && e.x_anthropic_beta &&
+			 strcmp(e.x_anthropic_beta, "j") == 0 && e.cookie &&
+			 strcmp(e.cookie, "k") == 0 && e.content_encoding &&
+			 strcmp(e.content_encoding, "l") == 0 &&
+			 e.authorization && strcmp(e.authorization, "m") == 0 &&
+			 e.anthropic_version &&
+			 strcmp(e.anthropic_version, "n") == 0 &&
+			 e.anthropic_beta && strcmp(e.anthropic_beta, "o") == 0 &&
+			 e.https && strcmp(e.https, "p") == 0 && e.content_type &&
+			 strcmp(e.content_type, "q") == 0 && e.content_length &&
+			 e.content_length[0] == '\0');
+	http_env_free(&e);
+	T_ASSERT("env load ok", http_env_load(&e, WRITABLE(envp)) == ORGW_OK);
 	T_ASSERT("env: set variables copied",
 	         e.method && strcmp(e.method, "POST") == 0 && e.path_info &&
 	             strcmp(e.path_info, "/v1/chat/completions") == 0 &&
 	             e.authorization && strcmp(e.authorization, "Bearer k") == 0 &&
 	             e.content_length && strcmp(e.content_length, "12") == 0);
+	T_ASSERT("env: the first of two equal names counts, as getenv",
+	         strcmp(e.method, "POST") == 0);
 	T_ASSERT("env: copies, not the caller's pointers",
-	         e.method != kv[1] && e.path_info != kv[3]);
+	         e.method != kv[0] + 15 && e.path_info != kv[1] + 10);
 	T_ASSERT("env: unset variables NULL",
 	         e.request_uri == NULL && e.script_name == NULL &&
-	             e.content_type == NULL);
+	             e.content_type == NULL && e.https == NULL);
 	http_env_free(&e);
 	T_ASSERT("env free clears", e.method == NULL && e.path_info == NULL);
 	http_env_free(NULL);
