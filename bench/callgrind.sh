@@ -53,7 +53,7 @@ one() {
 	mkdir -p "$out"
 	cat >"$out/wrap.sh" <<-EOF
 	#!/bin/sh
-	exec valgrind --tool=callgrind --callgrind-out-file=$out/cg.%p $bin
+	exec valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=$out/cg.%p $bin
 	EOF
 	chmod +x "$out/wrap.sh"
 	ORGW_FCGI_BIN=$out/wrap.sh ORGW_WORKERS=1 orgw_start

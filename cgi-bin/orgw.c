@@ -24,6 +24,7 @@
 #include "harden.h"
 #include "gateway.h"
 #include "log.h"
+#include "mtune.h"
 #include "fsafe.h"
 #include "store.h"
 #include "upstream.h"
@@ -103,7 +104,7 @@ load_conf(struct orgw_conf *c, const char *path, const char **conf_err,
  * (FcgidInitialEnv is server configuration) and its `SetEnv ORGW_CONFIG`
  * comes with each request instead: workers.c calls this once, with the
  * first request's ORGW_CONFIG, before any request is served; later
- * requests' values are ignored (issue 18).
+ * requests' values are ignored.
  */
 struct first_conf {
 	struct orgw_conf *c;
@@ -130,6 +131,10 @@ main(int argc, char *argv[])
 	const char *conf_err = NULL, *named;
 	int rc;
 
+	/* A worker's malloc tuning (mtune.h).  A CGI run serves one request
+	 * and --check-config none: neither is worth a second exec. */
+	if (argc == 1 && !FCGX_IsCGI())
+		mtune_reexec(argv);
 	if (harden_no_dumps() != 0)
 		perror("orgw: turning core dumps off");
 	if (setup_signals() == -1) {

@@ -2,7 +2,7 @@
 #define ORGW_HARDEN_H
 
 /*
- * Turns core dumps off for this process (issue 15): RLIMIT_CORE 0 (shown
+ * Turns core dumps off for this process: RLIMIT_CORE 0 (shown
  * in /proc/PID/limits) and prctl(PR_SET_DUMPABLE, 0), so a crash never
  * writes the upstream key to disk and no other process of the same user
  * can ptrace it or read /proc/PID/mem.  Called first thing in main() by
