@@ -17,8 +17,7 @@
 # (5) s.  Prints a Markdown table of the medians over the rounds.
 #
 # BINARY@redis runs that binary with STATE_BACKEND=redis on a private
-# redis-server (tests/lib.sh), e.g. the state back-ends side by side
-# (issue 19):
+# redis-server (tests/lib.sh), e.g. the state back-ends side by side:
 #   sh bench/ab.sh gdbm=build/release/orgw.fcgi redis=build/release/orgw.fcgi@redis
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"

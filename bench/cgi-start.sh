@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/cgi-start.sh - what one plain-CGI request costs (issue 18): the
+# bench/cgi-start.sh - what one plain-CGI request costs: the
 # static orgw.fcgi of `make dist` beside the dynamic build (cgi-bin/), each
 # run N times per request as a CGI program against the double on
 # 127.0.0.1 (http), alternating.  Per request kind and binary: the median

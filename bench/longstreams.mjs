@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // longstreams.mjs - concurrent long streams through one target (bench/run.sh,
-// phase 7; issue 16).
+// phase 7).
 //
 //   node bench/longstreams.mjs --targets FILE --only NAME --n 256 [--window_ms 1000]
 //        [--seconds 30] [--spacing_ms 50] [--jitter_ms 50] [--first_ms 1000]

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // report-long.mjs - the "Concurrent long streams" section of RESULTS.md
-// (bench/run.sh phase 7; issue 16), from DIR/long.jsonl, DIR/mem.jsonl and
+// (bench/run.sh phase 7), from DIR/long.jsonl, DIR/mem.jsonl and
 // DIR/meta.txt.  bench/report.mjs imports longSection(); run alone
 // (`--out DIR --results FILE`, what BENCH_LONG_ONLY=1 does) it writes just
 // this section.  Also returns the goal figures for summary.json.

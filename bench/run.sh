@@ -9,7 +9,7 @@
 #   (d) portkey  client -> Portkey AI gateway (node) -> double
 #   (e) orgw-redis  as (c), a second lighttpd + orgw.fcgi stack with the
 #                same settings and worker count, but STATE_BACKEND=redis on
-#                a private redis-server on loopback (issue 19; phases 2
+#                a private redis-server on loopback (phases 2
 #                and 3 only)
 #
 # Every measurement alternates the paths (a,b,c,d,e,a,b,c,d,e,...) so a busy
@@ -26,7 +26,7 @@
 #      BENCH_HOLD concurrent slow streams (/proc/PID/smaps_rollup)
 #   6. state-lock hold time per request: the workers restarted with a
 #      -DORGW_TRACE_LOCK build (src/store_gdbm.c logs each transaction)
-#   7. concurrent long streams (issue 16; bench/longstreams.mjs): N streams
+#   7. concurrent long streams (bench/longstreams.mjs): N streams
 #      started within one second, each BENCH_LONG_SECONDS long, tokens
 #      50-100 ms apart after a first-token wait with keep-alive comments,
 #      through the bare proxy, orgw and Portkey in turn; memory of every
@@ -61,7 +61,7 @@
 #   BENCH_LONG_BODY_N (256: the run with big bodies, at that count, if it is
 #   in BENCH_LONG_N), BENCH_LONG_PORTKEY (1), BENCH_LONG_BUDGET_S (420: runs
 #   that would end later are skipped and reported so).  The orgw pool: a
-#   build that knows WORKER_THREADS (issue 16) gets WORKER_THREADS=
+#   build that knows WORKER_THREADS gets WORKER_THREADS=
 #   BENCH_LONG_THREADS (80, the default) and max(4, (N + 1) / threads,
 #   rounded up) workers (one thread of the host is kept for the next
 #   request: 4 x 80 for 256 streams, the default set-up); today's build
@@ -461,7 +461,7 @@ mem_gateway() { # PHASE NAME: every process of that gateway
 # 7. Concurrent long streams (a function: BENCH_LONG_ONLY=1 runs only this)
 # ---------------------------------------------------------------------------
 
-# Does this orgw.fcgi run a pool of threads per process (issue 16)?  The
+# Does this orgw.fcgi run a pool of threads per process?  The
 # setting's name is in the binary's table of settings; today's build would
 # only warn "unknown setting" and serve one request per process.
 long_threaded() { grep -aq WORKER_THREADS "${ORGW_FCGI_BIN}"; }
@@ -695,7 +695,7 @@ node bench/apis.mjs --targets "$TARGETS" --only proxy,orgw --warmup "$AW" \
 # ---------------------------------------------------------------------------
 
 say "5/7 memory: idle, then $HOLD concurrent slow streams per gateway"
-# A threaded build (issue 16) holds the streams with its WORKER_THREADS
+# A threaded build holds the streams with its WORKER_THREADS
 # (80) threads a worker, one of the host's kept free: enough workers for
 # HOLD + 1 threads; a build of one request per process needs HOLD.
 HOLD_WORKERS=$HOLD

@@ -1,5 +1,5 @@
 #!/bin/sh
-# build-dist.sh - `make dist`: the shared-hosting artifact (issue 18),
+# build-dist.sh - `make dist`: the shared-hosting artifact,
 #   dist/orgw-VERSION-linux-x86_64.tar.gz
 # a fully static build (static-pie, glibc) of orgw.fcgi and orgw-score that
 # runs on any x86-64 Linux whatever its libraries, with a .htaccess, a

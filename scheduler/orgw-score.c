@@ -1,5 +1,5 @@
 /*
- * orgw-score.c - main() of the scorer (SPEC section 1, issue 3), run by
+ * orgw-score.c - main() of the scorer (SPEC section 1), run by
  * cron every 3 hours (deploy/crontab) or by hand.
  *
  * For every model in MODELS_SEEN plus TARGET_MODEL (or only the --model
@@ -19,12 +19,12 @@
  * --json.  Warnings go to stderr.  Exit: 0 every model scored, 1 some
  * failed, 2 usage or configuration error.
  *
- * Operator commands (issue 17 item 6; see "Operator commands" below):
+ * Operator commands (see "Operator commands" below):
  * status, unlock, cool, uncool run state.c transactions on the workers'
  * state and need no upstream key; rescore MODEL is the run --model MODEL
  * does.  Exit: 0 done, 1 state unusable, 2 usage or configuration.
  *
- * Shared hosting (issue 18): without --config and ORGW_CONFIG, an
+ * Shared hosting: without --config and ORGW_CONFIG, an
  * orgw.conf beside the program (/proc/self/exe) is read, and
  * --cron-line prints the crontab line to paste into a host's cron panel,
  * with absolute paths.
@@ -74,7 +74,7 @@ struct opts {
 	bool dry_run;
 	bool json;
 	bool cron_line;		/* --cron-line: print it and exit */
-	bool dump, load;	/* --dump, --load (issue 19) */
+	bool dump, load;	/* --dump, --load */
 	bool run_opts;		/* --model, --dry-run, --parallel or
 				 * --timeout-ms given */
 	int parallel;
@@ -564,7 +564,7 @@ print_json(const struct orgw_conf *c, const struct opts *o,
 }
 
 /*
- * Operator commands (issue 17 item 6).  They run on the workers' state
+ * Operator commands.  They run on the workers' state
  * through state.c's transactions (the same lock file, the same
  * record.c values), so a worker mid-request and an operator never see
  * half a change.  status reads the very document GET /stats serves
@@ -1027,7 +1027,7 @@ exe_where(char *path, char *dir, size_t n)
 }
 
 /* orgw.conf beside this program, in buf (n bytes), when there is one;
- * else NULL.  The config of a shared-hosting upload (issue 18). */
+ * else NULL.  The config of a shared-hosting upload. */
 static const char *
 config_beside(char *buf, size_t n)
 {
@@ -1098,7 +1098,7 @@ print_cron_line(const char *config)
 }
 
 /*
- * --dump and --load (issue 19): the whole state as JSON lines (dump.h),
+ * --dump and --load: the whole state as JSON lines (dump.h),
  * the same for both back-ends, so that
  *   STATE_BACKEND=gdbm orgw-score --dump | STATE_BACKEND=redis orgw-score --load
  * moves a state.  The dump is one reader transaction; the load one

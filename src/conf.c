@@ -909,7 +909,7 @@ conf_set_mode(struct orgw_conf *c, const struct conf_item *it,
 	return ORGW_OK;
 }
 
-/* STATE_BACKEND: "gdbm" or "redis" (issue 19). */
+/* STATE_BACKEND: "gdbm" or "redis". */
 static enum orgw_err
 conf_set_backend(struct orgw_conf *c, const struct conf_item *it,
 		 const char *v, char *err, size_t errlen)

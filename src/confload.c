@@ -5,8 +5,8 @@
  *
  * A relative path in the config file (STATE_PATH, UPSTREAM_CA_FILE; see
  * conf_is_path()) is taken from the file's directory, so one orgw.conf
- * serves a gateway in public_html/cgi-bin and a scorer beside the file
- * (issue 18); a relative path from the environment stays relative to the
+ * serves a gateway in public_html/cgi-bin and a scorer beside the file;
+ * a relative path from the environment stays relative to the
  * working directory.
  *
  * Precedence, lowest first: the defaults (conf_init(), the caller's job),
@@ -103,7 +103,7 @@ load_secret_by(struct load_ctx *x, const char *name, bool file_form)
  * err: SPEC 8 wants a bad configuration refused at start.  shown names
  * the file in messages: its path, or for a NAME_FILE secret the setting's
  * name, since the value of a *_FILE setting is never echoed (it may be a
- * key given by mistake, issue 15).
+ * key given by mistake).
  */
 static enum orgw_err
 load_read(const char *path, const char *shown, size_t cap, char **out,

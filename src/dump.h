@@ -1,6 +1,6 @@
 /*
  * dump.h - the JSON-lines form of the whole state (orgw-score --dump and
- * --load, issue 19), the same for both back-ends, so a state moves with
+ * --load), the same for both back-ends, so a state moves with
  *   STATE_BACKEND=gdbm orgw-score --dump | STATE_BACKEND=redis orgw-score --load
  * One line per key: {"key":"<key>","value":<value>}, where value is the
  * stored JSON itself when it is an object or an array (every record of

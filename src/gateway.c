@@ -154,7 +154,7 @@ add_load(cJSON *o, const struct orgw_load *l, bool health)
  * GET /healthz needs no key, so anyone may ask it, often.  It answers ok,
  * or a short generic reason; the detail (setting values, paths, system
  * errors) goes to the log (once per change) and to a caller that sent the
- * client key (issue 15).  The state check takes a shared lock at most,
+ * client key.  The state check takes a shared lock at most,
  * waits 200 ms at most and opens no GDBM (state_health), and its result
  * is kept for a second per worker.
  */
@@ -607,7 +607,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 
 
 /*
- * GET /metrics (issue 17 item 4): Prometheus text 0.0.4.  A scraper's
+ * GET /metrics: Prometheus text 0.0.4.  A scraper's
  * key, METRICS_KEY, lets it read the counters without being able to
  * send chat requests; the client key works too (it reads /stats, the
  * same numbers).  Both compared in constant time (http_key_ok).

@@ -1,5 +1,5 @@
 /*
- * prom.c - the Prometheus text exposition format 0.0.4 (issue 17 item 4).
+ * prom.c - the Prometheus text exposition format 0.0.4.
  *
  * Format (prometheus.io/docs/instrumenting/exposition_formats): one
  * "# HELP name text" and one "# TYPE name type" line per family, then

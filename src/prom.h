@@ -1,5 +1,5 @@
 /*
- * prom.h - the Prometheus text exposition format 0.0.4 (issue 17 item 4):
+ * prom.h - the Prometheus text exposition format 0.0.4:
  * escaping, number formatting, the latency buckets and the GET /metrics
  * document built from what the state holds.  Pure: no I/O, no clock.
  */
@@ -36,7 +36,7 @@ void prom_number(char *dst, size_t n, double v);
  *              histograms and lock changes (both ledger_render_cell),
  *   "cooling": the number of providers cooling now.
  * in_flight < 0 leaves out orgw_requests_in_flight; lost_updates (the
- * state's LOST_UPDATES, issue 19) < 0 leaves out
+ * state's LOST_UPDATES) < 0 leaves out
  * orgw_state_lost_updates_total.  Every family gets
  * its HELP and TYPE lines, even with no sample.  ORGW_ENOMEM when the
  * buffer could not grow (out then holds part of the document).

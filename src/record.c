@@ -86,7 +86,7 @@ has_ctl(const char *s)
 /* A string member of the state, or "" when absent.  A value holding a
  * control character is treated as absent: tags and names from the state
  * file go into response headers (X-Orgw-Provider) and log lines, where
- * CR LF would inject a header or break the line (issue 15). */
+ * CR LF would inject a header or break the line. */
 static void
 get_str(const cJSON *o, const char *k, char *dst, size_t n)
 {

@@ -194,7 +194,7 @@ size_t record_seen_each(const char *text,
 			void *arg);
 
 /*
- * LOCK_LOG:<model>, the recent lock changes (issue 17 item 5):
+ * LOCK_LOG:<model>, the recent lock changes:
  * {"v":1,"changes":[{"at","from","to","reason"}...]}, oldest first, the
  * last RECORD_LOCK_LOG_MAX kept.  Adds one change at unix time at (from
  * or to "" for no lock) to text (borrowed; NULL or undecodable = none).

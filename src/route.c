@@ -165,7 +165,7 @@ route_decide(const struct route_view *v, const struct rec_cand **pick)
 	/* Step 5: the best candidate not cooling down.  An idle lock whose
 	 * provider is still a candidate and not cooling is
 	 * kept unless the best beats it by LOCK_MARGIN, so near-equal
-	 * providers do not alternate and lose their caches (issue 17). */
+	 * providers do not alternate and lose their caches. */
 	if ((*pick = route_next(c, v->cooling, v->cooling_arg, NULL)) != NULL) {
 		if (l != NULL && l->tag[0] != '\0' &&
 		    strcmp(l->tag, (*pick)->tag) != 0 &&

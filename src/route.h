@@ -72,7 +72,7 @@ enum orgw_err route_rerank(struct rec_cands *c, int utc_hhmm,
 const struct rec_cand *route_find(const struct rec_cands *c, const char *tag);
 
 /*
- * LOCK_MARGIN (issue 17): true when an idle lock on held should stay
+ * LOCK_MARGIN: true when an idle lock on held should stay
  * rather than move to best, i.e. best's score is at most
  * held's * (1 + margin).  Only within one ranking class: a best with a
  * throughput where held has none, or free where held is not, always

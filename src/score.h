@@ -14,7 +14,7 @@
 #include "orgw.h"
 
 /*
- * The measured cache hit rate of one provider for one model (issue 17):
+ * The measured cache hit rate of one provider for one model:
  * the cached share of its prompt tokens as a decayed average, and the
  * undecayed total of prompt tokens behind it.  The evidence threshold
  * is checked against the undecayed total, so a provider that once
@@ -219,7 +219,7 @@ bool score_terms_price(const struct score_terms *t, enum score_key k,
  * What one request would have cost with every prompt token at the
  * prompt price in force at utc_hhmm (windows, then discount): prompt
  * tokens at the prompt price plus completion tokens at the completion
- * price (issue 17, "money saved").  Negative counts are zero.  False,
+ * price ("money saved").  Negative counts are zero.  False,
  * *out untouched, when either price is missing or unreadable then.
  */
 bool score_uncached_cost(const struct score_terms *t, int utc_hhmm,

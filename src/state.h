@@ -187,10 +187,9 @@ enum orgw_err state_cell_put(struct store *s, const char *k,
 enum orgw_err state_health(const struct orgw_conf *c, char *why, size_t n);
 
 /*
- * Operator commands (orgw-score status/unlock/cool/uncool, issue 17
- * item 6): each is one exclusive transaction, under the same lock as
- * the workers, and logs one "operator: ..." line when it changed the
- * state.  model must pass reqval_model_ok and tag state_tag_ok
+ * Operator commands (orgw-score status/unlock/cool/uncool): each is
+ * one exclusive transaction, under the same lock as the workers, and
+ * logs one "operator: ..." line when it changed the state.  model must pass reqval_model_ok and tag state_tag_ok
  * (ORGW_EINVAL otherwise, nothing written); other errors are the
  * store's (ORGW_EBUSY, ORGW_EIO), logged.
  */

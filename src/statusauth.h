@@ -1,5 +1,5 @@
 /*
- * statusauth.h - the login of GET /status (issue 17 item 5): the client
+ * statusauth.h - the login of GET /status: the client
  * key is posted once in a form, and the browser keeps a cookie holding
  * a token derived from the key, never the key itself.
  *

@@ -1,5 +1,5 @@
 /*
- * statuspage.c - the HTML of GET /status (issue 17 item 5).
+ * statuspage.c - the HTML of GET /status.
  *
  * Pure: it renders the /stats tree (stats.c) with the time given, into
  * a buf, and does no I/O.  No JavaScript: the page refreshes itself

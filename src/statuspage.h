@@ -1,5 +1,5 @@
 /*
- * statuspage.h - the HTML of GET /status (issue 17 item 5), pure: it
+ * statuspage.h - the HTML of GET /status, pure: it
  * renders the tree GET /stats builds (stats_tree) and does no I/O, so
  * the page, its escaping included, is unit-tested.
  */

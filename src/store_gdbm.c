@@ -1223,7 +1223,7 @@ check_one(const char *file, const char *dir, char *why, size_t n)
 	} else if (errno == ENOENT) {
 		if (access(dir, W_OK) == 0)
 			return 0;	/* created by the first write */
-		/* Shared hosting's usual mistake (issue 18): say it plainly. */
+		/* Shared hosting's usual mistake: say it plainly. */
 		snprintf(why, n, "directory %s is not writable by this "
 			 "program (uid %u): %s", dir, (unsigned)getuid(),
 			 log_strerror(errno));

@@ -412,7 +412,7 @@ orgw__lighttpd_start() {
 }
 
 # ---------------------------------------------------------------------------
-# Redis (issue 19).  ORGW_STATE_BACKEND=redis in the environment makes
+# Redis.  ORGW_STATE_BACKEND=redis in the environment makes
 # orgw_start run the gateway with STATE_BACKEND=redis on a private
 # redis-server (loopback, a free port, no persistence, its files in
 # $ORGW_T/redis); tests/run.sh runs the state tests once more that way.
@@ -1095,7 +1095,7 @@ if (mode === "big") {
 # (the client base URL without /v1), each about 5 s long (10 tokens 400 ms
 # apart, the first after 400 ms); checks that every one is answered whole
 # and that none waited for another's end: the last first token comes
-# before the shortest stream ended (issue 16: capacity is concurrent
+# before the shortest stream ended (capacity is concurrent
 # streams; a stream queued behind another would see its first token only
 # after that one's 5 s, more than ten times the 400 ms).  Leaves the
 # double's chunks and spacing at 3 and 0.

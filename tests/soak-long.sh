@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/soak-long.sh - the long-stream soak of issue 16 (`make soak
+# tests/soak-long.sh - the long-stream soak (`make soak
 # SOAK_MODE=long`; tests/soak.sh hands over to this): mixed long requests
 # for SOAK_MINUTES while a worker is killed with SIGKILL every ~2 minutes,
 # and the memory of the workers over the whole run.  Loopback only; every
@@ -8,7 +8,7 @@
 # What runs:
 #   - the stack of tests/lib.sh (lighttpd -> spawn-fcgi + multiwatch ->
 #     orgw.fcgi workers -> the OpenRouter double).  Pool: a build that knows
-#     WORKER_THREADS (issue 16) runs SOAK_THREADS (64) threads per worker and
+#     WORKER_THREADS runs SOAK_THREADS (64) threads per worker and
 #     max(2, clients / threads + 1) workers; today's build (one request per
 #     process) runs clients + 4 workers, so no request waits for a worker;
 #   - tests/soak/long.mjs: SOAK_CLIENTS clients, each sending one request
@@ -33,7 +33,7 @@
 # requests = ok + left + errors, ok + client_abort = ok + left (a client
 # that leaves after orgw's last byte counts ok), each short by at most the
 # requests a kill cut in those classes; when
-# /stats has in_flight (issue 16): 0 at the end.  With SOAK_MAX_SLOPE_KIB_MIN
+# /stats has in_flight: 0 at the end.  With SOAK_MAX_SLOPE_KIB_MIN
 # set, the slope after warm-up must be at most that.
 #
 # Knobs: SOAK_MINUTES (30) or SOAK_SECONDS, SOAK_CLIENTS (48), SOAK_WORKERS,
@@ -165,7 +165,7 @@ t_check "/stats client_abort ($st_abort) at most the $left requests left early" 
 t_check "/stats ok + client_abort ($((st_ok + st_abort))) = ok + left ($((ok_n + left))), short by at most the $((k_ok + k_left)) a kill cut" \
 	test $((st_ok + st_abort)) -le $((ok_n + left)) -a $((st_ok + st_abort)) -ge $((ok_n + left - k_ok - k_left))
 if [ "$in_flight" = absent ]; then
-	t_skip "/stats has no in_flight (a build before issue 16)"
+	t_skip "/stats has no in_flight (a build before threaded workers)"
 else
 	t_eq "/stats in_flight is 0 at the end (no phantom request from a killed worker)" 0 "$in_flight"
 fi

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/soak.sh - `make soak`: orgw under load, upstream faults, a scorer
-# running all the time and workers being killed (issue 7).  Bounded:
+# running all the time and workers being killed.  Bounded:
 # SOAK_SECONDS of load (default 60), then at most SOAK_TIMEOUT_MS for the
 # last requests to end; loopback only (lighttpd, the workers and the
 # OpenRouter double all listen on 127.0.0.1 or a socket in a temp dir).
@@ -41,7 +41,7 @@
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"	# `make soak` runs `sh tests/soak.sh`; lib.sh is bash
 fi
-# SOAK_MODE=long: the long-stream soak of issue 16 instead (tests/soak-long.sh:
+# SOAK_MODE=long: the long-stream soak instead (tests/soak-long.sh:
 # mixed streams of seconds to minutes for SOAK_MINUTES, a worker killed every
 # 2 minutes, PSS slope, /stats exact apart from the killed requests).
 if [ "${SOAK_MODE:-faults}" = long ]; then

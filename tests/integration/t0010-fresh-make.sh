@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0010-fresh-make: the first `make run` on a machine without the -dev
-# packages builds and starts orgw (issue 13 item 7).
+# packages builds and starts orgw.
 #
 # A fresh machine is played by a pkg-config stand-in that answers nothing
 # (as pkg-config does before libcjson-dev is installed) until the install

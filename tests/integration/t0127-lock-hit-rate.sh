@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0127-lock-hit-rate: measured cache hit rates in the score (issue 17).
+# t0127-lock-hit-rate: measured cache hit rates in the score.
 # Two providers of test/hit cache implicitly: "cheap" is 10 % cheaper at
 # every price but its cache serves only 20 % of a prompt
 # (x_double_cache_hit_rate 0.2), "warm" serves 90 %.  With the assumed

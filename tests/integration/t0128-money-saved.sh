@@ -1,6 +1,6 @@
 #!/bin/bash
-# t0128-money-saved: spend, uncached cost and saving in /stats (issue 17
-# item 3).  test/save's only well-priced endpoint "saver" has a 25 %
+# t0128-money-saved: spend, uncached cost and saving in /stats.
+# test/save's only well-priced endpoint "saver" has a 25 %
 # discount and a time-of-day override window that ends at the next UTC
 # minute (the prices in force, not the top-level ones), and caches 90 % of
 # a prompt (x_double_cache_hit_rate).  Six requests go before the window

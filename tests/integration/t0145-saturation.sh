@@ -3,7 +3,7 @@
 # chat completion at once with 503, an OpenAI error and Retry-After
 # (streamed or not); /healthz says saturated; /stats counts the requests
 # in flight host-wide; the held streams finish intact; a worker killed
-# with SIGKILL leaves no phantom request in flight (issue 16).
+# with SIGKILL leaves no phantom request in flight.
 . "$(dirname "$0")/../lib.sh"
 
 # 2 processes x 3 threads: capacity 6, so 5 streams fill it (the last

@@ -2,7 +2,7 @@
 # t0146-recycle: a worker past WORKER_MAX_REQUESTS stops accepting (not
 # before 10 s of age: multiwatch counts a quicker exit as a crash), lets
 # the stream in flight finish intact, then exits; multiwatch starts a
-# fresh one, which serves what arrived meanwhile (issue 16).
+# fresh one, which serves what arrived meanwhile.
 . "$(dirname "$0")/../lib.sh"
 
 ORGW_WORKERS=1 orgw_start WORKER_THREADS=4 WORKER_MAX_REQUESTS=3

@@ -2,7 +2,7 @@
 # t0147-many-streams: the default worker set-up (4 processes, default
 # WORKER_THREADS, as `make run` and deploy/orgw.service) serves 120
 # streams at once with no queueing: every stream gets its first token
-# long before any other stream could have ended (issue 16).  Not a
+# long before any other stream could have ended.  Not a
 # benchmark (make bench measures latency); the assertion is only that no
 # stream waited for another one.
 . "$(dirname "$0")/../lib.sh"

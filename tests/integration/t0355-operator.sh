@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0355-operator: the operator commands of orgw-score (issue 17 item 6)
+# t0355-operator: the operator commands of orgw-score
 # on a running stack, under the workers' lock: cool the locked provider
 # and the next request goes to the next candidate at once, /stats shows
 # the cooldown; uncool it and it is ranked (and locked) again; unlock and

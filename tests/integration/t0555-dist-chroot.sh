@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0555-dist-chroot: the shared-hosting tarball of `make dist` (issue 18)
+# t0555-dist-chroot: the shared-hosting tarball of `make dist`
 # runs on a machine that has none of its libraries.  It is unpacked into
 # an empty tree that gets nothing else but /etc/resolv.conf and /dev/null,
 # and orgw.fcgi runs there under chroot as a plain CGI program, as an

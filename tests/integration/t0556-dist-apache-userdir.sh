@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0556-dist-apache-userdir: the shared-hosting tarball of `make dist`
-# (issue 18) uploaded as INSTALL says into a user's home directory and
+# uploaded as INSTALL says into a user's home directory and
 # served by Apache through mod_userdir (http://host/~user/cgi-bin/...),
 # with nothing root-owned beyond enabling CGI and AllowOverride: the
 # tarball's .htaccess (its @CONFIG@ filled in) and orgw.conf (the two keys

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0570-long-session: a long conversation with real durations keeps its
-# provider and its cache (issue 14).
+# provider and its cache.
 #
 # 20 turns on one model, streamed and not, each turn's answer appended to
 # the conversation.  Five turns last longer in all than SLOW_THRESHOLD_MS

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0620-metrics: GET /metrics (issue 17 item 4) with the real thing.
+# t0620-metrics: GET /metrics with the real thing.
 # Requests through the double (ok, cached tokens, a 429 retried, a stream,
 # a breaker trip that moves the lock, a client error, 16 at once), then: no key or a
 # wrong key is a 401, METRICS_KEY and the client key read it under /,

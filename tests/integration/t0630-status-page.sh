@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0630-status-page: GET /status (issue 17 item 5) with real traffic, in
+# t0630-status-page: GET /status with real traffic, in
 # headless Chromium (tests/js/status-page.mjs, puppeteer-core on Debian's
 # chromium).  Two models on endpoints with known cache hit rates serve
 # requests "yesterday" (ORGW_TEST_NOW) and today, so the per-day history

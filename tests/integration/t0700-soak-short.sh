@@ -1,11 +1,11 @@
 #!/bin/bash
 # t0700-soak-short: the two soaks, short.
-#  1. tests/soak.sh for 10 s (issue 7), with a kill every 3 s and a scoring
+#  1. tests/soak.sh for 10 s, with a kill every 3 s and a scoring
 #     run every 2 s so the short run still sees several of each: 64
 #     OpenAI-SDK clients, streaming and not, the double drawing
 #     429/503/reset/cut/slow faults; 0 broken outside killed workers, 0 hung,
 #     state readable, /stats equal to the completed requests.
-#  2. tests/soak-long.sh (SOAK_MODE=long, issue 16) for 30 s: 8 clients,
+#  2. tests/soak-long.sh (SOAK_MODE=long) for 30 s: 8 clients,
 #     requests of 2-10 s streamed and not, some left early, a worker killed
 #     every 12 s (two kills), PSS sampled every 3 s; every answer checked word
 #     by word, 0 hung, 0 broken outside the killed workers, /stats exact apart

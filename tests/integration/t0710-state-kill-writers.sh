@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0710-state-kill-writers: writers of the GDBM state die with SIGKILL in
-# the middle of their transactions (issue 7).
+# the middle of their transactions.
 #
 # 1. Workers under load are killed again and again (16 SDK clients for
 #    8 s, a worker SIGKILLed every 700 ms; multiwatch restarts them):

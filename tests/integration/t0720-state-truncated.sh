@@ -1,7 +1,7 @@
 #!/bin/bash
 # t0720-state-truncated: the GDBM state file cut short at every kind of
 # place (1 byte, inside the 4 KiB header, right after it, half way, one
-# byte short) while the gateway runs (issue 7).  Every request still gets
+# byte short) while the gateway runs.  Every request still gets
 # 200, the file is recovered or moved aside and recreated (logged), the
 # model is pinned again, and no worker crashes (same PIDs, no sanitizer or
 # segfault line).

@@ -1,10 +1,10 @@
 #!/bin/bash
 # t0730-state-random: the GDBM state file replaced by random bytes, or a
 # valid file with parts overwritten (bit rot after the header, a zeroed
-# directory block, a good header over garbage), while the gateway runs
-# (issue 7).  Every request still gets 200, the file is recovered or moved
-# aside and recreated, and no worker crashes: GDBM's own parsing of a
-# hostile file runs inside the workers, so this is also a test of it.
+# directory block, a good header over garbage), while the gateway runs.
+# Every request still gets 200, the file is recovered or moved aside
+# and recreated, and no worker crashes: GDBM's own parsing of a hostile
+# file runs inside the workers, so this is also a test of it.
 . "$(dirname "$0")/../lib.sh"
 . "$ORGW_ROOT/tests/soak/statelib.sh"
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0740-stale-lock: the lock file left behind by a process killed while it
-# held the lock (issue 7).  orgw locks with flock(2) on STATE_PATH.lock: the
+# held the lock.  orgw locks with flock(2) on STATE_PATH.lock: the
 # lock belongs to the open file description and dies with the process, so
 # a leftover lock file is just an empty file.  Shown here:
 #   1. while a writer (tests/soak/killwriter.c, through store.c) holds the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0750-state-readonly: the state directory becomes read-only (a full or
-# remounted disk, a wrong deployment) (issue 7).  The gateway keeps
+# remounted disk, a wrong deployment).  The gateway keeps
 # serving (unpinned when it must write), every request still 200;
 # /healthz answers 503 and
 # says why; the worker log names the path and the system error; nothing

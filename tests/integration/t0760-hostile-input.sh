@@ -1,6 +1,6 @@
 #!/bin/bash
-# t0760-hostile-input: oversized and malformed input from the client side
-# (issue 7), through lighttpd, straight over FastCGI (cgi-fcgi on the
+# t0760-hostile-input: oversized and malformed input from the client side,
+# through lighttpd, straight over FastCGI (cgi-fcgi on the
 # workers' socket, past the web server's own limits) and in plain CGI mode:
 #   - a 100 KB path and a 100 KB Authorization header;
 #   - JSON nested 100000 deep (cJSON stops at 1000: a 400), and 990 deep

@@ -1,6 +1,6 @@
 #!/bin/bash
-# t0770-upstream-limits: hostile or broken data from the upstream side
-# (issue 7), served by tests/soak/hostile-upstream.js:
+# t0770-upstream-limits: hostile or broken data from the upstream side,
+# served by tests/soak/hostile-upstream.js:
 #   - an SSE line of 100 MB before any content, and after some content;
 #   - a non-streamed body of 100 MB;
 #   - a 1 MB response header;

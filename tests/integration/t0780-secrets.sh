@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0780-secrets: secret hygiene (issue 7).
+# t0780-secrets: secret hygiene.
 #   1. Every file orgw creates is mode 600, whatever the umask: the state
 #      file, its lock file, a damaged file moved aside, a file rebuilt by
 #      gdbm_recover, a file reorganised by orgw-score.

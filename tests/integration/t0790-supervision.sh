@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0790-supervision: the worker supervision deploy/README-workers.md
-# describes (spawn-fcgi + multiwatch), checked (issue 7):
+# describes (spawn-fcgi + multiwatch), checked:
 #   1. a worker killed with SIGKILL is replaced within a second, and the
 #      socket keeps serving meanwhile;
 #   2. multiwatch's retry limit: with the defaults (-r 3, -t 10000) a slot

@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0800-security: the findings of issue 15, each as the attack it was,
+# t0800-security: the findings of a security review, each as the attack it was,
 # against the real gateway (lighttpd + workers) with a hostile upstream
 # (tests/soak/hostile-upstream.js) or a hostile client or neighbour:
 #   1. the upstream key quoted back by GET /v1/models (401 and 200, and
@@ -61,7 +61,7 @@ out=$(orgw_chat --model hostile/key-escaped --stream)
 echo "# key-escaped stream: $(json_get "$out" 'JSON.stringify({ok: j.ok, mid: j.mid_stream, done: j.done, err: j.error && j.error.message})')"
 t_eq "an error event quoting the key JSON-escaped: re-sent without it" 0 "$(printf '%s' "$out" | hits)"
 t_match "  the message is re-sent, the key masked" 'bad key \*\*\*\*' "$(json_get "$out" 'j.error && j.error.message')"
-t_match "  the log says status=200, the status the client got (issue 15 item 10)" \
+t_match "  the log says status=200, the status the client got" \
 	'status=200 ' "$(grep 'model=hostile/key-escaped ' "$ORGW_LOG")"
 orgw_http POST /v1/chat/completions "$(body hostile/key-escaped-200 false)"
 echo "# key-escaped 200: $HTTP_STATUS $HTTP_BODY"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0810-models-bound: one client must not slow every other through the
-# set of seen models, nor through scoring (issue 15, item 4; SPEC 4
+# set of seen models, nor through scoring (SPEC 4
 # step 2, SPEC 8 MAX_MODELS and CRON_MIN_INTERVAL_SECONDS):
 #   1. an id OpenRouter does not know is forwarded unpinned, is not added
 #      to the seen models, and is never fetched by the scorer;

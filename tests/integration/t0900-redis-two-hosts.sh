@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0900-redis-two-hosts: two gateway hosts (each its own lighttpd and
-# spawn-fcgi workers, different ports) on one redis-server (issue 19):
+# spawn-fcgi workers, different ports) on one redis-server:
 # a breaker trip on host A moves the lock for host B at once; a session
 # that alternates between the hosts stays on one provider; counters are
 # exact under 64 concurrent clients spread over both hosts.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0910-redis-outage: redis-server killed and restarted during a run of
-# mixed requests (issue 19): no request fails because of it (they go
+# mixed requests: no request fails because of it (they go
 # unpinned while it is away, without waiting on it), /healthz says why,
 # orgw reconnects by itself and pinning resumes once it is back; the
 # request counts lost meanwhile are counted (LOST_UPDATES in /stats).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0920-redis-dump-load: orgw-score --dump of a GDBM state loaded into
-# Redis with --load gives the same /stats (issue 19):
+# Redis with --load gives the same /stats:
 #   STATE_BACKEND=gdbm orgw-score --dump | STATE_BACKEND=redis orgw-score --load
 . "$(dirname "$0")/../lib.sh"
 

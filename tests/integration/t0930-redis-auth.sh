@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0930-redis-auth: a Redis with a password (issue 19): REDIS_PASSWORD_FILE
+# t0930-redis-auth: a Redis with a password: REDIS_PASSWORD_FILE
 # (first line of the file) authenticates, SELECT picks the database of
 # REDIS_URL, a wrong password shows in /healthz (never the password) and
 # requests still go through, unpinned; a password in the URL is refused.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // long.mjs - the load side of the long-stream soak (tests/soak-long.sh,
-// `make soak SOAK_MODE=long`; issue 16): C clients each sending one request
+// `make soak SOAK_MODE=long`): C clients each sending one request
 // after another for --seconds, mixed streamed and not, each of its own
 // length (log-uniform between --min-len-s and --max-len-s), some clients
 // leaving early; a random busy worker is killed with SIGKILL every

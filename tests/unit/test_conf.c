@@ -996,7 +996,7 @@ test_load(void)
 			 strstr(err, "/tmp") != NULL);
 	conf_free(&c);
 
-	/* Relative paths in the file are the file's directory's (issue 18);
+	/* Relative paths in the file are the file's directory's;
 	 * in the environment they stay as given. */
 	cfg = tmp_text("STATE_PATH=state/s.gdbm\nUPSTREAM_CA_FILE=ca.crt\n"
 		       "UPSTREAM_URL=http://h\n", 0600);
@@ -1080,7 +1080,7 @@ test_load(void)
 	conf_free(&c);
 	env_clear();
 	/* A key given by mistake as the value of a *_FILE setting is never
-	 * echoed (issue 15): the message names the setting only. */
+	 * echoed: the message names the setting only. */
 	env_set("OPENROUTER_API_KEY_FILE", "sk-or-v1-SECRET-as-path");
 	T_ASSERT("load: a key given as *_FILE: refused, not echoed",
 		 load(&c, NULL) == ORGW_EINVAL &&

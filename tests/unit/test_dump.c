@@ -1,5 +1,5 @@
 /*
- * test_dump.c - unit tests for dump.c (issue 19): the JSON-lines form of
+ * test_dump.c - unit tests for dump.c: the JSON-lines form of
  * the state that orgw-score --dump writes and --load reads.
  */
 #include <stdlib.h>

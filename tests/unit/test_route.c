@@ -377,7 +377,7 @@ test_rerank(void)
 }
 
 /*
- * LOCK_MARGIN (issue 17): route_margin_keeps() row by row.  held is the
+ * LOCK_MARGIN: route_margin_keeps() row by row.  held is the
  * idle lock's provider, best the best candidate now.
  */
 static void

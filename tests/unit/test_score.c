@@ -647,7 +647,7 @@ test_extremes(void)
 }
 
 /*
- * Re-pricing (SPEC section 6, issue 14 item 6): the terms kept with an
+ * Re-pricing (SPEC section 6): the terms kept with an
  * endpoint re-price it at any time of day to exactly what scoring at
  * that time gives.  The example's DeepSeek endpoint is half price from
  * 16:30 to 00:30 UTC; with CACHE_BONUS 1 and HIT_RATE 0.9 DeepInfra
@@ -759,7 +759,7 @@ test_terms(void)
 }
 
 /*
- * Measured hit rates (issue 17): the decay arithmetic of score_hit_add
+ * Measured hit rates: the decay arithmetic of score_hit_add
  * and the evidence threshold of score_hit_pick.
  */
 static void

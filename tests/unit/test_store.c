@@ -181,7 +181,7 @@ mode_of(const char *file)
 }
 
 /*
- * Issue 15, item 3: symlinks at STATE_PATH and STATE_PATH.lock are not
+ * Symlinks at STATE_PATH and STATE_PATH.lock are not
  * followed, a state file or directory writable by others is refused, and
  * files orgw creates get STATE_MODE whatever the umask.
  */
@@ -261,7 +261,7 @@ test_strict(void)
 /* A second thread of this process asks for the write lock the first
  * holds: flock locks belong to the open file description, and every
  * transaction opens its own, so threads exclude each other as processes
- * do (issue 16). */
+ * do. */
 static void *
 second_writer(void *arg)
 {
