@@ -3,6 +3,7 @@
  * p[len] == '\0' once anything was added.  Growth doubles, checked for
  * overflow before adding (STYLE.md 4).
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,35 @@ buf_free(struct buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
+}
+
+bool
+buf_join(char *dst, size_t n, char sep, ...)
+{
+	va_list ap;
+	const char *part;
+	size_t len = 0, k;
+	bool fit = true, first = true;
+
+	va_start(ap, sep);
+	while (fit && (part = va_arg(ap, const char *)) != NULL) {
+		if (!first && sep != '\0') {
+			if (len + 1 >= n) {
+				fit = false;
+				break;
+			}
+			dst[len++] = sep;
+		}
+		first = false;
+		k = strlen(part);
+		if (k >= n - len) {
+			k = n - len - 1;
+			fit = false;
+		}
+		memcpy(dst + len, part, k);
+		len += k;
+	}
+	va_end(ap);
+	dst[len] = '\0';
+	return fit;
 }

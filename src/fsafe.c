@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fsafe.h"
 #include "log.h"
 
@@ -24,9 +25,7 @@ static mode_t fsafe_mode = 0600;
 int
 fsafe_side_path(char *dst, size_t n, const char *path, const char *suffix)
 {
-	int r = snprintf(dst, n, "%s%s", path, suffix);
-
-	return (r < 0 || (size_t)r >= n) ? -1 : 0;
+	return buf_join(dst, n, '\0', path, suffix, (char *)NULL) ? 0 : -1;
 }
 
 void

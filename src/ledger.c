@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf.h"
 #include "ledger.h"
 #include "score.h"
 
@@ -321,14 +322,14 @@ bool
 ledger_key(char *k, size_t n, const char *model, const char *day,
 	   const char *api, const char *tag)
 {
-	int len;
+	size_t pl = strlen(LEDGER_PREFIX);
 
 	if (!part_ok(model, true) || !part_ok(day, false) ||
-	    !part_ok(api, false) || !part_ok(tag, false))
+	    !part_ok(api, false) || !part_ok(tag, false) || n <= pl)
 		return false;
-	len = snprintf(k, n, LEDGER_PREFIX "%s:%s:%s:%s", model, day, api,
-		       tag);
-	return len > 0 && (size_t)len < n;
+	memcpy(k, LEDGER_PREFIX, pl);
+	return buf_join(k + pl, n - pl, ':', model, day, api, tag,
+			(char *)NULL);
 }
 
 /* The last ':' in [s, e), or NULL. */

@@ -790,11 +790,20 @@ record_day(int64_t t, char dst[11])
 	int64_t mm = mp < 10 ? mp + 3 : mp - 9;
 	int64_t yy = yoe + era * 400 + (mm <= 2);
 
-	char b[64];
+	int y = (int)((yy % 10000 + 10000) % 10000);
 
-	snprintf(b, sizeof(b), "%04d-%02d-%02d", (int)(yy % 10000 + 10000) % 10000,
-		 (int)mm, (int)dd);
-	memcpy(dst, b, 10);
+	/* "%04d-%02d-%02d", digit by digit: a request names its day for
+	 * every cell key it builds. */
+	dst[0] = (char)('0' + y / 1000);
+	dst[1] = (char)('0' + y / 100 % 10);
+	dst[2] = (char)('0' + y / 10 % 10);
+	dst[3] = (char)('0' + y % 10);
+	dst[4] = '-';
+	dst[5] = (char)('0' + mm / 10);
+	dst[6] = (char)('0' + mm % 10);
+	dst[7] = '-';
+	dst[8] = (char)('0' + dd / 10);
+	dst[9] = (char)('0' + dd % 10);
 	dst[10] = '\0';
 }
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "failover.h"
 #include "ledger.h"
@@ -101,13 +102,13 @@ state_txn_norepair(const struct orgw_conf *c, bool write,
 static void
 key2(char *k, const char *prefix, const char *model)
 {
-	snprintf(k, KEY_MAX, "%s:%s", prefix, model);
+	(void)buf_join(k, KEY_MAX, ':', prefix, model, (char *)NULL);
 }
 
 static void
 key3(char *k, const char *prefix, const char *model, const char *tag)
 {
-	snprintf(k, KEY_MAX, "%s:%s:%s", prefix, model, tag);
+	(void)buf_join(k, KEY_MAX, ':', prefix, model, tag, (char *)NULL);
 }
 
 /*

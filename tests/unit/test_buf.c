@@ -121,9 +121,39 @@ test_consume(void)
 	buf_free(&b);
 }
 
+static void
+test_join(void)
+{
+	char k[8];
+
+	T_ASSERT("join: parts with a separator",
+		 buf_join(k, sizeof(k), ':', "HIT", "m", (char *)NULL) &&
+			 strcmp(k, "HIT:m") == 0);
+	T_ASSERT("join: no separator",
+		 buf_join(k, sizeof(k), '\0', "/s", ".lock", (char *)NULL) &&
+			 strcmp(k, "/s.lock") == 0);
+	T_ASSERT("join: an exact fit",
+		 buf_join(k, sizeof(k), ':', "abc", "def", (char *)NULL) &&
+			 strcmp(k, "abc:def") == 0);
+	T_ASSERT("join: one byte over is cut, as snprintf cuts",
+		 !buf_join(k, sizeof(k), ':', "abcd", "efg", (char *)NULL) &&
+			 strcmp(k, "abcd:ef") == 0);
+	T_ASSERT("join: a separator that does not fit is left out",
+		 !buf_join(k, sizeof(k), ':', "abcdefg", "h", (char *)NULL) &&
+			 strcmp(k, "abcdefg") == 0);
+	T_ASSERT("join: empty parts and none",
+		 buf_join(k, sizeof(k), ':', "", "x", "", (char *)NULL) &&
+			 strcmp(k, ":x:") == 0 &&
+			 buf_join(k, sizeof(k), ':', (char *)NULL) &&
+			 k[0] == '\0');
+	T_ASSERT("join: one byte holds the NUL only",
+		 !buf_join(k, 1, ':', "a", (char *)NULL) && k[0] == '\0');
+}
+
 int
 main(void)
 {
+	test_join();
 	test_add();
 	test_max();
 	test_overflow();

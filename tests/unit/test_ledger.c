@@ -659,6 +659,13 @@ test_money_price(void)
 	T_ASSERT("record_day 2000-02-29", strcmp(day, "2000-02-29") == 0);
 	record_day(-1, day);
 	T_ASSERT("record_day 1969-12-31", strcmp(day, "1969-12-31") == 0);
+	record_day(0, day);
+	T_ASSERT("record_day 1970-01-01", strcmp(day, "1970-01-01") == 0);
+	record_day(253402300799LL, day);
+	T_ASSERT("record_day 9999-12-31", strcmp(day, "9999-12-31") == 0);
+	record_day(1099511627776LL, day);
+	T_ASSERT("record_day of year 36812 keeps four digits",
+		 strcmp(day, "6812-02-20") == 0);
 }
 
 /* An answer whose usage carries no cost (a streamed Messages answer may
