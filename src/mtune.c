@@ -11,24 +11,41 @@
 /* Room for an operator's own tunables as well as ours. */
 #define MTUNE_VALUE_MAX 1024
 
+/* True when the tunables text s sets name (a name=value pair of its own,
+ * pairs joined by ':'). */
+static bool
+sets(const char *s, const char *name)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	for (p = s; p != NULL && (p = strstr(p, name)) != NULL; p += len)
+		if ((p == s || p[-1] == ':') && p[len] == '=')
+			return true;
+	return false;
+}
+
 bool
 mtune_value(const char *old, char *dst, size_t n)
 {
-	const char *p;
-	size_t len = strlen(MTUNE_TUNABLE);
+	char add[128];
 	int k;
 
-	/* Tunables are name=value pairs joined by ':'. */
-	for (p = old; p != NULL && (p = strstr(p, MTUNE_TUNABLE)) != NULL;
-	     p += len)
-		if ((p == old || p[-1] == ':') && p[len] == '=')
-			return false;
-	if (old == NULL || old[0] == '\0')
-		k = snprintf(dst, n, "%s=%d", MTUNE_TUNABLE,
+	if (old != NULL && sets(old, MTUNE_TUNABLE))
+		return false;
+	if (old != NULL && sets(old, MTUNE_TUNABLE_MAX))
+		k = snprintf(add, sizeof(add), "%s=%d", MTUNE_TUNABLE,
 			     MTUNE_TCACHE_COUNT);
 	else
-		k = snprintf(dst, n, "%s:%s=%d", old, MTUNE_TUNABLE,
-			     MTUNE_TCACHE_COUNT);
+		k = snprintf(add, sizeof(add), "%s=%d:%s=%d", MTUNE_TUNABLE,
+			     MTUNE_TCACHE_COUNT, MTUNE_TUNABLE_MAX,
+			     MTUNE_TCACHE_MAX_BYTES);
+	if (k <= 0 || (size_t)k >= sizeof(add))
+		return false;
+	if (old == NULL || old[0] == '\0')
+		k = snprintf(dst, n, "%s", add);
+	else
+		k = snprintf(dst, n, "%s:%s", old, add);
 	return k > 0 && (size_t)k < n;
 }
 

@@ -4,6 +4,8 @@
 #include "mtune.h"
 #include "t.h"
 
+#define OURS "glibc.malloc.tcache_count=64:glibc.malloc.tcache_max=128"
+
 static void
 test_value(void)
 {
@@ -11,13 +13,16 @@ test_value(void)
 
 	T_ASSERT("mtune: unset gets the count",
 		 mtune_value(NULL, v, sizeof(v)) &&
-			 strcmp(v, "glibc.malloc.tcache_count=64") == 0);
+			 strcmp(v, OURS) == 0);
 	T_ASSERT("mtune: empty gets the count",
 		 mtune_value("", v, sizeof(v)) &&
-			 strcmp(v, "glibc.malloc.tcache_count=64") == 0);
+			 strcmp(v, OURS) == 0);
 	T_ASSERT("mtune: an operator's other tunables are kept",
 		 mtune_value("glibc.malloc.arena_max=2", v, sizeof(v)) &&
-			 strcmp(v, "glibc.malloc.arena_max=2:"
+			 strcmp(v, "glibc.malloc.arena_max=2:" OURS) == 0);
+	T_ASSERT("mtune: an operator's own tcache_max stays, the count added",
+		 mtune_value("glibc.malloc.tcache_max=512", v, sizeof(v)) &&
+			 strcmp(v, "glibc.malloc.tcache_max=512:"
 				   "glibc.malloc.tcache_count=64") == 0);
 	T_ASSERT("mtune: an operator's own count wins (no run again)",
 		 !mtune_value("glibc.malloc.tcache_count=7", v, sizeof(v)) &&
