@@ -1,4 +1,6 @@
 /* mtune.c - a FastCGI worker's malloc tuning (mtune.h). */
+#include <sys/auxv.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -55,7 +57,11 @@ mtune_reexec(char *const argv[])
 	char value[MTUNE_VALUE_MAX], exe[PATH_MAX];
 	ssize_t len;
 
-	if (!mtune_value(getenv("GLIBC_TUNABLES"), value, sizeof(value)))
+	/* A set-user-ID or set-group-ID run (AT_SECURE): glibc drops the
+	 * tcache tunables from its environment, so the run again would
+	 * not see the count and would run itself again, and again. */
+	if (getauxval(AT_SECURE) != 0 ||
+	    !mtune_value(getenv("GLIBC_TUNABLES"), value, sizeof(value)))
 		return;
 	/* The binary itself: argv[0] may be a name found on PATH or a
 	 * link the web server's configuration names. */

@@ -11,8 +11,8 @@
  * fastbins, and the next large allocation (libfcgi's 8 KiB buffer,
  * libcurl's 16 KiB one, a GDBM value over 1 KiB) merges them all back
  * (malloc_consolidate), so the next request takes most of its chunks by
- * malloc's slow path: some 35k of a worker's 335k instructions a
- * request.  MTUNE_TCACHE_COUNT chunks of each size up to
+ * malloc's slow path: 35k instructions a request, a tenth of a worker's.
+ * MTUNE_TCACHE_COUNT chunks of each size up to
  * MTUNE_TCACHE_MAX_BYTES hold a request's worth of the small ones; the
  * larger sizes keep glibc's 7, since 64 of each of those would stay with
  * every thread that was ever busy (10 MiB more for a worker of 80
@@ -41,9 +41,10 @@ bool mtune_value(const char *old, char *dst, size_t n);
  * Runs this program again (the same argv, environment and file
  * descriptors, so the same PID and FastCGI socket) with GLIBC_TUNABLES
  * from mtune_value().  Returns only when it did not: no change is
- * needed, or the program cannot be found or run again (a chroot without
- * /proc), in which case it runs with glibc's defaults and says so once
- * on stderr.  Call it first thing in main(), before any thread starts.
+ * needed, the program runs set-user-ID or set-group-ID (glibc ignores
+ * these tunables then), or it cannot be found or run again (a chroot
+ * without /proc), in which case it runs with glibc's defaults and says
+ * so once on stderr.  Call it first thing in main(), before any thread starts.
  */
 void mtune_reexec(char *const argv[]);
 
