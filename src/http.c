@@ -41,6 +41,17 @@ static const struct env_var {
 	{"REQUEST_URI", offsetof(struct orgw_env, request_uri)},
 	{"SCRIPT_NAME", offsetof(struct orgw_env, script_name)},
 };
+/* One row for every member: http_env_free() frees them through it. */
+_Static_assert(sizeof(struct orgw_env) ==
+		       sizeof(env_vars) / sizeof(env_vars[0]) * sizeof(char *),
+	       "a member of struct orgw_env without its row in env_vars");
+
+/* The member of e that v fills. */
+static char **
+env_slot(struct orgw_env *e, const struct env_var *v)
+{
+	return (char **)(void *)((char *)e + v->off);
+}
 
 /* A "NAME=value" string's name, for bsearch. */
 struct env_name {
@@ -79,7 +90,7 @@ http_env_load(struct orgw_env *e, char *const *envp)
 			    sizeof(env_vars[0]), env_cmp);
 		if (v == NULL)
 			continue;
-		slot = (char **)(void *)((char *)e + v->off);
+		slot = env_slot(e, v);
 		if (*slot == NULL && (*slot = strdup(eq + 1)) == NULL) {
 			http_env_free(e);
 			return ORGW_ENOMEM;
@@ -91,26 +102,12 @@ http_env_load(struct orgw_env *e, char *const *envp)
 void
 http_env_free(struct orgw_env *e)
 {
+	size_t i;
+
 	if (e == NULL)
 		return;
-	free(e->method);
-	free(e->path_info);
-	free(e->request_uri);
-	free(e->script_name);
-	free(e->authorization);
-	free(e->content_length);
-	free(e->content_type);
-	free(e->cookie);
-	free(e->https);
-	free(e->scheme);
-	free(e->x_api_key);
-	free(e->content_encoding);
-	free(e->query);
-	free(e->anthropic_version);
-	free(e->anthropic_beta);
-	free(e->x_anthropic_beta);
-	free(e->or_metadata);
-	free(e->remote_addr);
+	for (i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++)
+		free(*env_slot(e, &env_vars[i]));
 	memset(e, 0, sizeof(*e));
 }
 

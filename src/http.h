@@ -42,7 +42,8 @@ struct orgw_io {
 };
 
 /* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or
- * NULL when unset. */
+ * NULL when unset.  Each member has its row, the variable's name, in
+ * http.c's env_vars, which loads and frees them. */
 struct orgw_env {
 	char *method;		/* REQUEST_METHOD */
 	char *path_info;	/* PATH_INFO */
