@@ -200,36 +200,45 @@ is(const char *v, const char *want)
 	return v != NULL && strcmp(v, want) == 0;
 }
 
+/*
+ * 0.8 s outlasts the EXEC's command timeout only: the fence's first SET
+ * is answered once Redis resumes.  1.5 s outlasts the fence's first SET
+ * too (sent about 0.5 s in, given up 1 s in): Redis runs that SET once it
+ * resumes, and the marker it sets must not read as the transaction's.
+ */
+static const struct fence_case {
+	const char *val;	/* what the transaction writes */
+	bool refused;		/* a key it read changes before its EXEC */
+	long freeze_ms;
+	const char *what;
+} fence_cases[] = {
+	{"a", false, 800,
+	 "frozen 0.8 s: the EXEC went in, and the commit says so"},
+	{"b", true, 800,
+	 "frozen 0.8 s, EXEC refused (a key read changed): the commit fails "
+	 "and nothing was written"},
+	{"c", false, 1500,
+	 "frozen 1.5 s: the EXEC went in, and the commit says so"},
+	{"d", true, 1500,
+	 "frozen 1.5 s, EXEC refused: the commit fails, though an earlier "
+	 "fence's SET set the marker"},
+};
+
 static void
 test_fence(const struct orgw_conf *c)
 {
+	const struct fence_case *f;
 	enum orgw_err err;
 	char *v;
+	size_t i;
 
-	/* The freeze outlasts the EXEC's command timeout only: the
-	 * fence's first SET is answered once Redis resumes. */
-	err = frozen_commit(c, "a", false, 800, &v);
-	T_ASSERT("frozen 0.8 s: the EXEC went in, and the commit says so",
-		 err == ORGW_OK && is(v, "a"));
-	free(v);
-	err = frozen_commit(c, "b", true, 800, &v);
-	T_ASSERT("frozen 0.8 s, EXEC refused (a key read changed): the "
-		 "commit fails and nothing was written",
-		 err == ORGW_EIO && is(v, "other"));
-	free(v);
-
-	/* The freeze outlasts the fence's first SET too (sent about
-	 * 0.5 s in, given up 1 s in): Redis runs that SET once it resumes,
-	 * and the marker it sets must not read as the transaction's. */
-	err = frozen_commit(c, "c", false, 1500, &v);
-	T_ASSERT("frozen 1.5 s: the EXEC went in, and the commit says so",
-		 err == ORGW_OK && is(v, "c"));
-	free(v);
-	err = frozen_commit(c, "d", true, 1500, &v);
-	T_ASSERT("frozen 1.5 s, EXEC refused: the commit fails, though an "
-		 "earlier fence's SET set the marker",
-		 err == ORGW_EIO && is(v, "other"));
-	free(v);
+	for (i = 0; i < sizeof(fence_cases) / sizeof(fence_cases[0]); i++) {
+		f = &fence_cases[i];
+		err = frozen_commit(c, f->val, f->refused, f->freeze_ms, &v);
+		T_ASSERT(f->what, f->refused ? err == ORGW_EIO && is(v, "other") :
+					       err == ORGW_OK && is(v, f->val));
+		free(v);
+	}
 }
 
 int
