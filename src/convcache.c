@@ -436,21 +436,28 @@ convcache_encode(const struct convcache *c, cJSON *obj)
 	return ok && encode_prefix(&c->prefix, obj);
 }
 
-/* A string of o without control characters (they would reach log lines
- * and the page) into dst, else "". */
-static void
-get_str(const cJSON *o, const char *k, char *dst, size_t n)
+/* s copied into dst (n bytes), or "" when it holds a control character:
+ * kinds and provider tags reach log lines and the status page. */
+static bool
+copy_clean(char *dst, size_t n, const char *s)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
-	const char *s = cJSON_IsString(it) ? it->valuestring : "";
 	const char *p;
 
 	for (p = s; *p != '\0'; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-			s = "";
-			break;
+			dst[0] = '\0';
+			return false;
 		}
 	snprintf(dst, n, "%s", s);
+	return true;
+}
+
+static void
+get_str(const cJSON *o, const char *k, char *dst, size_t n)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	copy_clean(dst, n, cJSON_IsString(it) ? it->valuestring : "");
 }
 
 static int64_t
@@ -459,14 +466,14 @@ get_count(const cJSON *o, const char *k)
 	return api_count(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
+/* A finite number, else 0 (cJSON_GetNumberValue gives NaN for a
+ * member that is not a number). */
 static double
 get_dbl(const cJSON *o, const char *k)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
 
-	return cJSON_IsNumber(it) && isfinite(it->valuedouble) ?
-		       it->valuedouble :
-		       0;
+	return isfinite(d) ? d : 0;
 }
 
 /* 16 hex digits into *h. */
@@ -506,11 +513,7 @@ get_unit(const cJSON *t, struct convcache_unit *u)
 	    !cJSON_IsNumber(cJSON_GetArrayItem(t, 1)) || !cJSON_IsString(kind))
 		return false;
 	u->bytes = api_count(cJSON_GetArrayItem(t, 1));
-	snprintf(u->kind, sizeof(u->kind), "%s", kind->valuestring);
-	for (char *p = u->kind; *p != '\0'; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return false;
-	return true;
+	return copy_clean(u->kind, sizeof(u->kind), kind->valuestring);
 }
 
 /* The prefix, or false when it does not hold together. */

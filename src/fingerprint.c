@@ -227,6 +227,18 @@ add_list(struct fp_list *out, const cJSON *arr, const char *fixed,
 	return ORGW_OK;
 }
 
+/* Where each API keeps its units: the member before the tools (Messages'
+ * system blocks, the Responses instructions; chat has none, its system
+ * prompt is a message) and the list after them. */
+static const struct {
+	const char *lead;
+	const char *list;
+} layout[API_N] = {
+	[API_CHAT] = {NULL, "messages"},
+	[API_MESSAGES] = {"system", "messages"},
+	[API_RESPONSES] = {"instructions", "input"},
+};
+
 enum orgw_err
 fp_compute(const cJSON *body, enum api_id api, struct fp_list *out)
 {
@@ -234,48 +246,21 @@ fp_compute(const cJSON *body, enum api_id api, struct fp_list *out)
 	enum orgw_err err = ORGW_OK;
 
 	out->n = 0;
-	if (!cJSON_IsObject(body))
+	if (!cJSON_IsObject(body) || (size_t)api >= API_N)
 		goto out;
+	if (layout[api].lead != NULL)
+		err = add_list(out,
+			       cJSON_GetObjectItemCaseSensitive(
+				       body, layout[api].lead),
+			       "system", false);
 	tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
-	if (cJSON_IsNull(tools))
-		tools = NULL;
-	switch (api) {
-	case API_MESSAGES:
+	if (err == ORGW_OK && tools != NULL && !cJSON_IsNull(tools))
+		err = add_unit(out, tools, "tools");
+	if (err == ORGW_OK)
 		err = add_list(out,
-			       cJSON_GetObjectItemCaseSensitive(body, "system"),
-			       "system", false);
-		if (err == ORGW_OK && tools != NULL)
-			err = add_unit(out, tools, "tools");
-		if (err == ORGW_OK)
-			err = add_list(out,
-				       cJSON_GetObjectItemCaseSensitive(
-					       body, "messages"),
-				       "user", true);
-		break;
-	case API_RESPONSES:
-		err = add_list(out,
-			       cJSON_GetObjectItemCaseSensitive(body,
-								"instructions"),
-			       "system", false);
-		if (err == ORGW_OK && tools != NULL)
-			err = add_unit(out, tools, "tools");
-		if (err == ORGW_OK)
-			err = add_list(out,
-				       cJSON_GetObjectItemCaseSensitive(body,
-									"input"),
-				       "user", true);
-		break;
-	case API_CHAT:
-	default:
-		if (tools != NULL)
-			err = add_unit(out, tools, "tools");
-		if (err == ORGW_OK)
-			err = add_list(out,
-				       cJSON_GetObjectItemCaseSensitive(
-					       body, "messages"),
-				       "user", true);
-		break;
-	}
+			       cJSON_GetObjectItemCaseSensitive(
+				       body, layout[api].list),
+			       "user", true);
 out:
 	if (err != ORGW_OK)
 		out->n = 0;

@@ -165,9 +165,8 @@ test_table(void)
 	fp_list_clear(&l);
 }
 
-/* Claude Code's real turns 1 and 2 (tests/fixtures/agents): its marker
- * moves from message 0 to message 2, the prefix stays the same, and a
- * turn that read nothing is the provider's miss, not the client's. */
+/* A fixture body (tests/fixtures/agents, relative to the top of the
+ * tree, where tests/run.sh runs), or NULL. */
 static cJSON *
 load(const char *path)
 {
@@ -190,44 +189,58 @@ load(const char *path)
 	return j;
 }
 
+/* Three turns of a real agent: warm turns read most of the previous
+ * prompt and are never breaks; the same turns reading nothing are the
+ * provider's miss, never a prefix the client changed. */
 static void
-test_claude(void)
+test_agent(const char *agent, enum api_id api)
 {
-	cJSON *a = load("tests/fixtures/agents/claude-turn1.json");
-	cJSON *b = load("tests/fixtures/agents/claude-turn2.json");
-	struct fp_list la = {0}, lb = {0};
+	struct fp_list l[3] = {{0}};
 	struct convcache c;
 	struct convcache_turn t = {0};
-	struct convcache_verdict v;
+	struct convcache_verdict v, cold;
+	char path[128], what[160];
+	bool read = true, warm = true, miss = true;
+	cJSON *j;
+	int k;
 
-	T_ASSERT("claude: fixtures read",
-		 a != NULL && b != NULL &&
-			 fp_compute(a, API_MESSAGES, &la) == ORGW_OK &&
-			 fp_compute(b, API_MESSAGES, &lb) == ORGW_OK);
 	convcache_init(&c);
-	t.fp = &la;
-	t.provider = "anthropic";
-	t.now = T0;
-	t.prompt_tokens = 9737;
-	t.cache_write_tokens = 9700;
-	convcache_classify(&c, &t, TTL, &v);
-	T_ASSERT("claude turn 1: no break", !v.is_break);
-	convcache_update(&c, &t, &v);
-	t.fp = &lb;
-	t.now = T0 + 20;
-	t.prompt_tokens = 9775;
-	t.cached_tokens = 9702;
-	convcache_classify(&c, &t, TTL, &v);
-	T_ASSERT("claude turn 2, marker moved: no break, same prefix",
-		 !v.is_break && v.prefix_same && v.common == (int64_t)la.n);
-	t.cached_tokens = 0;
-	convcache_classify(&c, &t, TTL, &v);
-	T_ASSERT("claude turn 2 read nothing: provider_miss, not the client",
-		 v.is_break && v.cause == CONVCACHE_PROVIDER_MISS);
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-	fp_list_clear(&la);
-	fp_list_clear(&lb);
+	for (k = 0; k < 3; k++) {
+		snprintf(path, sizeof(path),
+			 "tests/fixtures/agents/%s-turn%d.json", agent, k + 1);
+		j = load(path);
+		read = read && j != NULL &&
+		       fp_compute(j, api, &l[k]) == ORGW_OK && l[k].n > 0;
+		cJSON_Delete(j);
+		if (!read)
+			break;
+		t.fp = &l[k];
+		t.provider = "p";
+		t.now = T0 + 20 * k;
+		t.prompt_tokens = 9700 + 40 * k;
+		t.cached_tokens = 0;
+		convcache_classify(&c, &t, TTL, &cold);
+		t.cached_tokens = k ? 9690 : 0;
+		convcache_classify(&c, &t, TTL, &v);
+		warm = warm && !v.is_break && v.prefix_same &&
+		       v.common == (k ? (int64_t)l[k - 1].n : 0);
+		miss = miss && (k == 0 ? !cold.is_break :
+				 cold.is_break &&
+					 cold.cause == CONVCACHE_PROVIDER_MISS);
+		convcache_update(&c, &t, &v);
+	}
+	snprintf(what, sizeof(what), "%s: fixtures read", agent);
+	T_ASSERT(what, read);
+	snprintf(what, sizeof(what),
+		 "%s turns 1-3: no break, each prompt leads with the last",
+		 agent);
+	T_ASSERT(what, read && warm && c.turns == 3 && c.nbreaks == 0);
+	snprintf(what, sizeof(what),
+		 "%s turns 2-3 reading nothing: provider_miss, not a prefix",
+		 agent);
+	T_ASSERT(what, read && miss);
+	for (k = 0; k < 3; k++)
+		fp_list_clear(&l[k]);
 }
 
 /* A conversation of 2,000 units: what the bounded summary still says. */
@@ -544,7 +557,11 @@ int
 main(void)
 {
 	test_table();
-	test_claude();
+	/* Claude Code moves its cache_control marker to the newest message
+	 * every turn; Codex and opencode send none. */
+	test_agent("claude", API_MESSAGES);
+	test_agent("codex", API_RESPONSES);
+	test_agent("opencode", API_CHAT);
 	test_long();
 	test_update();
 	test_codec();
