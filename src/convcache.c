@@ -330,25 +330,30 @@ add_hex(cJSON *o, const char *k, uint64_t h)
 	return cJSON_AddStringToObject(o, k, b) != NULL;
 }
 
-/* [hash, bytes, kind] */
+/*
+ * A unit as one string, "<16 hex digits> <bytes> <kind>": a third of the
+ * cJSON items of [hash, bytes, kind], and no number for cJSON to print
+ * and read back (it prints one with "%1.15g" and checks it with sscanf).
+ * The head and tail of a long conversation are 48 units, written and
+ * read on every turn.
+ */
 static bool
 add_unit(cJSON *arr, const struct convcache_unit *u)
 {
-	cJSON *t = cJSON_CreateArray(), *it;
-	char b[17];
-	bool ok = t != NULL && cJSON_AddItemToArray(arr, t);
+	char b[64];
+	cJSON *it;
+	int len;
 
-	if (!ok) {
-		cJSON_Delete(t);
+	len = snprintf(b, sizeof(b), "%016" PRIx64 " %" PRId64 " %s", u->hash,
+		       u->bytes, u->kind);
+	if (len < 0 || (size_t)len >= sizeof(b) ||
+	    (it = cJSON_CreateString(b)) == NULL)
+		return false;
+	if (!cJSON_AddItemToArray(arr, it)) {
+		cJSON_Delete(it);
 		return false;
 	}
-	snprintf(b, sizeof(b), "%016" PRIx64, u->hash);
-	ok = (it = cJSON_CreateString(b)) != NULL && cJSON_AddItemToArray(t, it);
-	ok = ok && (it = cJSON_CreateNumber((double)u->bytes)) != NULL &&
-	     cJSON_AddItemToArray(t, it);
-	ok = ok && (it = cJSON_CreateString(u->kind)) != NULL &&
-	     cJSON_AddItemToArray(t, it);
-	return ok;
+	return true;
 }
 
 static bool
@@ -476,16 +481,13 @@ get_dbl(const cJSON *o, const char *k)
 	return isfinite(d) ? d : 0;
 }
 
-/* 16 hex digits into *h. */
+/* The 16 hex digits at s into *h. */
 static bool
-get_hex(const cJSON *it, uint64_t *h)
+hex16(const char *s, uint64_t *h)
 {
-	const char *s = cJSON_IsString(it) ? it->valuestring : NULL;
 	uint64_t v = 0;
 	int i;
 
-	if (s == NULL || strlen(s) != 16)
-		return false;
 	for (i = 0; i < 16; i++) {
 		char ch = s[i];
 		unsigned d;
@@ -495,25 +497,41 @@ get_hex(const cJSON *it, uint64_t *h)
 		else if (ch >= 'a' && ch <= 'f')
 			d = (unsigned)(ch - 'a' + 10);
 		else
-			return false;
+			return false;	/* also the NUL of a short string */
 		v = v << 4 | d;
 	}
 	*h = v;
 	return true;
 }
 
-/* [hash, bytes, kind] into u. */
+/* A string of exactly 16 hex digits into *h. */
 static bool
-get_unit(const cJSON *t, struct convcache_unit *u)
+get_hex(const cJSON *it, uint64_t *h)
 {
-	const cJSON *kind = cJSON_GetArrayItem(t, 2);
+	return cJSON_IsString(it) && hex16(it->valuestring, h) &&
+	       it->valuestring[16] == '\0';
+}
 
-	if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 3 ||
-	    !get_hex(cJSON_GetArrayItem(t, 0), &u->hash) ||
-	    !cJSON_IsNumber(cJSON_GetArrayItem(t, 1)) || !cJSON_IsString(kind))
+/* "<16 hex digits> <bytes> <kind>" (add_unit) into u. */
+static bool
+get_unit(const cJSON *it, struct convcache_unit *u)
+{
+	const char *s = cJSON_IsString(it) ? it->valuestring : NULL;
+	int64_t bytes = 0;
+	size_t i;
+
+	if (s == NULL || !hex16(s, &u->hash) || s[16] != ' ')
 		return false;
-	u->bytes = api_count(cJSON_GetArrayItem(t, 1));
-	return copy_clean(u->kind, sizeof(u->kind), kind->valuestring);
+	for (i = 17; s[i] >= '0' && s[i] <= '9'; i++) {
+		if (bytes > (INT64_MAX - 9) / 10)
+			return false;
+		bytes = bytes * 10 + (s[i] - '0');
+	}
+	if (i == 17 || s[i] != ' ' || s[i + 1] == '\0' ||
+	    strlen(s + i + 1) >= sizeof(u->kind))
+		return false;
+	u->bytes = bytes;
+	return copy_clean(u->kind, sizeof(u->kind), s + i + 1);
 }
 
 /* The prefix, or false when it does not hold together. */

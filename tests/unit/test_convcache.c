@@ -496,10 +496,45 @@ test_codec(void)
 	T_ASSERT("decode: a prefix whose counts disagree reads as none",
 		 decode_text("{\"v\":1,\"prefix\":{\"n\":3,\"whole\":"
 			     "\"0000000000000001\",\"tail_cum\":\"0000000000000000\","
-			     "\"head\":[[\"0000000000000001\",1,\"user\"]],"
+			     "\"head\":[\"0000000000000001 1 user\"],"
 			     "\"cp\":[],\"tail\":[]}}",
 			     &d) == ORGW_OK &&
 			 d.prefix.n == 0);
+	{
+		static const char *const units[] = {
+			"0000000000000001 7 user",	/* the good one */
+			"000000000000001 7 user",	/* 15 digits */
+			"000000000000000G 7 user",
+			"0000000000000001 -7 user",
+			"0000000000000001  user",
+			"0000000000000001 7 ",
+			"0000000000000001 7",
+			"0000000000000001 99999999999999999999 user",
+			"0000000000000001 7 this_kind_is_far_too_long_to_keep",
+			"0000000000000001 7 us\\u0007er",
+		};
+		char text[256];
+		size_t k;
+		bool ok = true;
+
+		for (k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+			snprintf(text, sizeof(text),
+				 "{\"v\":1,\"prefix\":{\"n\":1,\"whole\":"
+				 "\"0000000000000002\",\"tail_cum\":"
+				 "\"0000000000000000\",\"head\":[\"%s\"],"
+				 "\"cp\":[],\"tail\":[]}}",
+				 units[k]);
+			ok = ok && decode_text(text, &d) == ORGW_OK &&
+			     d.prefix.n == (k == 0 ? 1 : 0) &&
+			     (k != 0 || (d.prefix.head[0].hash == 1 &&
+					 d.prefix.head[0].bytes == 7 &&
+					 strcmp(d.prefix.head[0].kind,
+						"user") == 0));
+		}
+		T_ASSERT("decode: a unit is \"<16 hex> <bytes> <kind>\", "
+			 "else the prefix reads as none",
+			 ok);
+	}
 	cJSON_free(s);
 	fp_list_clear(&l);
 }
