@@ -205,8 +205,9 @@ convcache_classify(const struct convcache *prev,
 	could = prev->last_prompt_tokens < t->prompt_tokens ?
 			prev->last_prompt_tokens :
 			t->prompt_tokens;
-	/* cached < 0.5 * could, in integers */
-	if (could <= 0 || t->cached_tokens < 0 || 2 * t->cached_tokens >= could)
+	/* cached < 0.5 * could, in integers that cannot overflow */
+	if (could <= 0 || t->cached_tokens < 0 ||
+	    t->cached_tokens >= could - t->cached_tokens)
 		return;
 	v->is_break = true;
 	if (prev->provider[0] != '\0' && prov[0] != '\0' &&
@@ -330,6 +331,19 @@ add_hex(cJSON *o, const char *k, uint64_t h)
 	return cJSON_AddStringToObject(o, k, b) != NULL;
 }
 
+/* Appends the string s to arr. */
+static bool
+add_item(cJSON *arr, const char *s)
+{
+	cJSON *it = cJSON_CreateString(s);
+
+	if (it == NULL || !cJSON_AddItemToArray(arr, it)) {
+		cJSON_Delete(it);
+		return false;
+	}
+	return true;
+}
+
 /*
  * A unit as one string, "<16 hex digits> <bytes> <kind>": a third of the
  * cJSON items of [hash, bytes, kind], and no number for cJSON to print
@@ -341,25 +355,17 @@ static bool
 add_unit(cJSON *arr, const struct convcache_unit *u)
 {
 	char b[64];
-	cJSON *it;
 	int len;
 
 	len = snprintf(b, sizeof(b), "%016" PRIx64 " %" PRId64 " %s", u->hash,
 		       u->bytes, u->kind);
-	if (len < 0 || (size_t)len >= sizeof(b) ||
-	    (it = cJSON_CreateString(b)) == NULL)
-		return false;
-	if (!cJSON_AddItemToArray(arr, it)) {
-		cJSON_Delete(it);
-		return false;
-	}
-	return true;
+	return len >= 0 && (size_t)len < sizeof(b) && add_item(arr, b);
 }
 
 static bool
 encode_prefix(const struct convcache_prefix *p, cJSON *obj)
 {
-	cJSON *o = cJSON_AddObjectToObject(obj, "prefix"), *a, *it;
+	cJSON *o = cJSON_AddObjectToObject(obj, "prefix"), *a;
 	int64_t i, ta = convcache_tail_at(p->n);
 	char b[17];
 	bool ok = o != NULL;
@@ -374,8 +380,7 @@ encode_prefix(const struct convcache_prefix *p, cJSON *obj)
 	ok = ok && (a = cJSON_AddArrayToObject(o, "cp")) != NULL;
 	for (j = 0; ok && j < cp_count(p->n); j++) {
 		snprintf(b, sizeof(b), "%016" PRIx64, p->cp[j]);
-		ok = (it = cJSON_CreateString(b)) != NULL &&
-		     cJSON_AddItemToArray(a, it);
+		ok = add_item(a, b);
 	}
 	ok = ok && add_hex(o, "tail_cum", p->tail_cum);
 	ok = ok && (a = cJSON_AddArrayToObject(o, "tail")) != NULL;

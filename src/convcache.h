@@ -147,8 +147,9 @@ void convcache_update(struct convcache *c, const struct convcache_turn *t,
 
 /*
  * Adds c's members to obj (a cJSON object the caller owns), "v" first.
- * Hashes are 16 hex digits (a JSON number cannot hold 64 bits).  False
- * when out of memory (obj may then hold some members).
+ * Hashes are 16 hex digits (a JSON number cannot hold 64 bits); a unit of
+ * the prefix is one string "<hash> <bytes> <kind>".  False when out of
+ * memory (obj may then hold some members).
  */
 bool convcache_encode(const struct convcache *c, cJSON *obj);
 
