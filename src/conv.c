@@ -20,20 +20,6 @@
 
 #include "conv.h"
 
-/* n bytes of b as 2n lower-case hex digits and a NUL into dst. */
-static void
-hex_of(const unsigned char *b, size_t n, char *dst)
-{
-	static const char hexdig[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		dst[2 * i] = hexdig[b[i] >> 4];
-		dst[2 * i + 1] = hexdig[b[i] & 0xf];
-	}
-	dst[2 * n] = '\0';
-}
-
 enum orgw_err
 conv_sha256_hex(const void *p, size_t n, char *hex)
 {
@@ -43,7 +29,7 @@ conv_sha256_hex(const void *p, size_t n, char *hex)
 	hex[0] = '\0';
 	if (!EVP_Digest(p, n, md, &len, EVP_sha256(), NULL) || len != 32)
 		return ORGW_ENOMEM;
-	hex_of(md, len, hex);
+	orgw_hex(md, len, hex);
 	return ORGW_OK;
 }
 
@@ -250,7 +236,7 @@ derive(const cJSON *body, const char *model, struct conv_key *k)
 	k->src = CONV_SRC_DERIVED;
 	k->id[0] = 'h';
 	k->id[1] = ':';
-	hex_of(md, len, k->id + 2);
+	orgw_hex(md, len, k->id + 2);
 	e = ORGW_OK;
 out:
 	EVP_MD_CTX_free(c);
@@ -301,7 +287,7 @@ conv_key_of(const cJSON *body, const struct conv_headers *h,
 	    !feed(c, 'i', k->id, strlen(k->id)) ||
 	    !EVP_DigestFinal_ex(c, md, &len) || len != 32)
 		goto out;
-	hex_of(md, len, k->hash);
+	orgw_hex(md, len, k->hash);
 	e = ORGW_OK;
 out:
 	EVP_MD_CTX_free(c);
