@@ -61,8 +61,9 @@ char *convbody_drop_reasoning(const char *input, size_t len,
 
 /*
  * True when an upstream error body (parsed, borrowed, may be NULL)
- * mentions invalid_encrypted_content in error.message or
- * error.metadata.raw (a string, or anything else printed).
+ * mentions invalid_encrypted_content in error.message, error.code (where
+ * OpenAI puts it) or error.metadata.raw (a string, or anything else
+ * printed).
  */
 bool convbody_invalid_encrypted(const cJSON *err);
 

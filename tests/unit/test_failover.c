@@ -300,8 +300,8 @@ test_next(void)
 	}
 }
 
-/* SPEC 12.3: which 429 is a provider 429 (pressure), and when a turn
- * moves at once instead of waiting. */
+/* docs/design.md 12.3: which 429 is a provider 429 (pressure), and
+ * when a turn moves at once instead of waiting. */
 struct p429_row {
 	const char *rule;
 	bool pinned;
