@@ -117,6 +117,24 @@ failover_next(enum failover_outcome out, int attempts, int max_attempts,
 	return FAILOVER_STOP;
 }
 
+bool
+failover_provider_429(bool pinned, enum failover_named named,
+		      bool platform_limit)
+{
+	if (named == FAILOVER_NAMED)
+		return true;
+	if (named == FAILOVER_NAMED_NULL || platform_limit)
+		return false;
+	return pinned;
+}
+
+bool
+failover_429_moves(bool provider_429, bool warm, bool have_next,
+		   int attempts, int max_attempts)
+{
+	return provider_429 && !warm && have_next && attempts < max_attempts;
+}
+
 int64_t
 failover_delay_429_ms(int delay_s, int retry_after_s, int64_t jitter_ms)
 {

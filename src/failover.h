@@ -114,6 +114,38 @@ enum failover_step failover_next(enum failover_outcome out, int attempts,
 				 int max_attempts, size_t n429,
 				 size_t n_delays);
 
+/* What a 429's error said about the provider
+ * (error.metadata.provider_name). */
+enum failover_named {
+	FAILOVER_NAMED_ABSENT,	/* no provider_name member */
+	FAILOVER_NAMED_NULL,	/* provider_name: null, OpenRouter itself */
+	FAILOVER_NAMED,		/* a provider's display name */
+};
+
+/*
+ * True when a 429 is a provider 429, about the capacity of the provider
+ * that answered (it puts that provider under pressure for the model):
+ * it names the provider, or it names none but the request was pinned
+ * and so could only have been served there.  A 429 about the account is
+ * not: provider_name null (OpenRouter itself failed), or OpenRouter's
+ * own rate-limit headers (platform_limit: X-RateLimit-*, which only its
+ * own limits carry), or unpinned with no name.
+ */
+bool failover_provider_429(bool pinned, enum failover_named named,
+			   bool platform_limit);
+
+/*
+ * After a 429 on a conversation's turn: true when the request goes at
+ * once to another provider (have_next: a candidate neither cooling nor
+ * under pressure) instead of waiting out RETRY_429_DELAYS on this one.
+ * Only a provider 429 on a turn without a warm provider moves (there is
+ * no cache to lose); a warm one retries there, and an account 429 would
+ * meet the next provider too.  attempts of max_attempts bound it as
+ * every retry.
+ */
+bool failover_429_moves(bool provider_429, bool warm, bool have_next,
+			int attempts, int max_attempts);
+
 /*
  * The 429 wait in ms: delay_s (the configured delay for this retry), or
  * a larger Retry-After (retry_after_s, negative when absent) capped at

@@ -63,6 +63,11 @@ struct orgw_env {
 	char *anthropic_beta;		/* HTTP_ANTHROPIC_BETA */
 	char *x_anthropic_beta;		/* HTTP_X_ANTHROPIC_BETA */
 	char *or_metadata;		/* HTTP_X_OPENROUTER_METADATA */
+	/* A conversation's key (conv.h): opencode's and OpenRouter's
+	 * sticky header, Claude Code's, Codex CLI's. */
+	char *x_session_id;		/* HTTP_X_SESSION_ID */
+	char *claude_session_id;	/* HTTP_X_CLAUDE_CODE_SESSION_ID */
+	char *session_id;		/* HTTP_SESSION_ID */
 	char *remote_addr;	/* REMOTE_ADDR: the client, as the web server
 				 * saw it (a front proxy's own address behind
 				 * one) */

@@ -137,6 +137,49 @@ jsonscan_next(struct jsonscan *s, struct jsonscan_member *m)
 	return true;
 }
 
+bool
+jsonscan_begin_array(struct jsonscan *s, const char *text, size_t len)
+{
+	s->text = text;
+	s->len = len;
+	s->pos = 0;
+	s->first = true;
+	s->done = false;
+	skip_ws(s);
+	if (s->pos >= len || text[s->pos] != '[') {
+		s->done = true;
+		return false;
+	}
+	s->pos++;
+	return true;
+}
+
+bool
+jsonscan_next_elem(struct jsonscan *s, size_t *off, size_t *len)
+{
+	if (s->done)
+		return false;
+	s->done = true;	/* until an element is found whole */
+	skip_ws(s);
+	if (s->pos >= s->len)
+		return false;
+	if (!s->first) {
+		if (s->text[s->pos] != ',')
+			return false;	/* ']': the end */
+		s->pos++;
+		skip_ws(s);
+	}
+	if (s->pos >= s->len || s->text[s->pos] == ']')
+		return false;	/* ']' after '[': no elements */
+	s->first = false;
+	*off = s->pos;
+	if (!skip_value(s) || s->pos == *off)
+		return false;
+	*len = s->pos - *off;
+	s->done = false;
+	return true;
+}
+
 /* cJSON.c parse_hex4(): 0 also for a byte that is not a hex digit. */
 static unsigned
 hex4(const char *p)

@@ -49,6 +49,20 @@ bool jsonscan_begin(struct jsonscan *s, const char *text, size_t len);
 bool jsonscan_next(struct jsonscan *s, struct jsonscan_member *m);
 
 /*
+ * Starts a walk of the array in text (len bytes, borrowed until the walk
+ * ends), the same way: text cJSON accepted as an array.  Returns false
+ * when no '[' comes first.
+ */
+bool jsonscan_begin_array(struct jsonscan *s, const char *text, size_t len);
+
+/*
+ * The next element's value into *off and *len (first to last byte), in
+ * the order of the cJSON array's children.  Returns false after the last
+ * one (or at anything the scanner cannot follow).
+ */
+bool jsonscan_next_elem(struct jsonscan *s, size_t *off, size_t *len);
+
+/*
  * For a JSON string token (quotes included, len bytes): true when cJSON
  * decodes it to a C string that ends early, at a NUL: a raw 0x00 byte,
  * or a \u escape that cJSON reads as 0 ("\u0000", or one with a byte

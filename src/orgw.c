@@ -1,4 +1,4 @@
-/* orgw.c - orgw_strerror(). */
+/* orgw.c - orgw_strerror(), orgw_hex(). */
 #include "orgw.h"
 
 const char *
@@ -25,4 +25,17 @@ orgw_strerror(enum orgw_err err)
 		return "not found";
 	}
 	return "unknown error";
+}
+
+void
+orgw_hex(const unsigned char *b, size_t n, char *dst)
+{
+	static const char hexdig[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		dst[2 * i] = hexdig[b[i] >> 4];
+		dst[2 * i + 1] = hexdig[b[i] & 0xf];
+	}
+	dst[2 * n] = '\0';
 }

@@ -24,6 +24,10 @@ enum orgw_err {
 /* Returns a static string naming err; never NULL. */
 const char *orgw_strerror(enum orgw_err err);
 
+/* Writes the n bytes of b as 2n lower-case hex digits and a NUL into dst
+ * (2n + 1 bytes). */
+void orgw_hex(const unsigned char *b, size_t n, char *dst);
+
 #define ORGW_TAG_MAX 128	/* longest provider tag or name we keep */
 #define ORGW_MODEL_MAX 256	/* longest model id we accept */
 

@@ -596,6 +596,79 @@ record_cooldown_decode(const char *text, struct rec_cooldown *c)
 	return ORGW_OK;
 }
 
+char *
+record_conv_encode(const struct rec_conv *c, const cJSON *cache)
+{
+	cJSON *o = cJSON_CreateObject(), *cc;
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && cJSON_AddStringToObject(o, "model", c->model) != NULL;
+	ok = ok && cJSON_AddStringToObject(o, "tag", c->tag) != NULL;
+	ok = ok && cJSON_AddStringToObject(o, "show", c->show) != NULL;
+	ok = ok && add_num(o, "first_seen", (double)c->first_seen);
+	ok = ok && add_num(o, "last_turn", (double)c->last_turn);
+	ok = ok && add_num(o, "turns", (double)c->turns);
+	ok = ok && cJSON_AddBoolToObject(o, "spread", c->spread) != NULL;
+	if (ok && cache != NULL) {
+		cc = cJSON_Duplicate(cache, 1);
+		ok = cc != NULL && cJSON_AddItemToObject(o, "cache", cc);
+		if (!ok)
+			cJSON_Delete(cc);
+	}
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_conv_decode(const char *text, struct rec_conv *c, cJSON **cache)
+{
+	cJSON *o = parse_obj(text), *cc;
+
+	memset(c, 0, sizeof(*c));
+	if (cache != NULL)
+		*cache = NULL;
+	if (o == NULL)
+		return ORGW_EINVAL;
+	get_str(o, "model", c->model, sizeof(c->model));
+	get_str(o, "tag", c->tag, sizeof(c->tag));
+	get_str(o, "show", c->show, sizeof(c->show));
+	c->first_seen = get_i64(o, "first_seen");
+	c->last_turn = get_i64(o, "last_turn");
+	c->turns = get_i64(o, "turns");
+	c->spread = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "spread"));
+	cc = cJSON_GetObjectItemCaseSensitive(o, "cache");
+	if (cache != NULL && cJSON_IsObject(cc))
+		*cache = cJSON_DetachItemViaPointer(o, cc);
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
+char *
+record_pressure_encode(const struct rec_pressure *p)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && add_num(o, "until", (double)p->until);
+	ok = ok && add_num(o, "n429", (double)p->n429);
+	return finish(o, ok);
+}
+
+enum orgw_err
+record_pressure_decode(const char *text, struct rec_pressure *p)
+{
+	cJSON *o = parse_obj(text);
+
+	memset(p, 0, sizeof(*p));
+	if (o == NULL)
+		return ORGW_EINVAL;
+	p->until = get_i64(o, "until");
+	p->n429 = get_i64(o, "n429");
+	cJSON_Delete(o);
+	return ORGW_OK;
+}
+
 /* Puts n in place of o's first member k (so a damaged value holding k
  * twice cannot have its other copy become the one readers find); false
  * on failure, n then still belongs to the caller. */

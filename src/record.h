@@ -166,6 +166,51 @@ enum orgw_err record_cooldown_decode(const char *text,
 				     struct rec_cooldown *c);
 
 /*
+ * CONV:<model>:<conversation hash> (conv.h), one conversation's routing
+ * record: fixed in size, whatever the number of turns.  The value
+ * {"v":1,"model","tag","show","first_seen","last_turn","turns","spread",
+ * "cache":{...}}: "cache" is the per-conversation cache record, another
+ * module's to decode; this codec carries it through as a cJSON tree.
+ */
+#define REC_CONV_SHOW_MAX 16
+struct rec_conv {
+	char model[ORGW_MODEL_MAX];
+	char tag[ORGW_TAG_MAX];		/* the provider of its last
+					 * successful turn; "" none */
+	char show[REC_CONV_SHOW_MAX];	/* the key as shown (conv_show) */
+	int64_t first_seen, last_turn;	/* unix seconds */
+	int64_t turns;			/* successful turns */
+	bool spread;			/* it started elsewhere because the
+					 * lock was under pressure */
+};
+
+/*
+ * encode: cache (borrowed, may be NULL for none) is copied in as the
+ * "cache" member.  Returns cJSON-allocated text (free with record_free)
+ * or NULL.  decode: text absent or not an object is ORGW_EINVAL (c
+ * zeroed); with cache non-NULL, *cache is the "cache" member when it is
+ * an object (caller deletes with cJSON_Delete), else NULL.
+ */
+char *record_conv_encode(const struct rec_conv *c,
+			 const struct cJSON *cache);
+enum orgw_err record_conv_decode(const char *text, struct rec_conv *c,
+				 struct cJSON **cache);
+
+/*
+ * PRESSURE:<model>:<tag>: the provider answered a provider 429 for the
+ * model; it takes no new conversations of it until "until".
+ * {"v":1,"until","n429"}.  Ownership as the cooldown's.
+ */
+struct rec_pressure {
+	int64_t until;		/* unix seconds */
+	int64_t n429;		/* provider 429s counted */
+};
+
+char *record_pressure_encode(const struct rec_pressure *p);
+enum orgw_err record_pressure_decode(const char *text,
+				     struct rec_pressure *p);
+
+/*
  * MODEL_SEEN:<model> (one key per model, SPEC 4 step 2): the value
  * {"v":1,"first_seen":T}.  encode returns cJSON-allocated text (free
  * with record_free) or NULL; decode gives first_seen (0 when absent),

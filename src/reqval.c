@@ -92,6 +92,8 @@ find_members(struct api_req *r, const cJSON *root, const char *const *keys,
 		 * would disagree on which member this is. */
 		if (jsonscan_has_nul(r->body + m->key_off, m->key_len))
 			return "a top-level key holds \\u0000";
+		if (strcmp(it->string, "session_id") == 0)
+			r->has_session = true;
 		for (k = 0; k < K_N; k++) {
 			if (keys[k] == NULL || strcmp(it->string, keys[k]) != 0)
 				continue;
@@ -112,6 +114,7 @@ find_members(struct api_req *r, const cJSON *root, const char *const *keys,
 	r->at_limit[0] = at[K_LIMIT0];
 	r->at_limit[1] = at[K_LIMIT1];
 	r->at_thinking = at[K_THINKING];
+	r->at_input = at[K_INPUT];
 	return NULL;
 }
 
@@ -304,6 +307,14 @@ thinking_with(const struct api_req *r, int64_t budget)
 char *
 reqval_forward(struct api_req *r, const char *pin_tag, int64_t max_out)
 {
+	return reqval_forward_edit(r, pin_tag, max_out, NULL);
+}
+
+char *
+reqval_forward_edit(struct api_req *r, const char *pin_tag, int64_t max_out,
+		    const struct reqval_edits *ed)
+{
+	static const struct reqval_edits none;
 	const struct jsonscan_member *m;
 	cJSON *add = NULL, *prov, *order;
 	char *tail = NULL, *out = NULL, *o, num[24], *think = NULL;
@@ -336,6 +347,18 @@ reqval_forward(struct api_req *r, const char *pin_tag, int64_t max_out)
 		     cJSON_AddItemToArray(order, cJSON_CreateString(pin_tag)) &&
 		     cJSON_AddFalseToObject(prov, "allow_fallbacks") != NULL;
 	}
+	if (ed == NULL)
+		ed = &none;
+	/* A conversation's edits (convbody.h), after the pin. */
+	if (ok && ed->session_id != NULL && !r->has_session)
+		ok = cJSON_AddStringToObject(add, "session_id",
+					     ed->session_id) != NULL;
+	if (ok && ed->cache_control) {
+		cJSON *cc = cJSON_AddObjectToObject(add, "cache_control");
+
+		ok = cc != NULL &&
+		     cJSON_AddStringToObject(cc, "type", "ephemeral") != NULL;
+	}
 	/* An alias: the model member the client sent names the target. */
 	if (ok && r->has_model && r->asked[0] != '\0') {
 		cJSON *ms = cJSON_CreateString(r->model);
@@ -351,7 +374,8 @@ reqval_forward(struct api_req *r, const char *pin_tag, int64_t max_out)
 	 * body_len, which buf.h caps far below SIZE_MAX; a replaced value
 	 * is at most the largest of these. */
 	cap = r->body_len + r->n_mem * (1 + sizeof(num)) + strlen(tail) + 3 +
-	      (think ? strlen(think) : 0) + (model ? strlen(model) : 0);
+	      (think ? strlen(think) : 0) + (model ? strlen(model) : 0) +
+	      (ed->input ? strlen(ed->input) : 0);
 	if ((out = cJSON_malloc(cap)) == NULL)
 		goto out;
 	o = out;
@@ -375,6 +399,9 @@ reqval_forward(struct api_req *r, const char *pin_tag, int64_t max_out)
 		} else if (i == r->at_model && model != NULL) {
 			put(&o, r->body + m->key_off, m->val_off - m->key_off);
 			put(&o, model, strlen(model));
+		} else if (i == r->at_input && ed->input != NULL) {
+			put(&o, r->body + m->key_off, m->val_off - m->key_off);
+			put(&o, ed->input, strlen(ed->input));
 		} else {
 			put(&o, r->body + m->key_off,
 			    m->val_off + m->val_len - m->key_off);
@@ -394,6 +421,16 @@ out:
 	cJSON_free(model);
 	cJSON_Delete(add);
 	return out;
+}
+
+bool
+reqval_input(const struct api_req *r, const char **p, size_t *n)
+{
+	if (r->at_input >= r->n_mem)
+		return false;
+	*p = r->body + r->mem[r->at_input].val_off;
+	*n = r->mem[r->at_input].val_len;
+	return true;
 }
 
 void

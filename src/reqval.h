@@ -35,6 +35,9 @@ struct api_req {
 	/* Indexes into mem, n_mem when absent: "model", "provider", the
 	 * API's two output limits (api->limits), "thinking". */
 	size_t at_model, at_provider, at_limit[2], at_thinking;
+	size_t at_input;		/* the API's input member */
+	bool has_session;		/* a "session_id" member, of any
+					 * value */
 	double limit[2];		/* the limits' values; 0: absent or
 					 * null */
 	double budget;			/* thinking.budget_tokens of an
@@ -86,6 +89,28 @@ void reqval_alias(struct api_req *r, const char *to);
  */
 char *reqval_forward(struct api_req *r, const char *pin_tag,
 		     int64_t max_out);
+
+/* What a conversation changes besides the pin and the clamp
+ * (convbody.h). */
+struct reqval_edits {
+	const char *session_id;	/* added as "session_id" when the body has
+				 * none; NULL for nothing */
+	bool cache_control;	/* add "cache_control":{"type":"ephemeral"} */
+	const char *input;	/* JSON text replacing the input member's
+				 * value (convbody_drop_reasoning()); NULL:
+				 * as sent */
+};
+
+/* The input member's value as sent: *p (borrowed from r->body) and
+ * *n bytes.  False when the request has none. */
+bool reqval_input(const struct api_req *r, const char **p, size_t *n);
+
+/*
+ * reqval_forward() with the edits of ed (may be NULL: none) as well;
+ * the added members follow the pin.  Ownership as reqval_forward().
+ */
+char *reqval_forward_edit(struct api_req *r, const char *pin_tag,
+			  int64_t max_out, const struct reqval_edits *ed);
 
 /* The smallest thinking budget Anthropic accepts. */
 #define REQVAL_THINKING_MIN 1024

@@ -127,20 +127,6 @@ teamkey_model_ok(const struct teamkey *k, const char *model)
 	return false;
 }
 
-/* n bytes of b as 2n lower-case hex digits and a NUL into dst. */
-static void
-hex_of(const unsigned char *b, size_t n, char *dst)
-{
-	static const char hexdig[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		dst[2 * i] = hexdig[b[i] >> 4];
-		dst[2 * i + 1] = hexdig[b[i] & 0xf];
-	}
-	dst[2 * n] = '\0';
-}
-
 bool
 teamkey_hash(const char *secret, const char *plain,
 	     char hex[TEAMKEY_HASH_HEX + 1])
@@ -160,7 +146,7 @@ teamkey_hash(const char *secret, const char *plain,
 		OPENSSL_cleanse(mac, sizeof(mac));
 		return false;
 	}
-	hex_of(mac, maclen, hex);
+	orgw_hex(mac, maclen, hex);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return true;
 }
@@ -840,7 +826,7 @@ void
 teamkey_lease_make(const unsigned char rnd[16],
 		   char id[TEAMKEY_LEASE_ID_MAX + 1])
 {
-	hex_of(rnd, 16, id);
+	orgw_hex(rnd, 16, id);
 }
 
 bool

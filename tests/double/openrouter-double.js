@@ -80,6 +80,9 @@ const DEFAULTS = Object.freeze({
                               // completion_tokens_details, Responses output_tokens_details
   prompt_cache: false,        // true: cached_tokens is what a per-endpoint prefix cache gives (below)
   prompt_cache_ttl_ms: 0,     // a cached prompt unused this long is gone (0 = kept)
+  explicit_cache: false,      // with prompt_cache: endpoints that bill cache writes and do not cache
+                              // implicitly (Anthropic-style) cache only through a breakpoint (README)
+  reasoning_items: false,     // Responses: encrypted reasoning items, bound to their endpoint (README)
   endpoints_delay_ms: 0,      // delay before answering /endpoints (per-model delay_ms wins)
   usage_repeat_choice: false, // usage chunk repeats the choice (REC form) instead of choices:[]
   log_body_max_bytes: 65536,  // bigger request bodies are logged as a summary object
@@ -95,7 +98,7 @@ const DEFAULTS = Object.freeze({
   responses_event_lines: false,  // an "event: <type>" line before each Responses data line
 });
 const BOOL_KEYS = new Set(['usage_repeat_choice', 'prompt_cache', 'messages_stream_cost', 'messages_done_line',
-  'responses_event_lines']);
+  'responses_event_lines', 'explicit_cache', 'reasoning_items']);
 const ENUM_KEYS = {
   messages_keepalive: ['comment', 'ping', 'both'],
   messages_delta_usage: ['nulls', 'output', 'full'],
@@ -375,6 +378,10 @@ function normEndpoint(modelId, e, i) {
     // Double-only: a provider whose cache serves this share of every prompt (see README).
     cacheHitRate: Number.isFinite(e.x_double_cache_hit_rate) && e.x_double_cache_hit_rate >= 0 &&
       e.x_double_cache_hit_rate <= 1 ? e.x_double_cache_hit_rate : null,
+    implicit: e.supports_implicit_caching === true,
+    // Double-only: generations this endpoint serves at once; one more gets a provider 429.
+    maxInflight: Number.isInteger(e.x_double_max_inflight) && e.x_double_max_inflight > 0 ? e.x_double_max_inflight : null,
+    inflight: 0,
     pieces: new Map(), // chunks -> contentPieces()
   };
 }
@@ -857,6 +864,26 @@ function lastUserText(items) {
 const PROMPT_CACHE_MAX = 64;
 const promptCaches = new Map(); // "model\ntag" -> [{text, at}, ...]
 
+// Explicit caching (Anthropic-style endpoints with explicit_cache): only the prompt through
+// the request's last breakpoint (bp; a top-level cache_control marks all of it) is written,
+// and a later prompt reads a written prefix only whole, and only when its own breakpoint
+// lies at or past it.  Without a breakpoint nothing is read or written.
+function explicitCacheHit(model, ep, text, bp, promptTokens) {
+  const key = `${model}\n${ep.tag}`;
+  let seen = promptCaches.get(key);
+  if (!seen) promptCaches.set(key, (seen = []));
+  if (bp <= 0) return 0;
+  const now = nowMs(), ttl = cfg.prompt_cache_ttl_ms;
+  let best = 0;
+  for (const old of seen) {
+    if (ttl > 0 && now - old.at > ttl) continue;
+    if (old.text.length <= bp && old.text.length > best && text.startsWith(old.text)) best = old.text.length;
+  }
+  seen.push({ text: text.slice(0, bp), at: now });
+  if (seen.length > PROMPT_CACHE_MAX) seen.shift();
+  return Math.min(Math.floor(best / 4), promptTokens);
+}
+
 function promptCacheHit(model, ep, text, promptTokens) {
   const key = `${model}\n${ep.tag}`;
   let seen = promptCaches.get(key);
@@ -1108,6 +1135,27 @@ function handleGen(ctx, rawBody, api) {
   if (!ep) return sendJson(ctx, 404, api.noProvider());
   entry.tag = ep.tag;
   bump(stats.tags, ep.tag);
+  // The endpoint's concurrency limit: one generation more is a provider 429 naming it.
+  if (ep.maxInflight !== null) {
+    if (ep.inflight >= ep.maxInflight) {
+      entry.fault = 'inflight_429';
+      bump(stats.faults, 'inflight_429');
+      return sendJson(ctx, 429, api.statusError(429, ep, { raw: `${ep.provider}: too many concurrent requests (limit ${ep.maxInflight})` }));
+    }
+    const held = ep;
+    held.inflight++;
+    ctx.res.on('close', () => { held.inflight--; });
+  }
+  // Reasoning another endpoint encrypted cannot be read here.
+  const foreign = cfg.reasoning_items && api.name === 'responses' ? foreignReasoning(body, ep) : null;
+  if (foreign) {
+    entry.fault = 'invalid_encrypted_content';
+    bump(stats.faults, 'invalid_encrypted_content');
+    return sendJson(ctx, 400, providerErrorJson(400, ep, {
+      raw: JSON.stringify({ error: { message: `The encrypted content for item ${foreign} could not be verified.`,
+        type: 'invalid_request_error', param: null, code: 'invalid_encrypted_content' } }),
+    }));
+  }
   const stream = body.stream === true;
   const f = (faults.length ? takeFault(model, ep.tag, stream, api.name) : null) ??
     (cfg.random_faults.length ? drawFault(model, ep.tag, stream, api.name) : null);
@@ -1120,7 +1168,9 @@ function handleGen(ctx, rawBody, api) {
   entry.mark = ctx.shape.mark || null;
   const job = { api, rec, ep, model, body, stream, promptTokens, bpTokens, f };
   if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
-    ctx.cachedHit = promptCacheHit(model, ep, pw.text, promptTokens);
+    ctx.cachedHit = cfg.explicit_cache && ep.cacheWrite !== null && !ep.implicit
+      ? explicitCacheHit(model, ep, pw.text, pw.bp, promptTokens)
+      : promptCacheHit(model, ep, pw.text, promptTokens);
   }
   if (ep.cacheHitRate !== null) ctx.cachedHit = Math.floor(promptTokens * ep.cacheHitRate);
 
@@ -1482,6 +1532,24 @@ function wantsMeta(h) {
   return typeof v === 'string' && v.trim().toLowerCase() === 'enabled';
 }
 
+// Encrypted reasoning (reasoning_items): the blob names the endpoint that wrote it, as a
+// provider's key does; another endpoint cannot read it.  The id of the first input
+// reasoning item with encrypted_content this endpoint did not write, else null.
+const RS_PREFIX = 'orgw-double-rs:';
+function reasoningBlob(ep, rid) { return Buffer.from(`${RS_PREFIX}${ep.tag}:${rid}`).toString('base64'); }
+function foreignReasoning(body, ep) {
+  if (!Array.isArray(body.input)) return null;
+  for (const it of body.input) {
+    if (!it || typeof it !== 'object' || it.type !== 'reasoning' || typeof it.encrypted_content !== 'string') continue;
+    const plain = Buffer.from(it.encrypted_content, 'base64').toString('utf8');
+    if (!plain.startsWith(`${RS_PREFIX}${ep.tag}:`)) return typeof it.id === 'string' ? it.id : 'rs_unknown';
+  }
+  return null;
+}
+function wantsReasoning(body) {
+  return cfg.reasoning_items && Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content');
+}
+
 function respondResponses(ctx, job) {
   const unix = Math.floor(Date.now() / 1000);
   const id = genId(unix);
@@ -1507,6 +1575,10 @@ function respondResponses(ctx, job) {
     `"error":${terminal ? errJ : 'null'},"incomplete_details":${status === 'incomplete' ? '{"reason":"max_output_tokens"}' : 'null'},` +
     `"model":${ep.modelJ},"output":${outputJ},${settings},"usage":${usageJ}${terminal ? more : ''}}`;
   const usageOf = (k) => respUsageJ(jobUsage(ctx, job, k));
+  // reasoning_items: an encrypted reasoning item ahead of the answer in the finished
+  // response's output (not streamed as events of its own)
+  const rsJ = wantsReasoning(job.body) ? `{"id":"rs_${tail20}","type":"reasoning","summary":[],` +
+    `"encrypted_content":"${reasoningBlob(ep, rid)}"},` : '';
   // the one output item: a message with one output_text part, or a function call (tool)
   const iid = sh.tool ? `fc_${tail20}` : `msg_${tail20}`;
   const at = sh.tool ? `"item_id":"${iid}","output_index":0` : `"item_id":"${iid}","output_index":0,"content_index":0`;
@@ -1528,7 +1600,7 @@ function respondResponses(ctx, job) {
     } else if (kind === 'malformed') body = '{not json';
     else {
       const st = truncated ? 'incomplete' : 'completed';
-      body = obj(st, `[${item(st, n)}]`, usageOf(n), true);
+      body = obj(st, `[${rsJ}${item(st, n)}]`, usageOf(n), true);
     }
     return writeJson(ctx, id, body, f);
   }
@@ -1581,7 +1653,7 @@ function respondResponses(ctx, job) {
       }
       const done = item(st, n);
       events.push(ev('response.output_item.done', `,"output_index":0,"item":${done}`),
-        ev(truncated ? 'response.incomplete' : 'response.completed', `,"response":${obj(st, `[${done}]`, usageOf(n), true)}`));
+        ev(truncated ? 'response.incomplete' : 'response.completed', `,"response":${obj(st, `[${rsJ}${done}]`, usageOf(n), true)}`));
       if (kind !== 'no_done') events.push('data: [DONE]\n\n');
     }
   }

@@ -159,6 +159,43 @@ fuzz_failure_cooldown(const char *text)
 	}
 }
 
+/* CONV: and PRESSURE: records: decode(encode(decode(x))) is decode(x),
+ * the cache member included. */
+static void
+fuzz_conv_pressure(const char *text)
+{
+	struct rec_conv c, d;
+	struct rec_pressure p, q;
+	cJSON *cache = NULL, *back = NULL;
+	char *s;
+
+	if (record_conv_decode(text, &c, &cache) == ORGW_OK) {
+		check_str(c.model, sizeof(c.model));
+		check_str(c.tag, sizeof(c.tag));
+		check_str(c.show, sizeof(c.show));
+		if ((s = record_conv_encode(&c, cache)) == NULL)
+			abort();
+		if (record_conv_decode(s, &d, &back) != ORGW_OK ||
+		    strcmp(c.tag, d.tag) != 0 || strcmp(c.model, d.model) != 0 ||
+		    !near((double)c.last_turn, (double)d.last_turn) ||
+		    !near((double)c.turns, (double)d.turns) ||
+		    c.spread != d.spread || (cache == NULL) != (back == NULL))
+			abort();
+		record_free(s);
+	}
+	cJSON_Delete(cache);
+	cJSON_Delete(back);
+	if (record_pressure_decode(text, &p) == ORGW_OK) {
+		if ((s = record_pressure_encode(&p)) == NULL)
+			abort();
+		if (record_pressure_decode(s, &q) != ORGW_OK ||
+		    !near((double)p.until, (double)q.until) ||
+		    !near((double)p.n429, (double)q.n429))
+			abort();
+		record_free(s);
+	}
+}
+
 struct seen {
 	size_t n;
 	bool found;
@@ -322,6 +359,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_lock(text);
 	fuzz_cands(text);
 	fuzz_failure_cooldown(text);
+	fuzz_conv_pressure(text);
 	fuzz_seen(text);
 	fuzz_ledger(text, data, size);
 	free(text);

@@ -300,6 +300,74 @@ test_next(void)
 	}
 }
 
+/* docs/design.md 12.3: which 429 is a provider 429 (pressure), and
+ * when a turn moves at once instead of waiting. */
+struct p429_row {
+	const char *rule;
+	bool pinned;
+	enum failover_named named;
+	bool platform_limit, want;
+};
+
+static const struct p429_row p429_rows[] = {
+	{"a named provider, pinned", true, FAILOVER_NAMED, false, true},
+	{"a named provider, unpinned", false, FAILOVER_NAMED, false, true},
+	{"provider_name null: OpenRouter itself, the account", true,
+	 FAILOVER_NAMED_NULL, false, false},
+	{"no name, pinned: only that provider could have served it", true,
+	 FAILOVER_NAMED_ABSENT, false, true},
+	{"no name, unpinned: nobody to blame", false, FAILOVER_NAMED_ABSENT,
+	 false, false},
+	{"no name, OpenRouter's own rate-limit headers: the account", true,
+	 FAILOVER_NAMED_ABSENT, true, false},
+	{"a name wins over rate-limit headers", true, FAILOVER_NAMED, true,
+	 true},
+};
+
+struct move_row {
+	const char *rule;
+	bool provider_429, warm, have_next;
+	int attempts, max_attempts;
+	bool want;
+};
+
+static const struct move_row move_rows[] = {
+	{"no warm provider, provider 429: moves at once", true, false, true, 1,
+	 4, true},
+	{"warm: retries its own provider (its cache is there)", true, true,
+	 true, 1, 4, false},
+	{"account 429: not pressure, waits as section 5", false, false, true,
+	 1, 4, false},
+	{"nowhere to go (all cooling or under pressure): waits", true, false,
+	 false, 1, 4, false},
+	{"attempts used up: stops", true, false, true, 4, 4, false},
+	{"the last attempt left: moves", true, false, true, 3, 4, true},
+};
+
+static void
+test_429_pressure(void)
+{
+	char what[200];
+	size_t i;
+
+	for (i = 0; i < NROWS(p429_rows); i++) {
+		const struct p429_row *r = &p429_rows[i];
+
+		snprintf(what, sizeof(what), "provider 429: %s", r->rule);
+		T_ASSERT(what, failover_provider_429(r->pinned, r->named,
+						     r->platform_limit) ==
+				       r->want);
+	}
+	for (i = 0; i < NROWS(move_rows); i++) {
+		const struct move_row *r = &move_rows[i];
+
+		snprintf(what, sizeof(what), "429 move: %s", r->rule);
+		T_ASSERT(what, failover_429_moves(r->provider_429, r->warm,
+						  r->have_next, r->attempts,
+						  r->max_attempts) == r->want);
+	}
+}
+
 struct delay_row {
 	const char *rule;
 	int delay_s, retry_after_s;
@@ -600,6 +668,7 @@ main(void)
 {
 	test_classify();
 	test_next();
+	test_429_pressure();
 	test_delay();
 	test_lagged();
 	test_count();

@@ -439,7 +439,8 @@ test_env(void)
 	    "HTTP_X_ANTHROPIC_BETA=j", "HTTP_COOKIE=k",
 	    "HTTP_CONTENT_ENCODING=l", "HTTP_AUTHORIZATION=m",
 	    "HTTP_ANTHROPIC_VERSION=n", "HTTP_ANTHROPIC_BETA=o", "HTTPS=p",
-	    "CONTENT_TYPE=q", "CONTENT_LENGTH=", NULL};
+	    "CONTENT_TYPE=q", "CONTENT_LENGTH=", "HTTP_X_SESSION_ID=r",
+	    "HTTP_X_CLAUDE_CODE_SESSION_ID=s", "HTTP_SESSION_ID=t", NULL};
 	struct orgw_env e;
 	const char *const *kv = envp;
 
@@ -465,7 +466,11 @@ test_env(void)
 			 e.anthropic_beta && strcmp(e.anthropic_beta, "o") == 0 &&
 			 e.https && strcmp(e.https, "p") == 0 && e.content_type &&
 			 strcmp(e.content_type, "q") == 0 && e.content_length &&
-			 e.content_length[0] == '\0');
+			 e.content_length[0] == '\0' && e.x_session_id &&
+			 strcmp(e.x_session_id, "r") == 0 &&
+			 e.claude_session_id &&
+			 strcmp(e.claude_session_id, "s") == 0 &&
+			 e.session_id && strcmp(e.session_id, "t") == 0);
 	http_env_free(&e);
 	T_ASSERT("env load ok", http_env_load(&e, WRITABLE(envp)) == ORGW_OK);
 	T_ASSERT("env: set variables copied",

@@ -191,9 +191,36 @@ test_against_cjson(void)
 	cJSON_Delete(root);
 }
 
+/* The array walk: each element's bytes, as many as cJSON's children. */
+static void
+test_array(void)
+{
+	static const char a[] = " [ {\"a\":[1,\"]\"]} ,\"x,y\", 12 ,null,"
+				"[[]] ] ";
+	static const char *const want[] = {"{\"a\":[1,\"]\"]}", "\"x,y\"",
+					   "12", "null", "[[]]"};
+	struct jsonscan s;
+	size_t off, n, i = 0;
+	bool ok = jsonscan_begin_array(&s, a, strlen(a));
+
+	while (ok && jsonscan_next_elem(&s, &off, &n)) {
+		ok = i < 5 && n == strlen(want[i]) &&
+		     memcmp(a + off, want[i], n) == 0;
+		i++;
+	}
+	T_ASSERT("array: every element's bytes, in order", ok && i == 5);
+	T_ASSERT("array: an empty array has none",
+		 jsonscan_begin_array(&s, "[ ]", 3) &&
+			 !jsonscan_next_elem(&s, &off, &n));
+	T_ASSERT("array: an object is no array",
+		 !jsonscan_begin_array(&s, "{}", 2) &&
+			 !jsonscan_next_elem(&s, &off, &n));
+}
+
 int
 main(void)
 {
+	test_array();
 	test_ranges();
 	test_refused();
 	test_has_nul();

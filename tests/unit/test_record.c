@@ -811,6 +811,66 @@ test_hits(void)
 	free(v);
 }
 
+/* CONV: and PRESSURE: records: a round trip, the nested cache member
+ * carried through untouched, damaged values read as absent. */
+static void
+test_conv_pressure(void)
+{
+	struct rec_conv c, d;
+	struct rec_pressure p, q;
+	cJSON *cache = cJSON_Parse("{\"v\":1,\"units\":[{\"h\":\"a1\","
+				   "\"n\":120}],\"breaks\":[]}");
+	cJSON *back = NULL;
+	char *t, *u;
+
+	memset(&c, 0, sizeof(c));
+	snprintf(c.model, sizeof(c.model), "anthropic/claude-sonnet-4.5");
+	snprintf(c.tag, sizeof(c.tag), "anthropic");
+	snprintf(c.show, sizeof(c.show), "4f1c2a9e-0d1");
+	c.first_seen = 1764547200;
+	c.last_turn = 1764547800;
+	c.turns = 5;
+	c.spread = true;
+	t = record_conv_encode(&c, cache);
+	T_ASSERT("conv: encode", t != NULL);
+	T_ASSERT("conv: decode gives every field back",
+		 record_conv_decode(t, &d, &back) == ORGW_OK &&
+			 memcmp(&c, &d, sizeof(c)) == 0);
+	u = back != NULL ? cJSON_PrintUnformatted(back) : NULL;
+	T_ASSERT("conv: the cache member comes back as it went in",
+		 u != NULL && strcmp(u, "{\"v\":1,\"units\":[{\"h\":\"a1\","
+					"\"n\":120}],\"breaks\":[]}") == 0);
+	cJSON_free(u);
+	cJSON_Delete(back);
+	T_ASSERT("conv: decode without asking for the cache",
+		 record_conv_decode(t, &d, NULL) == ORGW_OK && d.turns == 5);
+	record_free(t);
+	t = record_conv_encode(&c, NULL);
+	T_ASSERT("conv: no cache member: NULL back",
+		 t != NULL && record_conv_decode(t, &d, &back) == ORGW_OK &&
+			 back == NULL && strstr(t, "cache") == NULL);
+	record_free(t);
+	T_ASSERT("conv: damaged values",
+		 record_conv_decode("[1]", &d, &back) == ORGW_EINVAL &&
+			 back == NULL && d.tag[0] == '\0' &&
+			 record_conv_decode(NULL, &d, NULL) == ORGW_EINVAL &&
+			 record_conv_decode("{\"tag\":\"a\\r\\nX: y\","
+					    "\"turns\":\"3\",\"cache\":7}",
+					    &d, &back) == ORGW_OK &&
+			 d.tag[0] == '\0' && d.turns == 0 && back == NULL);
+	cJSON_Delete(cache);
+	p.until = 1764547830;
+	p.n429 = 3;
+	t = record_pressure_encode(&p);
+	T_ASSERT("pressure: round trip",
+		 t != NULL && record_pressure_decode(t, &q) == ORGW_OK &&
+			 q.until == p.until && q.n429 == 3);
+	record_free(t);
+	T_ASSERT("pressure: damaged", record_pressure_decode("x", &q) ==
+						      ORGW_EINVAL &&
+					      q.until == 0);
+}
+
 int
 main(void)
 {
@@ -822,5 +882,6 @@ main(void)
 	test_seen();
 	test_hits();
 	test_add_number();
+	test_conv_pressure();
 	return T_REPORT();
 }
