@@ -54,7 +54,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
-	   src/dump.c src/load.c src/memo.c
+	   src/dump.c src/load.c src/memo.c src/version.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
 	dist
@@ -73,6 +73,18 @@ $(B)/src/%.o: src/%.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The release, from one file: version.c alone is built with it, and again
+# when it changes.  A version is digits and dots only (checked here, so no
+# quoting can break the command line).
+VERSION := $(shell cat VERSION)
+ifeq ($(shell printf '%s' '$(VERSION)' | grep -Ex '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error VERSION must be MAJOR.MINOR.PATCH, not '$(VERSION)')
+endif
+$(B)/src/version.o: CPPFLAGS += -DORGW_VERSION='"$(VERSION)"'
+$(B)/src/version.o: VERSION
+$(B)/tests/test_version.o: CPPFLAGS += -DT_VERSION_FILE='"$(VERSION)"'
+$(B)/tests/test_version.o: VERSION
 
 $(LIB): $(OBJ)
 	@rm -f $@
