@@ -57,7 +57,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/dump.c src/load.c src/memo.c src/version.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
-	dist
+	dist man uninstall deb
 .SECONDARY:
 
 all: $(GATEWAY) $(SCORER)
@@ -191,13 +191,76 @@ lint: check-layers
 	if [ -n "$$bad" ]; then echo "banned function:"; echo "$$bad"; exit 1; fi; \
 	echo "lint: ok"
 
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-CGIDIR ?= $(PREFIX)/lib/cgi-bin
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(CGIDIR)
+# Man pages with the version filled in (docs/man holds them with @VERSION@).
+MAN_SRC := $(wildcard docs/man/*.5 docs/man/*.7 docs/man/*.8)
+MAN_OUT := $(patsubst docs/man/%,build/man/%,$(MAN_SRC))
+man: $(MAN_OUT)
+build/man/%: docs/man/% VERSION
+	@mkdir -p $(@D)
+	$(Q)sed 's/@VERSION@/$(VERSION)/g' $< > $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] [MANDIR=...]
+# The configuration goes to SYSCONFDIR/orgw/orgw.conf (mode 0600) only when
+# there is none: an administrator's file is never overwritten.  The cron
+# line, the systemd unit and the web-server configurations go to the
+# examples directory, their program paths made this install's: putting
+# them in /etc/cron.d, /etc/systemd and the web server's directories is the
+# administrator's choice (the Debian package, make deb, does it).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+CGIDIR     ?= $(PREFIX)/lib/cgi-bin
+SYSCONFDIR ?= /etc
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/orgw
+EXAMPLEDIR ?= $(DOCDIR)/examples
+CONFDIR    := $(SYSCONFDIR)/orgw
+EXAMPLES   := deploy/crontab deploy/orgw.service deploy/lighttpd.conf \
+	      deploy/nginx.conf deploy/Caddyfile deploy/apache-fcgid.conf \
+	      deploy/htaccess deploy/orgw.conf.example
+# The installed copies name the installed programs and configuration.
+INSTALL_PATHS := s|/usr/local/lib/cgi-bin/orgw.fcgi|$(CGIDIR)/orgw.fcgi|g; \
+	s|/usr/local/bin/orgw-score|$(BINDIR)/orgw-score|g; \
+	s|/etc/orgw/orgw.conf|$(CONFDIR)/orgw.conf|g
+
+install: all man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(CGIDIR) $(DESTDIR)$(EXAMPLEDIR) \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(GATEWAY) $(DESTDIR)$(CGIDIR)/orgw.fcgi
 	install -m 0755 $(SCORER) $(DESTDIR)$(BINDIR)/orgw-score
+	install -m 0644 build/man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 build/man/*.7 $(DESTDIR)$(MANDIR)/man7/
+	install -m 0644 build/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	for f in $(EXAMPLES); do \
+		sed '$(INSTALL_PATHS)' $$f > $(DESTDIR)$(EXAMPLEDIR)/$${f##*/} && \
+		chmod 0644 $(DESTDIR)$(EXAMPLEDIR)/$${f##*/} || exit 1; \
+	done
+	install -m 0644 CHANGELOG $(DESTDIR)$(DOCDIR)/CHANGELOG
+	install -d -m 0755 $(DESTDIR)$(CONFDIR)
+	@if [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
+		echo "install: $(DESTDIR)$(CONFDIR)/orgw.conf exists, left as it is"; \
+	else \
+		echo "install -m 0600 $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example $(DESTDIR)$(CONFDIR)/orgw.conf"; \
+		install -m 0600 $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example \
+			$(DESTDIR)$(CONFDIR)/orgw.conf; \
+	fi
+
+# Removes what install put there: the configuration only while it is still
+# the example (an administrator's edits stay), and the directories of orgw's
+# own only when empty.
+uninstall:
+	rm -f $(DESTDIR)$(CGIDIR)/orgw.fcgi $(DESTDIR)$(BINDIR)/orgw-score
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man5/%,$(filter %.5,$(MAN_SRC)))
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(MAN_SRC)))
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(filter %.8,$(MAN_SRC)))
+	@if [ -f $(DESTDIR)$(CONFDIR)/orgw.conf ] && [ -f $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example ] && \
+	    cmp -s $(DESTDIR)$(CONFDIR)/orgw.conf $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example; then \
+		echo "rm -f $(DESTDIR)$(CONFDIR)/orgw.conf"; \
+		rm -f $(DESTDIR)$(CONFDIR)/orgw.conf; \
+	elif [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
+		echo "uninstall: $(DESTDIR)$(CONFDIR)/orgw.conf was changed, left as it is"; \
+	fi
+	rm -f $(patsubst deploy/%,$(DESTDIR)$(EXAMPLEDIR)/%,$(EXAMPLES)) $(DESTDIR)$(DOCDIR)/CHANGELOG
+	-rmdir $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CONFDIR) 2>/dev/null
 
 clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)
