@@ -217,6 +217,10 @@ CONFDIR    := $(SYSCONFDIR)/orgw
 EXAMPLES   := deploy/crontab deploy/orgw.service deploy/lighttpd.conf \
 	      deploy/nginx.conf deploy/Caddyfile deploy/apache-fcgid.conf \
 	      deploy/htaccess deploy/orgw.conf.example
+# The configuration installed is the example with its two placeholder keys
+# commented out: a gateway started before the administrator sets them fails
+# closed (503) instead of taking "change-me-too" as its client key.
+CONF_KEYS_OFF := s/^\(OPENROUTER_API_KEY\|CUSTOM_ACCESS_KEY\)=/\#&/
 # The installed copies name the installed programs and configuration.
 INSTALL_PATHS := s|/usr/local/lib/cgi-bin/orgw.fcgi|$(CGIDIR)/orgw.fcgi|g; \
 	s|/usr/local/bin/orgw-score|$(BINDIR)/orgw-score|g; \
@@ -239,9 +243,9 @@ install: all man
 	@if [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
 		echo "install: $(DESTDIR)$(CONFDIR)/orgw.conf exists, left as it is"; \
 	else \
-		echo "install -m 0600 $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example $(DESTDIR)$(CONFDIR)/orgw.conf"; \
-		install -m 0600 $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example \
-			$(DESTDIR)$(CONFDIR)/orgw.conf; \
+		echo "install: $(DESTDIR)$(CONFDIR)/orgw.conf (mode 0600), the keys to be set"; \
+		(umask 077 && sed '$(CONF_KEYS_OFF)' $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example \
+			> $(DESTDIR)$(CONFDIR)/orgw.conf) || exit 1; \
 	fi
 
 # Removes what install put there: the configuration only while it is still
@@ -253,7 +257,8 @@ uninstall:
 	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(MAN_SRC)))
 	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(filter %.8,$(MAN_SRC)))
 	@if [ -f $(DESTDIR)$(CONFDIR)/orgw.conf ] && [ -f $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example ] && \
-	    cmp -s $(DESTDIR)$(CONFDIR)/orgw.conf $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example; then \
+	    sed '$(CONF_KEYS_OFF)' $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example | \
+	    cmp -s - $(DESTDIR)$(CONFDIR)/orgw.conf; then \
 		echo "rm -f $(DESTDIR)$(CONFDIR)/orgw.conf"; \
 		rm -f $(DESTDIR)$(CONFDIR)/orgw.conf; \
 	elif [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
@@ -261,6 +266,29 @@ uninstall:
 	fi
 	rm -f $(patsubst deploy/%,$(DESTDIR)$(EXAMPLEDIR)/%,$(EXAMPLES)) $(DESTDIR)$(DOCDIR)/CHANGELOG
 	-rmdir $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CONFDIR) 2>/dev/null
+
+# make deb: build/deb/orgw_VERSION_ARCH.deb, built by debhelper in a copy of
+# the tree with deploy/debian as its debian/ directory, then checked by
+# lintian (the build fails on an error; deploy/debian/orgw.lintian-overrides
+# gives the reason for each tag it silences).
+DEB_DIR := build/deb
+DEB_SRC := $(DEB_DIR)/orgw-$(VERSION)
+deb:
+	@ORGW_DEPS_DEB=1 $(DEPS)
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	tar -cf - Makefile VERSION CHANGELOG src cgi-bin scheduler docs/man \
+		deploy/*.conf deploy/Caddyfile deploy/crontab deploy/htaccess \
+		deploy/orgw.conf.example deploy/orgw.service | tar -C $(DEB_SRC) -xf -
+	cp -R deploy/debian $(DEB_SRC)/debian
+	@v=$$(cd $(DEB_SRC) && dpkg-parsechangelog -S Version); \
+	if [ "$$v" != "$(VERSION)" ]; then \
+		echo "deploy/debian/changelog is at $$v, VERSION at $(VERSION): add an entry" >&2; \
+		exit 1; \
+	fi
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error --info $(DEB_DIR)/orgw_$(VERSION)_*.deb
+	@ls $(DEB_DIR)/orgw_$(VERSION)_*.deb
 
 clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)

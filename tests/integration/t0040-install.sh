@@ -34,7 +34,14 @@ t_check "the unit's example runs the installed orgw.fcgi" \
 t_check "the cron example runs the installed orgw-score with SYSCONFDIR's file" \
 	grep -q '^0 .*ORGW_CONFIG=/opt/etc/orgw/orgw.conf .* /opt/pfx/bin/orgw-score ' "$ex/crontab"
 conf=$r/opt/etc/orgw/orgw.conf
-t_check "SYSCONFDIR/orgw/orgw.conf is the example" cmp -s "$conf" "$ex/orgw.conf.example"
+t_eq "SYSCONFDIR/orgw/orgw.conf is the example but for its keys" \
+	"$(grep -vE '^(OPENROUTER_API_KEY|CUSTOM_ACCESS_KEY)=' "$ex/orgw.conf.example")" \
+	"$(grep -vE '^#(OPENROUTER_API_KEY|CUSTOM_ACCESS_KEY)=' "$conf")"
+t_eq "... whose placeholder keys are commented out (it fails closed)" \
+	"#OPENROUTER_API_KEY=sk-or-v1-change-me #CUSTOM_ACCESS_KEY=change-me-too" \
+	"$(grep -E '^#?(OPENROUTER_API_KEY|CUSTOM_ACCESS_KEY)=' "$conf" | tr '\n' ' ' | sed 's/ $//')"
+t_check "... and orgw.fcgi --check-config takes it" \
+	env ORGW_CONFIG="$conf" "$r/opt/pfx/lib/cgi-bin/orgw.fcgi" --check-config
 t_eq "... mode 0600 (it will hold keys)" 600 "$(stat -c %a "$conf")"
 
 # uninstall after install: nothing of orgw's is left, only the generic
