@@ -16,7 +16,9 @@
 #                      them.
 #   ORGW_DEPS_DEB=1    also install what `make deb` needs: debhelper,
 #                      dpkg-dev and fakeroot build the package, lintian
-#                      checks it, mandoc lints the man pages (t0030); the
+#                      checks it, mandoc lints the man pages (t0030), cron
+#                      is the package's dependency that t0045 installs it
+#                      beside; the
 #                      tests (ORGW_DEPS_TEST=1) install them too.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
@@ -85,7 +87,7 @@ cd "$(dirname "$0")/.."
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
 gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
 lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
-DEB="debhelper dpkg-dev fakeroot lintian mandoc"
+DEB="debhelper dpkg-dev fakeroot lintian mandoc cron"
 TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
 chromium prometheus $DEB"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"

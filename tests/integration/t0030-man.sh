@@ -85,3 +85,7 @@ for p in "$man"/*.[578]; do
 		t_skip "$b: mandoc is not installed (ORGW_DEPS_TEST=1 make deps-test)"
 	fi
 done
+
+# The README's way to read a page from the tree.
+t_check "man -l docs/man/orgw-score.8 (the README's command) shows the page" \
+	sh -c "cd '$ORGW_ROOT' && man -P cat -l docs/man/orgw-score.8 2>/dev/null | grep -q 'key add'"
