@@ -6,6 +6,9 @@
 #   make bench      side-by-side benchmarks (bench/)
 #   make dist       dist/orgw-VERSION-linux-x86_64.tar.gz, static, for shared
 #                   hosting (deploy/build-dist.sh)
+#   make install    programs, man pages, examples, a configuration (PREFIX,
+#                   DESTDIR, SYSCONFDIR, MANDIR); make uninstall undoes it
+#   make deb        build/deb/orgw_VERSION_ARCH.deb (deploy/debian), lintian
 
 CC      ?= cc
 PKGS    := fcgi libcurl libcjson libcrypto hiredis

@@ -168,9 +168,8 @@ t_check "... and appends its summary to /var/log/orgw/orgw-score.log" \
 
 orgw_stop
 [ -n "$fastcgi_was_on" ] || rm -f /etc/lighttpd/conf-enabled/10-fastcgi.conf
-installed=
+# $installed stays set: whatever the purge leaves, the exit trap removes.
 if ! dpkg --purge orgw >"$ORGW_T/purge.log" 2>&1; then
-	installed=1
 	t_fail "dpkg --purge orgw" "$(cat "$ORGW_T/purge.log")"
 fi
 left=
