@@ -11,15 +11,24 @@ man=$ORGW_ROOT/docs/man
 score=$ORGW_ROOT/scheduler/orgw-score
 fcgi=${ORGW_FCGI_BIN:-$ORGW_ROOT/cgi-bin/orgw.fcgi}
 
+# missing_from TEXT ERE NAME...: the names (quoted) for which ERE, with %s
+# replaced by the name, matches no line of TEXT.
+missing_from() {
+	local text=$1 ere=$2 n out=
+	shift 2
+	for n in "$@"; do
+		# shellcheck disable=SC2059 # the ERE is the format
+		grep -qE "$(printf "$ere" "$n")" <<<"$text" || out="$out '$n'"
+	done
+	printf '%s' "$out"
+}
+
 # The settings: the names of src/conf.c's table, as the code has them.
 mapfile -t settings < <(sed -n 's/.*\.name = "\([A-Z0-9_]*\)".*/\1/p' \
 	"$ORGW_ROOT/src/conf.c")
 t_check "src/conf.c names at least 30 settings" test "${#settings[@]}" -ge 30
-missing=
-for s in "${settings[@]}"; do
-	grep -qx "\.It Ev $s" "$man/orgw.conf.5" || missing="$missing $s"
-done
-t_eq "orgw.conf(5) has an entry for every setting" "" "$missing"
+t_eq "orgw.conf(5) has an entry for every setting" "" \
+	"$(missing_from "$(cat "$man/orgw.conf.5")" '^\.It Ev %s$' "${settings[@]}")"
 # The secrets that may come from a file (src/confload.c).
 mapfile -t files < <(sed -n 's/.*\.file_name = "\([A-Z0-9_]*\)".*/\1/p' \
 	"$ORGW_ROOT/src/confload.c")
@@ -27,22 +36,15 @@ t_check "src/confload.c names NAME_FILE secrets" test "${#files[@]}" -ge 1
 # They are the .Ev names of the paragraph that says NAME_FILE.
 secrets=$(awk '/^The secrets$/ { on = 1 } on && /^\.Ev / { print $2 }
 	       on && /NAME_FILE|Ns _FILE/ { exit }' "$man/orgw.conf.5")
-missing=
-for f in "${files[@]}"; do
-	grep -qx "${f%_FILE}" <<<"$secrets" || missing="$missing $f"
-done
-t_eq "orgw.conf(5) lists every secret that has a NAME_FILE" "" "$missing"
+t_eq "orgw.conf(5) lists every secret that has a NAME_FILE" "" \
+	"$(missing_from "$secrets" '^%s$' "${files[@]%_FILE}")"
 
 # Options: every --word in the help text, as an Fl of an entry (.It).
 help=$("$score" --help)
 mapfile -t opts < <(printf '%s\n' "$help" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
 t_check "orgw-score --help lists options" test "${#opts[@]}" -ge 10
-missing=
-for o in "${opts[@]}"; do
-	grep -qE "^\.It (.* )?Fl -${o#--}( |\$)" "$man/orgw-score.8" ||
-		missing="$missing $o"
-done
-t_eq "orgw-score(8) has every option of --help" "" "$missing"
+t_eq "orgw-score(8) has every option of --help" "" \
+	"$(missing_from "$(cat "$man/orgw-score.8")" '^\.It (.* )?Fl -%s( |$)' "${opts[@]#--}")"
 # Commands: the first word of each indented line of the two command
 # lists ("  status [MODEL]", "  key add NAME"), as a Cm of the page.
 mapfile -t cmds < <(printf '%s\n' "$help" |
@@ -54,21 +56,15 @@ mapfile -t cmds < <(printf '%s\n' "$help" |
 	     on == 2 && /\| key [a-z]/ { sub(/.*\| /, ""); print "key " $2 }' |
 	sort -u)
 t_check "orgw-score --help lists commands" test "${#cmds[@]}" -ge 14
-missing=
-for c in "${cmds[@]}"; do
-	grep -qE "^\.It Cm $c( |\$)" "$man/orgw-score.8" || missing="$missing '$c'"
-done
-t_eq "orgw-score(8) has every command of --help" "" "$missing"
+t_eq "orgw-score(8) has every command of --help" "" \
+	"$(missing_from "$(cat "$man/orgw-score.8")" '^\.It Cm %s( |$)' "${cmds[@]}")"
 
 # orgw.fcgi: the options its usage line names.
 usage=$("$fcgi" --no-such-option 2>&1)
 mapfile -t opts < <(printf '%s\n' "$usage" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
 t_check "orgw.fcgi's usage names options" test "${#opts[@]}" -ge 2
-missing=
-for o in "${opts[@]}"; do
-	grep -qx "\.It Fl -${o#--}" "$man/orgw.fcgi.8" || missing="$missing $o"
-done
-t_eq "orgw.fcgi(8) has every option of its usage" "" "$missing"
+t_eq "orgw.fcgi(8) has every option of its usage" "" \
+	"$(missing_from "$(cat "$man/orgw.fcgi.8")" '^\.It Fl -%s$' "${opts[@]#--}")"
 
 # The pages as installed (make man: the version filled in), linted.
 make -s -C "$ORGW_ROOT" man >/dev/null
