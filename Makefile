@@ -6,6 +6,9 @@
 #   make bench      side-by-side benchmarks (bench/)
 #   make dist       dist/orgw-VERSION-linux-x86_64.tar.gz, static, for shared
 #                   hosting (deploy/build-dist.sh)
+#   make install    programs, man pages, examples, a configuration (PREFIX,
+#                   DESTDIR, SYSCONFDIR, MANDIR); make uninstall undoes it
+#   make deb        build/deb/orgw_VERSION_ARCH.deb (deploy/debian), lintian
 
 CC      ?= cc
 PKGS    := fcgi libcurl libcjson libcrypto hiredis
@@ -54,11 +57,11 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
-	   src/dump.c src/load.c src/memo.c src/fingerprint.c src/convcache.c \
+	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
 	   src/conv.c src/convroute.c src/convbody.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
-	dist
+	dist man uninstall deb
 .SECONDARY:
 
 all: $(GATEWAY) $(SCORER)
@@ -74,6 +77,18 @@ $(B)/src/%.o: src/%.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The release, from one file: version.c alone is built with it, and again
+# when it changes.  A version is digits and dots only (checked here, so no
+# quoting can break the command line).
+VERSION := $(shell cat VERSION)
+ifeq ($(shell printf '%s' '$(VERSION)' | grep -Ex '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error VERSION must be MAJOR.MINOR.PATCH, not '$(VERSION)')
+endif
+$(B)/src/version.o: CPPFLAGS += -DORGW_VERSION='"$(VERSION)"'
+$(B)/src/version.o: VERSION
+$(B)/tests/test_version.o: CPPFLAGS += -DT_VERSION_FILE='"$(VERSION)"'
+$(B)/tests/test_version.o: VERSION
 
 $(LIB): $(OBJ)
 	@rm -f $@
@@ -180,13 +195,104 @@ lint: check-layers
 	if [ -n "$$bad" ]; then echo "banned function:"; echo "$$bad"; exit 1; fi; \
 	echo "lint: ok"
 
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-CGIDIR ?= $(PREFIX)/lib/cgi-bin
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(CGIDIR)
+# Man pages with the version filled in (docs/man holds them with @VERSION@).
+MAN_SRC := $(wildcard docs/man/*.5 docs/man/*.7 docs/man/*.8)
+MAN_OUT := $(patsubst docs/man/%,build/man/%,$(MAN_SRC))
+man: $(MAN_OUT)
+build/man/%: docs/man/% VERSION
+	@mkdir -p $(@D)
+	$(Q)sed 's/@VERSION@/$(VERSION)/g' $< > $@
+
+# make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] [MANDIR=...]
+# The configuration goes to SYSCONFDIR/orgw/orgw.conf (mode 0600) only when
+# there is none: an administrator's file is never overwritten.  The cron
+# line, the systemd unit and the web-server configurations go to the
+# examples directory, their program paths made this install's: putting
+# them in /etc/cron.d, /etc/systemd and the web server's directories is the
+# administrator's choice (the Debian package, make deb, does it).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+CGIDIR     ?= $(PREFIX)/lib/cgi-bin
+SYSCONFDIR ?= /etc
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/orgw
+EXAMPLEDIR ?= $(DOCDIR)/examples
+CONFDIR    := $(SYSCONFDIR)/orgw
+EXAMPLES   := deploy/crontab deploy/orgw.service deploy/lighttpd.conf \
+	      deploy/nginx.conf deploy/Caddyfile deploy/apache-fcgid.conf \
+	      deploy/htaccess deploy/orgw.conf.example
+# The configuration installed is the example with its two placeholder keys
+# commented out: a gateway started before the administrator sets them fails
+# closed (503) instead of taking "change-me-too" as its client key.
+CONF_KEYS_OFF := s/^\(OPENROUTER_API_KEY\|CUSTOM_ACCESS_KEY\)=/\#&/
+# The installed copies name the installed programs and configuration.
+INSTALL_PATHS := s|/usr/local/lib/cgi-bin/orgw.fcgi|$(CGIDIR)/orgw.fcgi|g; \
+	s|/usr/local/bin/orgw-score|$(BINDIR)/orgw-score|g; \
+	s|/etc/orgw/orgw.conf|$(CONFDIR)/orgw.conf|g
+
+install: all man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(CGIDIR) $(DESTDIR)$(EXAMPLEDIR) \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(GATEWAY) $(DESTDIR)$(CGIDIR)/orgw.fcgi
 	install -m 0755 $(SCORER) $(DESTDIR)$(BINDIR)/orgw-score
+	install -m 0644 build/man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 build/man/*.7 $(DESTDIR)$(MANDIR)/man7/
+	install -m 0644 build/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	for f in $(EXAMPLES); do \
+		sed '$(INSTALL_PATHS)' $$f > $(DESTDIR)$(EXAMPLEDIR)/$${f##*/} && \
+		chmod 0644 $(DESTDIR)$(EXAMPLEDIR)/$${f##*/} || exit 1; \
+	done
+	install -m 0644 CHANGELOG $(DESTDIR)$(DOCDIR)/CHANGELOG
+	install -d -m 0755 $(DESTDIR)$(CONFDIR)
+	@if [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
+		echo "install: $(DESTDIR)$(CONFDIR)/orgw.conf exists, left as it is"; \
+	else \
+		echo "install: $(DESTDIR)$(CONFDIR)/orgw.conf (mode 0600), the keys to be set"; \
+		(umask 077 && sed '$(CONF_KEYS_OFF)' $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example \
+			> $(DESTDIR)$(CONFDIR)/orgw.conf) || exit 1; \
+	fi
+
+# Removes what install put there: the configuration only while it is still
+# the example (an administrator's edits stay), and the directories of orgw's
+# own only when empty.
+uninstall:
+	rm -f $(DESTDIR)$(CGIDIR)/orgw.fcgi $(DESTDIR)$(BINDIR)/orgw-score
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man5/%,$(filter %.5,$(MAN_SRC)))
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(MAN_SRC)))
+	rm -f $(patsubst docs/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(filter %.8,$(MAN_SRC)))
+	@if [ -f $(DESTDIR)$(CONFDIR)/orgw.conf ] && [ -f $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example ] && \
+	    sed '$(CONF_KEYS_OFF)' $(DESTDIR)$(EXAMPLEDIR)/orgw.conf.example | \
+	    cmp -s - $(DESTDIR)$(CONFDIR)/orgw.conf; then \
+		echo "rm -f $(DESTDIR)$(CONFDIR)/orgw.conf"; \
+		rm -f $(DESTDIR)$(CONFDIR)/orgw.conf; \
+	elif [ -e $(DESTDIR)$(CONFDIR)/orgw.conf ]; then \
+		echo "uninstall: $(DESTDIR)$(CONFDIR)/orgw.conf was changed, left as it is"; \
+	fi
+	rm -f $(patsubst deploy/%,$(DESTDIR)$(EXAMPLEDIR)/%,$(EXAMPLES)) $(DESTDIR)$(DOCDIR)/CHANGELOG
+	-rmdir $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(CONFDIR) 2>/dev/null
+
+# make deb: build/deb/orgw_VERSION_ARCH.deb, built by debhelper in a copy of
+# the tree with deploy/debian as its debian/ directory, then checked by
+# lintian (the build fails on an error; deploy/debian/orgw.lintian-overrides
+# gives the reason for each tag it silences).
+DEB_DIR := build/deb
+DEB_SRC := $(DEB_DIR)/orgw-$(VERSION)
+deb:
+	@ORGW_DEPS_DEB=1 $(DEPS)
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_SRC)
+	tar -cf - Makefile VERSION CHANGELOG src cgi-bin scheduler docs/man \
+		deploy/*.conf deploy/Caddyfile deploy/crontab deploy/htaccess \
+		deploy/orgw.conf.example deploy/orgw.service | tar -C $(DEB_SRC) -xf -
+	cp -R deploy/debian $(DEB_SRC)/debian
+	@v=$$(cd $(DEB_SRC) && dpkg-parsechangelog -S Version); \
+	if [ "$$v" != "$(VERSION)" ]; then \
+		echo "deploy/debian/changelog is at $$v, VERSION at $(VERSION): add an entry" >&2; \
+		exit 1; \
+	fi
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error --info $(DEB_DIR)/orgw_$(VERSION)_*.deb
+	@ls $(DEB_DIR)/orgw_$(VERSION)_*.deb
 
 clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)

@@ -28,6 +28,7 @@
 #include "fsafe.h"
 #include "store.h"
 #include "upstream.h"
+#include "version.h"
 #include "workers.h"
 
 /* Most of an unread request body a CGI run drops before exiting (a 413
@@ -131,6 +132,11 @@ main(int argc, char *argv[])
 	const char *conf_err = NULL, *named;
 	int rc;
 
+	/* Before anything else: it needs no configuration and logs nothing. */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("orgw.fcgi %s\n", orgw_version);
+		return 0;
+	}
 	/* A worker's malloc tuning (mtune.h).  A CGI run serves one request
 	 * and --check-config none: neither is worth a second exec. */
 	if (argc == 1 && !FCGX_IsCGI())
@@ -158,7 +164,7 @@ main(int argc, char *argv[])
 		return conf_err ? 2 : 0;
 	}
 	if (argc > 1) {
-		fprintf(stderr, "usage: %s [--check-config]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--check-config | --version]\n", argv[0]);
 		conf_free(&conf);
 		return 2;
 	}

@@ -25,7 +25,7 @@
 # Exit: 0 done; 75 the source packages could not be downloaded (offline:
 # the tests skip); anything else a build error.
 #
-# Knobs: ORGW_VERSION (default: git describe), ORGW_DIST_MIRROR (default
+# Knobs: ORGW_VERSION (default: the VERSION file), ORGW_DIST_MIRROR (default
 # http://deb.debian.org/debian, with ...-security beside it), CC.
 set -eu
 
@@ -37,8 +37,8 @@ P=$B/prefix
 MIRROR=${ORGW_DIST_MIRROR:-http://deb.debian.org/debian}
 CC=${CC:-cc}
 JOBS=$(nproc 2>/dev/null || echo 2)
-VERSION=${ORGW_VERSION:-$(git describe --tags --always --dirty 2>/dev/null ||
-	echo unknown)}
+# The release of the VERSION file, as --version and the package say.
+VERSION=${ORGW_VERSION:-$(cat VERSION)}
 NAME=orgw-$VERSION-linux-x86_64
 
 say() { printf 'dist: %s\n' "$*" >&2; }

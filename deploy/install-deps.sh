@@ -14,6 +14,12 @@
 #                      ci, 479 MB to fetch, 1.2 GB unpacked, 11 s on 2 cores
 #                      when npm's cache has them).  make run needs none of
 #                      them.
+#   ORGW_DEPS_DEB=1    also install what `make deb` needs: debhelper,
+#                      dpkg-dev and fakeroot build the package, lintian
+#                      checks it, mandoc lints the man pages (t0030), cron
+#                      is the package's dependency that t0045 installs it
+#                      beside; the
+#                      tests (ORGW_DEPS_TEST=1) install them too.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
 #                      clang-tidy and cppcheck (make format-check, make lint).
@@ -81,8 +87,9 @@ cd "$(dirname "$0")/.."
 BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
 gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
 lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
+DEB="debhelper dpkg-dev fakeroot lintian mandoc cron"
 TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
-chromium prometheus"
+chromium prometheus $DEB"
 EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
 BENCH="wrk gnuplot-nox valgrind"
 DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
@@ -93,6 +100,9 @@ if [ "${ORGW_DEPS_TEST:-0}" = 1 ]; then
 fi
 if ! command -v node >/dev/null 2>&1; then
 	want="$want nodejs npm"
+fi
+if [ "${ORGW_DEPS_DEB:-0}" = 1 ]; then
+	want="$want $DEB"
 fi
 if [ "${ORGW_DEPS_EXTRA:-0}" = 1 ]; then
 	want="$want $EXTRA"
@@ -167,11 +177,15 @@ fi
 # The official OpenAI SDK for the client-side tests (tests/js), and
 # puppeteer-core for t0630 (it drives the chromium above).  Reinstall
 # when package-lock.json changed since the last install.
+# Not for `make deb` alone (ORGW_DEPS_DEB without the tests): a package
+# build needs no Node.js, and npm ci would empty a node_modules that a
+# worktree links to from another checkout.
 js=tests/js
-if [ ! -f "$js/node_modules/openai/package.json" ] ||
+if { [ "${ORGW_DEPS_DEB:-0}" != 1 ] || [ "${ORGW_DEPS_TEST:-0}" = 1 ]; } && {
+    [ ! -f "$js/node_modules/openai/package.json" ] ||
     [ ! -f "$js/node_modules/puppeteer-core/package.json" ] ||
     [ ! -f "$js/node_modules/.package-lock.json" ] ||
-    [ -n "$(find "$js/package-lock.json" -newer "$js/node_modules/.package-lock.json")" ]; then
+    [ -n "$(find "$js/package-lock.json" -newer "$js/node_modules/.package-lock.json")" ]; }; then
 	if ! command -v npm >/dev/null 2>&1; then
 		echo "install-deps: node is present but npm is not; install npm for $js" >&2
 		exit 1

@@ -58,6 +58,7 @@
 #include "fsafe.h"
 #include "store.h"
 #include "upstream.h"
+#include "version.h"
 
 #define EXIT_SOME_FAILED 1
 #define EXIT_USAGE 2
@@ -123,6 +124,7 @@ usage(FILE *f)
 	      "  --timeout-ms MS  per fetch (default 15000)\n"
 	      "  --cron-line      print the crontab line that runs this "
 	      "program every 3 hours\n"
+	      "  --version        print the version and exit\n"
 	      "  -h, --help       this text\n"
 	      "\n"
 	      "Operator commands (the workers' state, under their lock):\n"
@@ -189,7 +191,7 @@ num_opt(const char *name, const char *v, long max, long *out)
 }
 
 enum { OPT_MODEL = 256, OPT_DRY_RUN, OPT_JSON, OPT_CONFIG, OPT_PARALLEL,
-       OPT_TIMEOUT_MS, OPT_CRON_LINE, OPT_DUMP, OPT_LOAD };
+       OPT_TIMEOUT_MS, OPT_CRON_LINE, OPT_DUMP, OPT_LOAD, OPT_VERSION };
 
 /* Fills o from argv; returns 0, or EXIT_USAGE after a message (-1 for
  * --help, already printed).  The first other argument starts a
@@ -209,6 +211,7 @@ parse_args(int argc, char *argv[], struct opts *o)
 		{"dump", no_argument, NULL, OPT_DUMP},
 		{"load", no_argument, NULL, OPT_LOAD},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
 	};
 	long l;
@@ -220,6 +223,9 @@ parse_args(int argc, char *argv[], struct opts *o)
 		switch (ch) {
 		case 'h':
 			usage(stdout);
+			return -1;
+		case OPT_VERSION:
+			printf("orgw-score %s\n", orgw_version);
 			return -1;
 		case OPT_DRY_RUN:
 			o->dry_run = true;

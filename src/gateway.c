@@ -39,6 +39,7 @@
 #include "store.h"
 #include "teamauth.h"
 #include "upstream.h"
+#include "version.h"
 
 #define MODELS_CACHE_MS 60000
 #define MODELS_MAX_BYTES (32u * 1024 * 1024)
@@ -204,6 +205,7 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 	o = cJSON_CreateObject();
 	if (o == NULL ||
 	    !cJSON_AddStringToObject(o, "status", why[0] ? "error" : "ok") ||
+	    !cJSON_AddStringToObject(o, "version", orgw_version) ||
 	    (why[0] && !cJSON_AddStringToObject(o, "reason", shown)) ||
 	    (load != NULL && !add_load(o, load, true)) ||
 	    (s = cJSON_PrintUnformatted(o)) == NULL) {

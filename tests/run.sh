@@ -46,6 +46,8 @@
 # machine, or that load it so that a script beside them would be measured
 # under their load.  A second script running beside them would make them
 # flaky, not wrong.
+#   t0045  installs and purges the Debian package on this machine (dpkg
+#          takes one lock for the whole system) and builds it first
 #   t0110  events 200 ms apart must arrive 150-250 ms apart
 #   t0147  120 streams at once: the last first token before the shortest
 #          stream's end
@@ -106,7 +108,7 @@ if ! [[ $JOBS =~ ^[1-9][0-9]?$ ]]; then
 	printf 'tests/run.sh: ORGW_JOBS must be 1 to 99, not "%s"\n' "$JOBS" >&2
 	exit 2
 fi
-SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0110 t0147 t0148 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0800 t0810 t0820 t0910}
+SERIAL_TESTS=${ORGW_SERIAL_TESTS-t0045 t0110 t0147 t0148 t0320 t0510 t0520 t0530 t0540 t0550 t0556 t0600 t0675 t0676 t0700 t0800 t0810 t0820 t0910}
 declare -A GROUP=([t0555]=dist [t0556]=dist)
 PORT_BASE=20000 # to 31999: below the ephemeral ports
 PORT_SPAN=$((12000 / JOBS))
