@@ -26,7 +26,6 @@
 #include "log.h"
 #include "mtune.h"
 #include "fsafe.h"
-#include "store.h"
 #include "upstream.h"
 #include "workers.h"
 
