@@ -24,7 +24,6 @@
 #include "harden.h"
 #include "gateway.h"
 #include "log.h"
-#include "mtune.h"
 #include "fsafe.h"
 #include "upstream.h"
 #include "workers.h"
@@ -130,10 +129,6 @@ main(int argc, char *argv[])
 	const char *conf_err = NULL, *named;
 	int rc;
 
-	/* A worker's malloc tuning (mtune.h).  A CGI run serves one request
-	 * and --check-config none: neither is worth a second exec. */
-	if (argc == 1 && !FCGX_IsCGI())
-		mtune_reexec(argv);
 	if (harden_no_dumps() != 0)
 		perror("orgw: turning core dumps off");
 	if (setup_signals() == -1) {

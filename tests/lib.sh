@@ -21,8 +21,9 @@
 #       STATE_PATH=$ORGW_T/state.gdbm, then the arguments (NAME=VALUE sets or
 #       overrides a setting, NAME= sets it empty, -NAME leaves it out);
 #       `spawn-fcgi -n -s $ORGW_T/orgw.sock -- multiwatch -f $ORGW_WORKERS -- BIN`
-#       with only ORGW_CONFIG (plus PATH, HOME, LANG, sanitizer options and
-#       $ORGW_WORKER_ENV) in the workers' environment, their stderr in
+#       with only ORGW_CONFIG (plus PATH, HOME, LANG, the GLIBC_TUNABLES of
+#       deploy/orgw.service, sanitizer options and $ORGW_WORKER_ENV) in the
+#       workers' environment, their stderr in
 #       $ORGW_LOG; lighttpd on a free loopback port with deploy/lighttpd.conf.
 #       Returns when GET /healthz gets any HTTP answer (10 s at most), so
 #       workers that refuse their config still "start" (healthz is then 503
@@ -319,6 +320,15 @@ orgw__conf_write() { # FILE
 	chmod 600 "$1"
 }
 
+# orgw_unit_tunables: the GLIBC_TUNABLES that deploy/orgw.service gives
+# the workers (every way the tests and bench/ start workers uses it).
+orgw_unit_tunables() {
+	local v
+	v=$(sed -n 's/^Environment=GLIBC_TUNABLES=//p' "$ORGW_ROOT/deploy/orgw.service")
+	[ -n "$v" ] || { orgw__log "no GLIBC_TUNABLES in deploy/orgw.service"; return 1; }
+	printf '%s\n' "$v"
+}
+
 # orgw__workers_start SOCK CONF LOG: sets ORGW_SUPERVISOR_PID
 orgw__workers_start() {
 	local sock=$1 conf=$2 log=$3 bin mw i
@@ -331,6 +341,10 @@ orgw__workers_start() {
 	# A clean environment: a real OPENROUTER_API_KEY or UPSTREAM_URL in the
 	# caller's environment would win over the config file.
 	envv=(PATH="$PATH" HOME="${HOME:-/}" LANG=C.UTF-8 ORGW_CONFIG="$conf")
+	# The workers' environment as the shipped unit sets it (ORGW_WORKER_ENV,
+	# added after it, wins).
+	i=$(orgw_unit_tunables) || return 1
+	envv+=("GLIBC_TUNABLES=$i")
 	for i in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TZ; do
 		[ -n "${!i:-}" ] && envv+=("$i=${!i}")
 	done
