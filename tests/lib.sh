@@ -75,7 +75,8 @@
 #
 # Knobs (environment):
 #   ORGW_FCGI_BIN   the gateway binary (default cgi-bin/orgw.fcgi; e.g.
-#                   build/asan/orgw.fcgi)
+#                   build/asan/orgw.fcgi; a test that moves the clock runs
+#                   its test build, orgw_test_clock)
 #   ORGW_WORKERS    FastCGI worker processes (default 4)
 #   ORGW_WORKER_ENV extra NAME=VALUE words for the workers' environment (the
 #                   environment wins over the config file)
@@ -318,6 +319,30 @@ orgw__conf_write() { # FILE
 		done
 	} >"$1"
 	chmod 600 "$1"
+}
+
+# orgw_test_clock: for a test that moves the clock with ORGW_TEST_NOW.
+# The shipped binaries have no test clock; their test builds (make unit:
+# build/release/orgw.fcgi-test and orgw-score-test) do.  Points
+# ORGW_FCGI_BIN and ORGW_SCORE_BIN at those: at BIN-test beside a BIN
+# given, else at build/release's.  Call before anything reads them.
+orgw_test_clock() {
+	local pair var b
+	for pair in ORGW_FCGI_BIN:orgw.fcgi ORGW_SCORE_BIN:orgw-score; do
+		var=${pair%%:*}
+		b=${!var:-}
+		if [ -n "$b" ]; then
+			b=$b-test
+		else
+			b=build/release/${pair#*:}-test
+		fi
+		[[ $b == /* ]] || b=$ORGW_ROOT/$b
+		if [ ! -x "$b" ]; then
+			t_fail "orgw_test_clock: no test build at $b (make unit)"
+			exit 1
+		fi
+		export "$var=$b"
+	done
 }
 
 # orgw_unit_tunables: the GLIBC_TUNABLES that deploy/orgw.service gives
