@@ -63,7 +63,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/statekeys.c
 
-.PHONY: all test check unit run bench soak clean deps deps-test check-layers check-shipped lint install fuzz \
+.PHONY: all test check unit run bench soak clean deps deps-test check-layers check-shipped cppcheck lint install fuzz \
 	dist
 .SECONDARY:
 
@@ -198,7 +198,21 @@ check-shipped: all $(TEST_BINS)
 	@sh tests/check-shipped.sh || exit 1; \
 	echo "check-shipped: ok"
 
-lint: check-layers check-shipped
+# cppcheck's warnings (tests/cppcheck/: cJSON's macros modelled, the
+# suppressions with their reasons); a finding fails the build.
+CPPCHECK ?= cppcheck
+cppcheck:
+	@command -v $(CPPCHECK) >/dev/null || { echo "cppcheck missing (make deps-test)"; exit 1; }
+	$(Q)$(CPPCHECK) -q --std=c11 --enable=warning,portability,performance \
+		--library=tests/cppcheck/cjson.cfg \
+		--suppressions-list=tests/cppcheck/suppressions.txt \
+		--inline-suppr --error-exitcode=1 -j2 \
+		--template='{file}:{line}: {severity}: {id}: {message}' \
+		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc \
+		src cgi-bin scheduler
+	@echo "cppcheck: ok"
+
+lint: check-layers check-shipped cppcheck
 	@bad=$$(grep -nE '\b(sprintf|strcpy|strcat|strtok|gets|atoi|atol|system)[[:space:]]*\(' src/*.c cgi-bin/*.c scheduler/*.c); \
 	if [ -n "$$bad" ]; then echo "banned function:"; echo "$$bad"; exit 1; fi; \
 	echo "lint: ok"

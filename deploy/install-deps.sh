@@ -9,14 +9,15 @@
 #   ORGW_DEPS_TEST=1   also install the servers and tools only the tests use
 #                      (make test, make check): redis-server, caddy,
 #                      nginx-light, apache2 and mod_fcgid, systemd, chromium,
-#                      prometheus (below), and the real coding agents in
+#                      prometheus (below), cppcheck (make lint, which
+#                      make test runs), and the real coding agents in
 #                      tests/agents (Claude Code, Codex CLI, opencode: npm
 #                      ci, 479 MB to fetch, 1.2 GB unpacked, 11 s on 2 cores
 #                      when npm's cache has them).  make run needs none of
 #                      them.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
-#                      clang-tidy and cppcheck (make format-check, make lint).
+#                      clang-tidy (make format-check).
 #   ORGW_DEPS_BENCH=1  also install what only the benchmarks need (make
 #                      bench; bench/run.sh sets it): wrk (HTTP load with a
 #                      Lua script for the POST body), gnuplot-nox (the
@@ -82,8 +83,8 @@ BASE="gcc make pkg-config libc6-dev libfcgi-dev libfcgi-bin libgdbm-dev
 gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
 lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
 TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
-chromium prometheus"
-EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
+chromium prometheus cppcheck"
+EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy"
 BENCH="wrk gnuplot-nox valgrind"
 DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 
