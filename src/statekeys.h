@@ -12,10 +12,14 @@
  *
  * What walks the stores asks the table, not a list of its own: the
  * scorer's sweep deletes the families marked STATEKEY_SWEPT of models it
- * no longer keeps, /stats shows those marked STATEKEY_SHOWN, the Redis
- * back-end gives the STATEKEY_EXPIRING ones an expiry, and STATEKEY_DURABLE
- * families (the keys store) are never swept, repaired or recreated.  A
- * new family is one row in statekeys.c and one enum member here.
+ * no longer keeps, and /stats and /metrics show the families marked
+ * STATEKEY_SHOWN, each by its parsed family.  STATEKEY_EXPIRING marks
+ * what Redis drops by itself (a cooldown at its record's end, which
+ * store_redis.c finds through statekeys_is; a transaction's marker), and
+ * STATEKEY_DURABLE the keys store, which nothing sweeps, repairs or
+ * recreates.  A new family is one STATEKEY_P_ prefix and one enum member
+ * here and one row in statekeys.c (a static assertion keeps the table
+ * and the enum the same length).
  */
 #ifndef ORGW_STATEKEYS_H
 #define ORGW_STATEKEYS_H
