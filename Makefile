@@ -41,8 +41,15 @@ CFLAGS  := $(WARN) $(OPT)
 LDFLAGS := -pie -Wl,-z,relro,-z,now
 endif
 
-SRC     := $(wildcard src/*.c)
+# Test-only code: the unit tests' in-memory back-end and the test clock
+# (ORGW_TEST_NOW).  Linked into the unit tests and the test builds of the
+# binaries ($(B)/orgw.fcgi-test, $(B)/orgw-score-test, which the
+# integration tests that move the clock run), never into liborgw.a or
+# the shipped binaries (tests/check-shipped.sh, part of make lint).
+TEST_ONLY := src/store_mem.c src/clock_test.c
+SRC     := $(filter-out $(TEST_ONLY),$(wildcard src/*.c))
 OBJ     := $(patsubst src/%.c,$(B)/src/%.o,$(SRC))
+TEST_OBJ := $(patsubst src/%.c,$(B)/src/%.o,$(TEST_ONLY))
 LIB     := $(B)/liborgw.a
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
@@ -58,9 +65,9 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
-	   src/conv.c src/convroute.c src/convbody.c
+	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c
 
-.PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
+.PHONY: all test check unit run bench soak clean deps deps-test check-layers check-shipped cppcheck lint install fuzz \
 	dist man uninstall deb
 .SECONDARY:
 
@@ -113,6 +120,17 @@ $(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The same programs with the test-only objects (TEST_ONLY) linked in.
+$(B)/orgw.fcgi-test: $(B)/cgi-bin/orgw.o $(TEST_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/orgw-score-test: $(B)/scheduler/orgw-score.o $(TEST_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+TEST_BINS := $(B)/orgw.fcgi-test $(B)/orgw-score-test
+
 $(GATEWAY): $(B)/orgw.fcgi
 	$(Q)cp -f $< $@
 
@@ -124,7 +142,7 @@ $(B)/tests/%.o: tests/unit/%.c
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c -o $@ $<
 
-$(B)/tests/test_%: $(B)/tests/test_%.o $(LIB)
+$(B)/tests/test_%: $(B)/tests/test_%.o $(TEST_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -134,7 +152,7 @@ $(B)/tests/replay_%: tests/fuzz/%.c tests/fuzz/fuzz_main.c $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+unit: $(UNIT_BIN) $(FUZZ_REPLAY) $(TEST_BINS)
 
 # Every target that installs what is missing builds in a second make, which
 # reads this file again once the packages are there (a fresh machine).
@@ -190,7 +208,27 @@ check-layers:
 	sh tests/check-layers.sh || exit 1; \
 	echo "check-layers: ok"
 
-lint: check-layers
+# The shipped binaries hold no test-only code (TEST_ONLY); the test
+# builds are made too, so the check knows what it looks for.
+check-shipped: all $(TEST_BINS)
+	@sh tests/check-shipped.sh || exit 1; \
+	echo "check-shipped: ok"
+
+# cppcheck's warnings (tests/cppcheck/: cJSON's macros modelled, the
+# suppressions with their reasons); a finding fails the build.
+CPPCHECK ?= cppcheck
+cppcheck:
+	@command -v $(CPPCHECK) >/dev/null || { echo "cppcheck missing (make deps-test)"; exit 1; }
+	$(Q)$(CPPCHECK) -q --std=c11 --enable=warning,portability,performance \
+		--library=tests/cppcheck/cjson.cfg \
+		--suppressions-list=tests/cppcheck/suppressions.txt \
+		--inline-suppr --error-exitcode=1 -j2 \
+		--template='{file}:{line}: {severity}: {id}: {message}' \
+		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc \
+		src cgi-bin scheduler
+	@echo "cppcheck: ok"
+
+lint: check-layers check-shipped cppcheck
 	@bad=$$(grep -nE '\b(sprintf|strcpy|strcat|strtok|gets|atoi|atol|system)[[:space:]]*\(' src/*.c cgi-bin/*.c scheduler/*.c); \
 	if [ -n "$$bad" ]; then echo "banned function:"; echo "$$bad"; exit 1; fi; \
 	echo "lint: ok"
@@ -297,5 +335,5 @@ deb:
 clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)
 
--include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
+-include $(OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
 	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d

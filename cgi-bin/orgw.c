@@ -24,9 +24,7 @@
 #include "harden.h"
 #include "gateway.h"
 #include "log.h"
-#include "mtune.h"
 #include "fsafe.h"
-#include "store.h"
 #include "upstream.h"
 #include "version.h"
 #include "workers.h"
@@ -137,10 +135,6 @@ main(int argc, char *argv[])
 		printf("orgw.fcgi %s\n", orgw_version);
 		return 0;
 	}
-	/* A worker's malloc tuning (mtune.h).  A CGI run serves one request
-	 * and --check-config none: neither is worth a second exec. */
-	if (argc == 1 && !FCGX_IsCGI())
-		mtune_reexec(argv);
 	if (harden_no_dumps() != 0)
 		perror("orgw: turning core dumps off");
 	if (setup_signals() == -1) {

@@ -9,7 +9,8 @@
 #   ORGW_DEPS_TEST=1   also install the servers and tools only the tests use
 #                      (make test, make check): redis-server, caddy,
 #                      nginx-light, apache2 and mod_fcgid, systemd, chromium,
-#                      prometheus (below), and the real coding agents in
+#                      prometheus (below), cppcheck (make lint, which
+#                      make test runs), and the real coding agents in
 #                      tests/agents (Claude Code, Codex CLI, opencode: npm
 #                      ci, 479 MB to fetch, 1.2 GB unpacked, 11 s on 2 cores
 #                      when npm's cache has them).  make run needs none of
@@ -22,7 +23,7 @@
 #                      tests (ORGW_DEPS_TEST=1) install them too.
 #   ORGW_DEPS_EXTRA=1  also install the optional tools: clang and its runtime
 #                      (make fuzz), valgrind (make valgrind), clang-format,
-#                      clang-tidy and cppcheck (make format-check, make lint).
+#                      clang-tidy (make format-check).
 #   ORGW_DEPS_BENCH=1  also install what only the benchmarks need (make
 #                      bench; bench/run.sh sets it): wrk (HTTP load with a
 #                      Lua script for the POST body), gnuplot-nox (the
@@ -89,8 +90,8 @@ gdbmtool libcjson-dev libcurl4-openssl-dev libssl-dev libhiredis-dev
 lighttpd spawn-fcgi multiwatch curl ca-certificates jq"
 DEB="debhelper dpkg-dev fakeroot lintian mandoc cron"
 TEST="redis-server caddy nginx-light apache2 libapache2-mod-fcgid systemd
-chromium prometheus $DEB"
-EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy cppcheck"
+chromium prometheus cppcheck $DEB"
+EXTRA="clang libclang-rt-14-dev valgrind clang-format clang-tidy"
 BENCH="wrk gnuplot-nox valgrind"
 DIST="dpkg-dev patch xz-utils libssl-dev zlib1g-dev libc-ares-dev openssl"
 

@@ -2,9 +2,10 @@
  * clock.h - the only place orgw reads the clock (STYLE.md 1), so the
  * pure core can take time as an argument.
  *
- * ORGW_TEST_NOW (unix seconds, read once per process by clock_init) moves
- * wall-clock time to a fixed offset for tests of time-of-day prices; it
- * never affects the monotonic clock.
+ * In a test build (clock_test.c linked in), ORGW_TEST_NOW (unix seconds,
+ * read once per process by clock_init) moves wall-clock time to a fixed
+ * offset for tests of time-of-day prices; it never affects the monotonic
+ * clock.  The shipped binaries do not have it.
  */
 #ifndef ORGW_CLOCK_H
 #define ORGW_CLOCK_H
@@ -12,8 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Reads ORGW_TEST_NOW once; call from main() before anything else. */
+/* In a test build, reads ORGW_TEST_NOW once (else does nothing); call
+ * from main() before anything else. */
 void clock_init(void);
+
+/*
+ * The test clock's offset from the real one, seconds (clock_test.c: 0
+ * unless ORGW_TEST_NOW is set).  Defined in test builds only; clock.c
+ * refers to it weakly, so in the shipped binaries it is absent.
+ */
+int64_t clock_test_offset_s(void);
 
 /* Unix time in seconds (shifted by ORGW_TEST_NOW when set). */
 int64_t clock_now_s(void);

@@ -36,7 +36,6 @@
 #include "stats.h"
 #include "statusauth.h"
 #include "statuspage.h"
-#include "store.h"
 #include "teamauth.h"
 #include "upstream.h"
 #include "version.h"
@@ -664,11 +663,10 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 {
 	char *s, extra[64];
 	int64_t retry = 0;
-	struct store_run *run = NULL;
 	enum orgw_err err;
 
-	err = store_run_begin(c, c->cron_min_interval_seconds, clock_now_s(),
-			      &run, &retry);
+	err = scorerun_cron_locked(c, c->cron_min_interval_seconds,
+				   clock_now_s(), &s, &retry);
 	if (err == ORGW_EBUSY) {
 		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
 			 (long long)retry);
@@ -681,8 +679,6 @@ handle_cron(const struct orgw_io *io, const struct orgw_conf *c)
 	if (err != ORGW_OK)
 		return http_error(io, 503, "server_error", NULL, NULL,
 				  "the scoring lock is unavailable", NULL);
-	s = scorerun_cron_json(c);
-	store_run_end(run);
 	return json_text_send(io, NULL, s, "scoring run failed");
 }
 

@@ -1052,10 +1052,8 @@ item_check(struct item *it)
 	const char *rest;
 	size_t n;
 
-	if (strncmp(it->key, KEYSTORE_REC_PREFIX,
-		    strlen(KEYSTORE_REC_PREFIX)) == 0) {
+	if ((rest = statekeys_is(it->key, SK_TEAMKEY)) != NULL) {
 		it->rec = true;
-		rest = it->key + strlen(KEYSTORE_REC_PREFIX);
 		if (!teamkey_name_ok(rest))
 			return "not a key's name";
 		if (teamkey_decode(it->val, &it->k) != ORGW_OK)
@@ -1063,9 +1061,7 @@ item_check(struct item *it)
 		if (strcmp(it->k.name, rest) != 0)
 			return "a record of another name";
 		text = teamkey_encode(&it->k);
-	} else if (strncmp(it->key, KEYSTORE_USE_PREFIX,
-			   strlen(KEYSTORE_USE_PREFIX)) == 0) {
-		rest = it->key + strlen(KEYSTORE_USE_PREFIX);
+	} else if ((rest = statekeys_is(it->key, SK_TEAMKEY_USE)) != NULL) {
 		if ((colon = strrchr(rest, ':')) == NULL ||
 		    (n = (size_t)(colon - rest)) >= sizeof(name))
 			return "not a use window's key";

@@ -25,15 +25,14 @@
 #include "state.h"
 #include "store.h"
 
-#define KEY_MAX 128	/* "TEAMKEY_USE:" + name + ":" + day, with room */
+#define KEY_MAX 128	/* a use window's key: prefix, name, day, with room */
 #define INDEX_VERSION 1
 
-/* The key prefix + name (+ ":" + when) into k (KEY_MAX bytes). */
+/* Family f's key of name (and when) into k (KEY_MAX bytes). */
 static void
-key_of(char *k, const char *prefix, const char *name, const char *when)
+key_of(char *k, enum statekey f, const char *name, const char *when)
 {
-	(void)snprintf(k, KEY_MAX, "%s%s%s%s", prefix, name,
-		       when != NULL ? ":" : "", when != NULL ? when : "");
+	(void)statekeys_make(k, KEY_MAX, f, name, when);
 }
 
 /* The index value for name: malloc'd (caller frees), NULL when out of
@@ -85,7 +84,7 @@ index_get(struct store *s, const char *hash, char name[TEAMKEY_NAME_MAX + 1])
 	char k[KEY_MAX], safe[KEY_MAX * 4], *v = NULL;
 	enum orgw_err err;
 
-	key_of(k, KEYSTORE_HASH_PREFIX, hash, NULL);
+	key_of(k, SK_TEAMKEY_HASH, hash, NULL);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL)
@@ -110,7 +109,7 @@ index_drop(struct store *s, const char *hash, const char *name)
 	/* A damaged entry under this key's hash goes too. */
 	if (err != ORGW_OK && err != ORGW_EIO)
 		return err;
-	key_of(k, KEYSTORE_HASH_PREFIX, hash, NULL);
+	key_of(k, SK_TEAMKEY_HASH, hash, NULL);
 	return store_del(s, k);
 }
 
@@ -172,7 +171,7 @@ keystore_get(struct store *s, const char *name, struct teamkey *k)
 	memset(k, 0, sizeof(*k));
 	if (!teamkey_name_ok(name))
 		return ORGW_ENOENT;
-	key_of(key, KEYSTORE_REC_PREFIX, name, NULL);
+	key_of(key, SK_TEAMKEY, name, NULL);
 	if ((err = store_get(s, key, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL)
@@ -239,10 +238,10 @@ keystore_put(struct store *s, const struct teamkey *k)
 		return err;
 	if (err != ORGW_OK && err != ORGW_ENOENT && err != ORGW_EIO)
 		return err;
-	key_of(key, KEYSTORE_REC_PREFIX, k->name, NULL);
+	key_of(key, SK_TEAMKEY, k->name, NULL);
 	if ((err = store_put_text(s, key, teamkey_encode(k))) != ORGW_OK)
 		return err;
-	key_of(key, KEYSTORE_HASH_PREFIX, k->hash, NULL);
+	key_of(key, SK_TEAMKEY_HASH, k->hash, NULL);
 	return store_put_text(s, key, index_encode(k->name));
 }
 
@@ -261,7 +260,7 @@ keystore_del(struct store *s, const char *name)
 		return err;
 	if (err != ORGW_OK && err != ORGW_EIO)
 		return err;
-	key_of(key, KEYSTORE_REC_PREFIX, name, NULL);
+	key_of(key, SK_TEAMKEY, name, NULL);
 	return store_del(s, key);
 }
 
@@ -295,8 +294,8 @@ use_keys(const char *name, int64_t now_s, char *kd, char *km)
 		return false;
 	teamkey_day(now_s, day);
 	teamkey_month(now_s, month);
-	key_of(kd, KEYSTORE_USE_PREFIX, name, day);
-	key_of(km, KEYSTORE_USE_PREFIX, name, month);
+	key_of(kd, SK_TEAMKEY_USE, name, day);
+	key_of(km, SK_TEAMKEY_USE, name, month);
 	return true;
 }
 
@@ -352,7 +351,7 @@ each_one(void *arg, const char *key, const char *val)
 	char safe[KEY_MAX * 4];
 
 	if (teamkey_decode(val, &k) != ORGW_OK ||
-	    strcmp(k.name, key + strlen(KEYSTORE_REC_PREFIX)) != 0) {
+	    strcmp(k.name, statekeys_is(key, SK_TEAMKEY)) != 0) {
 		log_err("keys: %s is damaged (skipped); restore it from "
 			"`orgw-score key export`",
 			log_safe(safe, sizeof(safe), key));

@@ -46,13 +46,14 @@
 
 #include "conf.h"
 #include "orgw.h"
+#include "statekeys.h"
 #include "teamkey.h"
 
 struct store;
 
-#define KEYSTORE_REC_PREFIX "TEAMKEY:"
-#define KEYSTORE_HASH_PREFIX "TEAMKEY_HASH:"
-#define KEYSTORE_USE_PREFIX "TEAMKEY_USE:"
+#define KEYSTORE_REC_PREFIX STATEKEY_P_TEAMKEY
+#define KEYSTORE_HASH_PREFIX STATEKEY_P_TEAMKEY_HASH
+#define KEYSTORE_USE_PREFIX STATEKEY_P_TEAMKEY_USE
 
 /*
  * One transaction on the keys store, like state_txn() (state.h) but on

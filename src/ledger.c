@@ -361,9 +361,8 @@ ledger_key_split(const char *key, struct ledger_key_parts *p)
 {
 	const char *s, *e, *c1, *c2, *c3;
 
-	if (strncmp(key, LEDGER_PREFIX, strlen(LEDGER_PREFIX)) != 0)
+	if ((s = statekeys_is(key, SK_LEDGER)) == NULL)
 		return false;
-	s = key + strlen(LEDGER_PREFIX);
 	e = s + strlen(s);
 	if ((c3 = last_colon(s, e)) == NULL ||
 	    (c2 = last_colon(s, c3)) == NULL ||

@@ -33,6 +33,7 @@
 #include "orgw.h"
 #include "latency.h"
 #include "record.h"
+#include "statekeys.h"
 
 /* The days /stats shows day by day: today (UTC) and the 29 before. */
 #define LEDGER_DAYS 30
@@ -43,7 +44,7 @@
 /* The day part of the cell that holds the folded older days. */
 #define LEDGER_TOTAL "total"
 
-#define LEDGER_PREFIX "LEDGER:"
+#define LEDGER_PREFIX STATEKEY_P_LEDGER
 
 enum ledger_ix {
 	LX_REQUESTS,

@@ -9,6 +9,7 @@
 #define ORGW_REDISCONF_H
 
 #include "orgw.h"
+#include "statekeys.h"
 
 #define REDISCONF_DEFAULT_PORT 6379
 #define REDISCONF_HOST_MAX 256
@@ -50,7 +51,7 @@ int64_t redisconf_retry_delay_us(int attempt, uint32_t rnd);
  * the "orgw:" prefix, or NULL when out is too small.
  */
 #define REDISCONF_TXN_ID_BYTES 16
-#define REDISCONF_TXN_PREFIX "TXN:"
+#define REDISCONF_TXN_PREFIX STATEKEY_P_TXN
 #define REDISCONF_TXN_KEY_LEN (4 + 2 * REDISCONF_TXN_ID_BYTES)
 char *redisconf_txn_key(const unsigned char id[REDISCONF_TXN_ID_BYTES],
 			char *out, size_t n);

@@ -42,8 +42,7 @@
 #include "state.h"
 #include "store.h"
 
-#define SEEN_PREFIX "MODEL_SEEN:"
-#define SEEN_PREFIX_LEN (sizeof(SEEN_PREFIX) - 1)
+#define SEEN_PREFIX statekeys_prefix(SK_MODEL_SEEN)
 #include "upstream.h"
 
 bool
@@ -152,8 +151,8 @@ exclude_cooling(const struct orgw_conf *c, const char *model,
 	/* Downwards: an exclusion shifts only the ranked ones after it. */
 	for (i = res->n_ranked; err == ORGW_OK && i-- > 0;) {
 		v = NULL;
-		snprintf(k, sizeof(k), "PROVIDER_COOLDOWN:%s:%s", model,
-			 res->v[i].tag);
+		(void)statekeys_make(k, sizeof(k), SK_PROVIDER_COOLDOWN, model,
+				     res->v[i].tag);
 		err = store_get(s, k, &v);
 		if (err == ORGW_OK && v != NULL &&
 		    record_cooldown_decode(v, &cd) == ORGW_OK &&
@@ -427,7 +426,7 @@ prune_key(void *arg, const char *key, const char *val)
 	int64_t fs = 0;
 
 	(void)record_model_seen_decode(val, &fs);
-	prune_add(arg, key + SEEN_PREFIX_LEN, fs, false);
+	prune_add(arg, statekeys_is(key, SK_MODEL_SEEN), fs, false);
 	return 0;
 }
 
@@ -494,37 +493,23 @@ keep_has(const struct keep *k, const char *model)
 }
 
 /*
- * The model of a per-model key other than MODEL_SEEN and the ledger's
- * cells (SPEC 7, README "State and logs") into model (n bytes); false
- * for any other key.  Keys with a tag split at the last ':' (a tag holds
- * none).  The old release's STATS:/METRICS: records are history that
- * /stats adds in, never deleted.
+ * The model of a key of a family the scorer sweeps (STATEKEY_SWEPT in
+ * statekeys.c: every per-model family but MODEL_SEEN, which the prune
+ * keeps, and the ledger's cells, which the fold keeps) into model (n
+ * bytes); false for any other key.  The old release's STATS:/METRICS:
+ * records are history that /stats adds in, never deleted.
  */
 static bool
 key_model(const char *key, char *model, size_t n)
 {
-	static const struct {
-		const char *prefix;
-		bool tagged;
-	} per[] = {{"BEST_PROVIDER:", false},	 {"PROVIDER_CANDIDATE:", false},
-		   {"LOCK_LOG:", false},	 {"PROVIDER_FAILURE:", true},
-		   {"PROVIDER_COOLDOWN:", true}, {"HIT:", false}};
-	const char *rest, *end;
-	size_t i, len;
+	struct statekey_parts p;
 
-	for (i = 0; i < sizeof(per) / sizeof(per[0]); i++) {
-		len = strlen(per[i].prefix);
-		if (strncmp(key, per[i].prefix, len) != 0)
-			continue;
-		rest = key + len;
-		end = per[i].tagged ? strrchr(rest, ':') : rest + strlen(rest);
-		if (end == NULL || end == rest || (size_t)(end - rest) >= n)
-			return false;
-		memcpy(model, rest, (size_t)(end - rest));
-		model[end - rest] = '\0';
-		return true;
-	}
-	return false;
+	if (!statekeys_parse(key, &p) ||
+	    !(statekeys_family(p.family)->flags & STATEKEY_SWEPT) ||
+	    strlen(p.first) >= n)
+		return false;
+	memcpy(model, p.first, strlen(p.first) + 1);
+	return true;
 }
 
 /* The keys of models the state no longer keeps, collected while the
@@ -594,7 +579,7 @@ seen_read(struct store *s, struct prune_ctx *p)
 	enum orgw_err err;
 
 	if ((err = store_each(s, SEEN_PREFIX, prune_key, p)) != ORGW_OK ||
-	    (err = store_get(s, "MODELS_SEEN", &v)) != ORGW_OK)
+	    (err = store_get(s, statekeys_prefix(SK_MODELS_SEEN_OLD), &v)) != ORGW_OK)
 		return err;
 	if (v != NULL)
 		(void)record_seen_each(v, prune_legacy, p);
@@ -631,7 +616,7 @@ scorerun_list(const struct orgw_conf *c, size_t *n)
 	if (err == ORGW_OK) {
 		err = store_each(s, SEEN_PREFIX, prune_key, &p);
 		if (err == ORGW_OK)
-			err = store_get(s, "MODELS_SEEN", &seen);
+			err = store_get(s, statekeys_prefix(SK_MODELS_SEEN_OLD), &seen);
 		if (store_close(s) != ORGW_OK && err == ORGW_OK)
 			err = ORGW_EIO;
 	}
@@ -675,7 +660,7 @@ do_prune(struct store *s, void *arg)
 
 	if ((err = store_each(s, SEEN_PREFIX, prune_key, &p)) != ORGW_OK)
 		goto out;
-	if ((err = store_get(s, "MODELS_SEEN", &v)) != ORGW_OK)
+	if ((err = store_get(s, statekeys_prefix(SK_MODELS_SEEN_OLD), &v)) != ORGW_OK)
 		goto out;
 	if (v != NULL)
 		(void)record_seen_each(v, prune_legacy, &p);
@@ -686,7 +671,8 @@ do_prune(struct store *s, void *arg)
 		struct seen_ent *e = &p.v[i];
 		char *t = NULL, *lv = NULL;
 
-		snprintf(k, sizeof(k), "%s%s", SEEN_PREFIX, e->model);
+		(void)statekeys_make(k, sizeof(k), SK_MODEL_SEEN, e->model,
+				     NULL);
 		if (e->legacy &&
 		    ((t = record_model_seen_encode(e->first_seen)) == NULL ||
 		     (err = store_put(s, k, t)) != ORGW_OK)) {
@@ -695,7 +681,8 @@ do_prune(struct store *s, void *arg)
 		}
 		record_free(t);
 		e->used = e->first_seen;
-		snprintf(k, sizeof(k), "BEST_PROVIDER:%s", e->model);
+		(void)statekeys_make(k, sizeof(k), SK_BEST_PROVIDER, e->model,
+				     NULL);
 		if ((err = store_get(s, k, &lv)) != ORGW_OK)
 			goto out;
 		if (lv != NULL && record_lock_decode(lv, &lock) == ORGW_OK &&
@@ -703,14 +690,15 @@ do_prune(struct store *s, void *arg)
 			e->used = lock.last_used;
 		free(lv);
 	}
-	if (v != NULL && (err = store_del(s, "MODELS_SEEN")) != ORGW_OK)
+	if (v != NULL && (err = store_del(s, statekeys_prefix(SK_MODELS_SEEN_OLD))) != ORGW_OK)
 		goto out;
 	if (p.n > (size_t)pa->c->max_models) {
 		drop = p.n - (size_t)pa->c->max_models;
 		qsort(p.v, p.n, sizeof(p.v[0]), by_use);
 	}
 	for (i = 0; i < drop; i++) {
-		snprintf(k, sizeof(k), "%s%s", SEEN_PREFIX, p.v[i].model);
+		(void)statekeys_make(k, sizeof(k), SK_MODEL_SEEN, p.v[i].model,
+				     NULL);
 		if ((err = store_del(s, k)) != ORGW_OK)
 			goto out;
 	}
@@ -965,4 +953,20 @@ scorerun_cron_json(const struct orgw_conf *c)
 	scorerun_free(v, n);
 	free(v);
 	return s;
+}
+
+enum orgw_err
+scorerun_cron_locked(const struct orgw_conf *c, int64_t min_interval_s,
+		     int64_t now, char **json, int64_t *retry_after_s)
+{
+	struct store_run *run = NULL;
+	enum orgw_err err;
+
+	*json = NULL;
+	err = store_run_begin(c, min_interval_s, now, &run, retry_after_s);
+	if (err != ORGW_OK)
+		return err;
+	*json = scorerun_cron_json(c);
+	store_run_end(run);
+	return ORGW_OK;
 }

@@ -133,4 +133,17 @@ enum orgw_err scorerun_add(struct scorerun_model **v, size_t *n,
  */
 char *scorerun_cron_json(const struct orgw_conf *c);
 
+/*
+ * POST /__cron under the run lock, so the gateway needs no store of its
+ * own: begins a run (store_run_begin(): one at a time, at most every
+ * min_interval_s seconds at now), runs scorerun_cron_json() into *json
+ * (free with record_free; NULL when the run failed), and ends the run.
+ * ORGW_EBUSY with *retry_after_s when another run holds or held the
+ * lock too recently, another error when the lock is unavailable (*json
+ * then NULL).
+ */
+enum orgw_err scorerun_cron_locked(const struct orgw_conf *c,
+				   int64_t min_interval_s, int64_t now,
+				   char **json, int64_t *retry_after_s);
+
 #endif

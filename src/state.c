@@ -100,15 +100,15 @@ state_txn_norepair(const struct orgw_conf *c, bool write,
 }
 
 static void
-key2(char *k, const char *prefix, const char *model)
+key2(char *k, enum statekey f, const char *model)
 {
-	(void)buf_join(k, KEY_MAX, ':', prefix, model, (char *)NULL);
+	(void)statekeys_make(k, KEY_MAX, f, model, NULL);
 }
 
 static void
-key3(char *k, const char *prefix, const char *model, const char *tag)
+key3(char *k, enum statekey f, const char *model, const char *tag)
 {
-	(void)buf_join(k, KEY_MAX, ':', prefix, model, tag, (char *)NULL);
+	(void)statekeys_make(k, KEY_MAX, f, model, tag);
 }
 
 /*
@@ -223,7 +223,7 @@ lock_write(struct store *s, const char *model, const struct rec_lock *old,
 	char k[KEY_MAX];
 	enum orgw_err err;
 
-	key2(k, "BEST_PROVIDER", model);
+	key2(k, SK_BEST_PROVIDER, model);
 	if (lock != NULL) {
 		char *text = record_lock_encode(lock);
 
@@ -260,7 +260,7 @@ read_cooldown(struct store *s, const char *model, const char *tag,
 
 	memset(cd, 0, sizeof(*cd));
 	*have = false;
-	key3(k, "PROVIDER_COOLDOWN", model, tag);
+	key3(k, SK_PROVIDER_COOLDOWN, model, tag);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	*have = v != NULL && record_cooldown_decode(v, cd) == ORGW_OK;
@@ -290,7 +290,7 @@ read_lock(struct store *s, const char *model, struct rec_lock *l,
 	/* Initialised whatever happens (absent key, read error). */
 	memset(l, 0, sizeof(*l));
 	*have_lock = false;
-	key2(k, "BEST_PROVIDER", model);
+	key2(k, SK_BEST_PROVIDER, model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (memo_get(&lock_memo, k, v, l)) {
@@ -317,7 +317,7 @@ read_cands(struct store *s, const char *model, struct rec_cands *cands,
 	 * libc.so.6" at free+101). */
 	memset(cands, 0, sizeof(*cands));
 	*have_cands = false;
-	key2(k, "PROVIDER_CANDIDATE", model);
+	key2(k, SK_PROVIDER_CANDIDATE, model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (memo_get(&cands_memo, k, v, cands)) {
@@ -367,7 +367,7 @@ lock_log(struct store *s, const char *model, int64_t now, const char *from,
 
 	if (strcmp(from, to) == 0)
 		return ORGW_OK;
-	key2(k, "LOCK_LOG", model);
+	key2(k, SK_LOCK_LOG, model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	err = store_put_text(s, k, record_lock_log_add(v, now, from, to, why));
@@ -496,7 +496,7 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		v.cands = have_cands ? &cands : NULL;
 		kind = route_decide(&v, &pick);
 	}
-	key2(k, "BEST_PROVIDER", model);
+	key2(k, SK_BEST_PROVIDER, model);
 	switch (kind) {
 	case ROUTE_LOCKED:
 		route_set(r, ROUTE_LOCKED, lock.tag, lock.provider_name,
@@ -557,7 +557,7 @@ seen_mark(struct store *s, const char *model, int64_t now)
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	key2(k, "MODEL_SEEN", model);
+	key2(k, SK_MODEL_SEEN, model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK || v != NULL) {
 		free(v);
 		return err;
@@ -583,7 +583,7 @@ admit(struct store *s, struct state_admit *ad)
 	ad->retry_after_s = 0;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return ORGW_ENOMEM;
-	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, ad->key->name);
+	key2(k, SK_TEAMKEY_RATE, ad->key->name);
 	if ((err = store_get(s, k, &v)) != ORGW_OK) {
 		free(r);
 		return err;
@@ -715,7 +715,7 @@ write_cands(struct store *s, const char *model, const struct score_result *res,
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
-	key2(k, "PROVIDER_CANDIDATE", model);
+	key2(k, SK_PROVIDER_CANDIDATE, model);
 	if (res != NULL) {
 		if ((err = record_cands_from_score(res, now, &cands)))
 			return err;
@@ -840,7 +840,7 @@ do_failure(struct store *s, void *arg)
 		*a->r = a->r_in;
 	if ((err = read_cooldown(s, a->model, a->tag, &cd, &have_cd)))
 		return err;
-	key3(k, "PROVIDER_FAILURE", a->model, a->tag);
+	key3(k, SK_PROVIDER_FAILURE, a->model, a->tag);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL || record_failure_decode(v, &f) != ORGW_OK)
@@ -856,7 +856,7 @@ do_failure(struct store *s, void *arg)
 	if (b != BREAKER_TRIPPED)
 		return ORGW_OK;
 	*a->tripped = true;
-	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
+	key3(k, SK_PROVIDER_COOLDOWN, a->model, a->tag);
 	if ((err = store_put_text(s, k, record_cooldown_encode(&trip))))
 		return err;
 	if ((err = event_count(s, a->model, a->now, LX_TRIPS, a->tag)) !=
@@ -1000,7 +1000,7 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
 
 	*v = NULL;
 	*n = 0;
-	key2(k, "HIT", model);
+	key2(k, SK_HIT, model);
 	if ((err = store_get(s, k, &text)) != ORGW_OK)
 		return err;
 	if (memo_get(&hit_memo, k, text, &hv)) {
@@ -1017,7 +1017,7 @@ state_hits(struct store *s, const char *model, struct score_hit **v,
 	text = NULL;
 	cap = n_have;
 	/* Providers the old release measured and this one has not yet. */
-	key2(k, "STATS", model);
+	key2(k, SK_STATS_OLD, model);
 	if (err == ORGW_OK && (err = store_get(s, k, &text)) == ORGW_OK)
 		err = record_hits_decode(text, &old, &n_old);
 	free(text);
@@ -1164,7 +1164,7 @@ batch_hit(struct store *s, struct finish_batch *b, const struct finish_job *j)
 	if (d->ok == 0 || d->off_pin != 0 || d->prompt_tokens <= 0 ||
 	    d->tag == NULL || d->tag[0] == '\0')
 		return ORGW_OK;
-	key2(k, "HIT", j->model);
+	key2(k, SK_HIT, j->model);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (fresh) {
@@ -1204,7 +1204,7 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
 
 	if (j->ok_tag == NULL)
 		return ORGW_OK;
-	key3(k, "PROVIDER_FAILURE", j->as, j->ok_tag);
+	key3(k, SK_PROVIDER_FAILURE, j->as, j->ok_tag);
 	if ((e = batch_key(b, k, &fresh)) == NULL)
 		return ORGW_ENOMEM;
 	if (!fresh)
@@ -1240,7 +1240,7 @@ batch_model(struct store *s, struct finish_batch *b, struct finish_job *j)
 	if (strcmp(j->model, STATE_OTHER_MODEL) == 0 ||
 	    (b->known_model != NULL && strcmp(b->known_model, j->model) == 0))
 		return ORGW_OK;
-	key2(k, "MODEL_SEEN", j->model);
+	key2(k, SK_MODEL_SEEN, j->model);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v == NULL && j->d.ok == 0) {
@@ -1271,7 +1271,7 @@ batch_lease(struct store *s, const struct finish_job *j)
 
 	if (j->d.key_name == NULL || (j->d.lease == NULL && !j->d.key_budget))
 		return ORGW_OK;
-	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, j->d.key_name);
+	key2(k, SK_TEAMKEY_RATE, j->d.key_name);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
@@ -1319,15 +1319,14 @@ do_finish_batch(struct store *s, void *arg)
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 
-		if (strncmp(e->key, "HIT:", 4) == 0) {
+		if (statekeys_is(e->key, SK_HIT) != NULL) {
 			struct hits_val hv = {e->hits, e->n_hits};
 			char *text = record_hits_encode(e->hits, e->n_hits);
 
 			if (text != NULL)
 				memo_put(&hit_memo, e->key, text, &hv);
 			err = store_put_text(s, e->key, text);
-		} else if (strncmp(e->key, LEDGER_PREFIX,
-				 strlen(LEDGER_PREFIX)) == 0)
+		} else if (statekeys_is(e->key, SK_LEDGER) != NULL)
 			err = state_cell_put(s, e->key, &e->cell);
 	}
 	return err;
@@ -1517,7 +1516,7 @@ do_op_cool(struct store *s, void *arg)
 	memset(&cd, 0, sizeof(cd));
 	cd.until = a->now + a->seconds;
 	snprintf(cd.reason, sizeof(cd.reason), "%s", a->reason);
-	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
+	key3(k, SK_PROVIDER_COOLDOWN, a->model, a->tag);
 	if ((err = store_put_text(s, k, record_cooldown_encode(&cd))) != ORGW_OK)
 		return err;
 	err = read_lock_cands(s, a->model, &lock, &have_lock, &cands,
@@ -1598,10 +1597,10 @@ do_op_uncool(struct store *s, void *arg)
 	char k[KEY_MAX];
 	enum orgw_err err;
 
-	key3(k, "PROVIDER_COOLDOWN", a->model, a->tag);
+	key3(k, SK_PROVIDER_COOLDOWN, a->model, a->tag);
 	if ((err = del_had(s, k, a->had_cooldown)) != ORGW_OK)
 		return err;
-	key3(k, "PROVIDER_FAILURE", a->model, a->tag);
+	key3(k, SK_PROVIDER_FAILURE, a->model, a->tag);
 	return del_had(s, k, a->had_failures);
 }
 

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "record.h"
 #include "route.h"
+#include "statekeys.h"
 #include "teamkey.h"
 
 struct score_result;
@@ -25,7 +26,7 @@ struct store;
  * decimal count, in /stats as "lost_updates" (for /metrics:
  * orgw_state_lost_updates_total).
  */
-#define STATE_LOST_KEY "LOST_UPDATES"
+#define STATE_LOST_KEY STATEKEY_P_LOST_UPDATES
 
 /*
  * The one model every request on an id OpenRouter does not know is
@@ -73,7 +74,7 @@ struct state_route {
  * in the routing state under TEAMKEY_RATE:<name>: they are soft, and a
  * lost record forgets a minute's count and leases that expire anyway.
  */
-#define STATE_RATE_PREFIX "TEAMKEY_RATE:"
+#define STATE_RATE_PREFIX STATEKEY_P_TEAMKEY_RATE
 
 /* A team key's request, admitted in the route transaction. */
 struct state_admit {

@@ -62,24 +62,6 @@ stats_seen_cb(void *arg, const char *model, int64_t first_seen)
 		a->ok = false;
 }
 
-/* Splits "<model>:<tag>" at the last ':' (tags hold no ':'). */
-static bool
-split_model_tag(const char *rest, char *model, size_t n, const char **tag)
-{
-	const char *colon = strrchr(rest, ':');
-	size_t len;
-
-	if (colon == NULL)
-		return false;
-	len = (size_t)(colon - rest);
-	if (len == 0 || len >= n)
-		return false;
-	memcpy(model, rest, len);
-	model[len] = '\0';
-	*tag = colon + 1;
-	return true;
-}
-
 static void
 add_lock(cJSON *m, const char *val, bool *ok)
 {
@@ -145,6 +127,7 @@ count_key(struct stats_args *a, const char *key, const char *val,
 {
 	struct ledger_key_parts p;
 	struct ledger_cell c;
+	const char *model;
 	cJSON *m;
 
 	if (ledger_key_split(key, &p)) {
@@ -156,13 +139,13 @@ count_key(struct stats_args *a, const char *key, const char *val,
 			a->ok = false;
 		return true;
 	}
-	if (strncmp(key, "HIT:", 4) == 0) {
+	if ((model = statekeys_is(key, SK_HIT)) != NULL) {
 		struct score_hit *h = NULL;
 		size_t n = 0, i;
 
 		if (record_hits_decode(val, &h, &n) != ORGW_OK)
 			a->ok = false;
-		else if (n > 0 && (m = model_obj(a, key + 4)) != NULL)
+		else if (n > 0 && (m = model_obj(a, model)) != NULL)
 			for (i = 0; i < n; i++)
 				if (!ledger_render_hit(acc(a, m, "stats"),
 						       h[i].tag, &h[i]))
@@ -170,14 +153,14 @@ count_key(struct stats_args *a, const char *key, const char *val,
 		free(h);
 		return true;
 	}
-	if (strncmp(key, "STATS:", 6) == 0) {
-		if ((m = model_obj(a, key + 6)) != NULL &&
+	if ((model = statekeys_is(key, SK_STATS_OLD)) != NULL) {
+		if ((m = model_obj(a, model)) != NULL &&
 		    !ledger_merge_legacy(acc(a, m, "stats"), val))
 			a->ok = false;
 		return true;
 	}
-	if (strncmp(key, "METRICS:", 8) == 0) {
-		if (metrics && (m = model_obj(a, key + 8)) != NULL &&
+	if ((model = statekeys_is(key, SK_METRICS_OLD)) != NULL) {
+		if (metrics && (m = model_obj(a, model)) != NULL &&
 		    !ledger_merge_legacy(acc(a, m, "metrics"), val))
 			a->ok = false;
 		return true;
@@ -258,45 +241,49 @@ add_lock_log(cJSON *m, const char *val, bool *ok)
 	cJSON_Delete(o);
 }
 
+/* Shows one key of the state in /stats, by its family (statekeys.h). */
 static int
 stats_key_cb(void *arg, const char *key, const char *val)
 {
-	static const struct {
-		const char *prefix, *field;
-	} tagged[] = {{"PROVIDER_FAILURE:", "failures"},
-		      {"PROVIDER_COOLDOWN:", "cooldowns"}};
 	struct stats_args *a = arg;
-	char model[ORGW_MODEL_MAX];
-	const char *tag;
+	struct statekey_parts p;
+	int64_t fs = 0;
 	cJSON *m;
-	size_t i;
 
-	if (strcmp(key, STATE_LOST_KEY) == 0) {
+	if (!statekeys_parse(key, &p) ||
+	    !(statekeys_family(p.family)->flags & STATEKEY_SHOWN))
+		return 0;
+	switch (p.family) {
+	case SK_LOST_UPDATES:
 		a->lost = strtoll(val, NULL, 10);
-	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
-		int64_t fs = 0;
+		break;
+	case SK_MODEL_SEEN:
 		if (record_model_seen_decode(val, &fs) == ORGW_OK)
-			stats_seen_cb(a, key + 11, fs);
-	} else if (strncmp(key, "BEST_PROVIDER:", 14) == 0) {
-		if ((m = model_obj(a, key + 14)) != NULL)
+			stats_seen_cb(a, p.first, fs);
+		break;
+	case SK_BEST_PROVIDER:
+		if ((m = model_obj(a, p.first)) != NULL)
 			add_lock(m, val, &a->ok);
-	} else if (strncmp(key, "PROVIDER_CANDIDATE:", 19) == 0) {
-		if ((m = model_obj(a, key + 19)) != NULL)
+		break;
+	case SK_PROVIDER_CANDIDATE:
+		if ((m = model_obj(a, p.first)) != NULL)
 			add_cands(m, val, &a->ok);
-	} else if (strncmp(key, "LOCK_LOG:", 9) == 0) {
-		if ((m = model_obj(a, key + 9)) != NULL)
+		break;
+	case SK_LOCK_LOG:
+		if ((m = model_obj(a, p.first)) != NULL)
 			add_lock_log(m, val, &a->ok);
-	} else if (!count_key(a, key, val, false)) {
-		for (i = 0; i < 2; i++) {
-			size_t pl = strlen(tagged[i].prefix);
-			if (strncmp(key, tagged[i].prefix, pl) != 0 ||
-			    !split_model_tag(key + pl, model, sizeof(model),
-					     &tag))
-				continue;
-			if ((m = model_obj(a, model)) != NULL)
-				add_tagged(m, tagged[i].field, tag, val,
-					   a->now, &a->ok);
-		}
+		break;
+	case SK_PROVIDER_FAILURE:
+	case SK_PROVIDER_COOLDOWN:
+		if ((m = model_obj(a, p.first)) != NULL)
+			add_tagged(m,
+				   p.family == SK_PROVIDER_FAILURE ? "failures"
+								   : "cooldowns",
+				   p.last, val, a->now, &a->ok);
+		break;
+	default:
+		(void)count_key(a, key, val, false);
+		break;
 	}
 	return a->ok ? 0 : 1;
 }
@@ -391,7 +378,7 @@ stats_walk(const struct snap *sn, struct stats_args *a)
 	size_t i;
 
 	for (i = 0; i + 1 < sn->n; i += 2)
-		if (strcmp(sn->kv[i], "MODELS_SEEN") == 0)
+		if (statekeys_is(sn->kv[i], SK_MODELS_SEEN_OLD) != NULL)
 			record_seen_each(sn->kv[i + 1], stats_seen_cb, a);
 	snap_each(sn, stats_key_cb, a);
 }
@@ -473,22 +460,23 @@ static int
 metrics_key_cb(void *arg, const char *key, const char *val)
 {
 	struct stats_args *a = arg;
-	char model[ORGW_MODEL_MAX];
-	const char *tag;
+	struct statekey_parts p;
 	struct rec_cooldown cd;
 	cJSON *m, *n;
 
-	if (strcmp(key, STATE_LOST_KEY) == 0) {
+	if (!statekeys_parse(key, &p) ||
+	    !(statekeys_family(p.family)->flags & STATEKEY_SHOWN))
+		return 0;
+	if (p.family == SK_LOST_UPDATES) {
 		a->lost = strtoll(val, NULL, 10);
-	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
-		(void)model_obj(a, key + 11);
+	} else if (p.family == SK_MODEL_SEEN) {
+		(void)model_obj(a, p.first);
 	} else if (count_key(a, key, val, true)) {
 		/* counted */
-	} else if (strncmp(key, "PROVIDER_COOLDOWN:", 18) == 0 &&
-		   split_model_tag(key + 18, model, sizeof(model), &tag) &&
+	} else if (p.family == SK_PROVIDER_COOLDOWN &&
 		   record_cooldown_decode(val, &cd) == ORGW_OK &&
 		   failover_breaker_cooling(&cd, a->now) &&
-		   (m = model_obj(a, model)) != NULL) {
+		   (m = model_obj(a, p.first)) != NULL) {
 		n = cJSON_GetObjectItemCaseSensitive(m, "cooling");
 		if (n != NULL)
 			cJSON_SetNumberValue(n, n->valuedouble + 1);

@@ -12,6 +12,11 @@
 #include "store_impl.h"
 #include "slots.h"
 
+/* The in-memory back-end of the unit tests is linked into test builds
+ * only (the Makefile's TEST_ONLY): a weak reference, NULL in the shipped
+ * binaries, where no setting can choose it anyway (conf.h). */
+#pragma weak store_mem_backend
+
 static const struct store_backend *const backends[] = {
 	[CONF_BACKEND_GDBM] = &store_gdbm_backend,
 	[CONF_BACKEND_REDIS] = &store_redis_backend,

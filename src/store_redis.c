@@ -72,7 +72,6 @@
 #define BACKOFF_MAX_MS 2000
 #define SCAN_COUNT "1000"
 #define MGET_BATCH 256
-#define COOLDOWN_PREFIX "PROVIDER_COOLDOWN:"
 #define MARKER_TTL_MS "60000"
 #define MARKER_TXN_VAL "1"	/* set by the transaction's MULTI */
 #define MARKER_FENCE_VAL "fence"	/* set by fence() */
@@ -874,8 +873,7 @@ cooldown_pxat(const struct rbuf *b)
 	int64_t now = clock_now_s();
 
 	if (b->val == NULL ||
-	    strncmp(b->key, COOLDOWN_PREFIX, sizeof(COOLDOWN_PREFIX) - 1) !=
-		    0 ||
+	    statekeys_is(b->key, SK_PROVIDER_COOLDOWN) == NULL ||
 	    record_cooldown_decode(b->val, &cd) != ORGW_OK)
 		return 0;
 	return (cd.until > now ? cd.until : now + 1) * 1000;

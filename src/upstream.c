@@ -238,11 +238,10 @@ url_for(const char *text, CURLU **out)
 	/* The flags libcurl itself parses CURLOPT_URL with. */
 	uc = curl_url_set(u, CURLUPART_URL, text,
 			  CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME);
-	if (uc == CURLUE_OK && (copy = strdup(text)) == NULL)
-		uc = CURLUE_OUT_OF_MEMORY;
-	if (uc != CURLUE_OK) {
+	copy = uc == CURLUE_OK ? strdup(text) : NULL;
+	if (copy == NULL) {
 		curl_url_cleanup(u);
-		return uc;
+		return uc != CURLUE_OK ? uc : CURLUE_OUT_OF_MEMORY;
 	}
 	/* The old handle may still be set on the easy handle: the caller
 	 * sets the new one before the next transfer. */

@@ -6,7 +6,16 @@
 #      the back-ends through their tables, never the other way;
 #   2. the include graph of src/ has no circle, counting a .c and its .h
 #      as one module (a module that needs another's header must not be
-#      needed by it).
+#      needed by it);
+#   3. only the state modules include the store's header (src/store.h):
+#      the back-ends, the state (state*.c), its upkeep (scorerun.c), its
+#      views (stats.c), the keys store (keystore.c, keyadmin.c,
+#      teamauth.c) and the operator tool (scheduler/); the gateway and
+#      the rest reach the state through them;
+#   4. no key prefix of the state or the keys store (the STATEKEY_P_*
+#      of src/statekeys.h) is spelled as a literal outside the schema
+#      module src/statekeys.[ch]: keys are made and parsed through its
+#      table, so a family is one row there.
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -36,4 +45,41 @@ if ! tsort </tmp/orgw-layers-graph.$$ >/dev/null 2>/tmp/orgw-layers-loop.$$; the
 	st=1
 fi
 rm -f /tmp/orgw-layers-graph.$$ /tmp/orgw-layers-loop.$$
+
+for f in src/*.c src/*.h cgi-bin/*.c scheduler/*.c; do
+	case $f in
+	src/store.c | src/store.h | src/store_*.c | src/store_*.h | \
+		src/state.c | src/state_*.c | src/scorerun.c | src/stats.c | \
+		src/keystore.c | src/keyadmin.c | src/teamauth.c | \
+		scheduler/*.c) continue ;;
+	esac
+	if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"store\.h"' \
+		"$f" >/dev/null; then
+		echo "check-layers: $f includes src/store.h; only the state" \
+			"modules do (it goes through state.h, keystore.h...)"
+		st=1
+	fi
+done
+
+names=$(sed -n 's/^#define STATEKEY_P_[A-Z_]*[[:space:]]*"\([A-Z_]*\):*"$/\1/p' \
+	src/statekeys.h)
+if [ -z "$names" ]; then
+	echo "check-layers: no STATEKEY_P_* prefixes found in src/statekeys.h"
+	st=1
+fi
+for n in $names; do
+	# A literal is the name right after a quote, then ':' or the end of
+	# the string; comment lines do not count.
+	grep -nE "\"$n(:|\")" src/*.c src/*.h cgi-bin/*.c scheduler/*.c |
+		grep -vE '^src/statekeys\.[ch]:' |
+		grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)' \
+			>/tmp/orgw-layers-keys.$$
+	if [ -s /tmp/orgw-layers-keys.$$ ]; then
+		echo "check-layers: key prefix $n spelled outside" \
+			"src/statekeys.[ch] (use its table):"
+		sed 's/^/  /' /tmp/orgw-layers-keys.$$
+		st=1
+	fi
+done
+rm -f /tmp/orgw-layers-keys.$$
 exit $st

@@ -21,8 +21,9 @@
 #       STATE_PATH=$ORGW_T/state.gdbm, then the arguments (NAME=VALUE sets or
 #       overrides a setting, NAME= sets it empty, -NAME leaves it out);
 #       `spawn-fcgi -n -s $ORGW_T/orgw.sock -- multiwatch -f $ORGW_WORKERS -- BIN`
-#       with only ORGW_CONFIG (plus PATH, HOME, LANG, sanitizer options and
-#       $ORGW_WORKER_ENV) in the workers' environment, their stderr in
+#       with only ORGW_CONFIG (plus PATH, HOME, LANG, the GLIBC_TUNABLES of
+#       deploy/orgw.service, sanitizer options and $ORGW_WORKER_ENV) in the
+#       workers' environment, their stderr in
 #       $ORGW_LOG; lighttpd on a free loopback port with deploy/lighttpd.conf.
 #       Returns when GET /healthz gets any HTTP answer (10 s at most), so
 #       workers that refuse their config still "start" (healthz is then 503
@@ -74,7 +75,8 @@
 #
 # Knobs (environment):
 #   ORGW_FCGI_BIN   the gateway binary (default cgi-bin/orgw.fcgi; e.g.
-#                   build/asan/orgw.fcgi)
+#                   build/asan/orgw.fcgi; a test that moves the clock runs
+#                   its test build, orgw_test_clock)
 #   ORGW_WORKERS    FastCGI worker processes (default 4)
 #   ORGW_WORKER_ENV extra NAME=VALUE words for the workers' environment (the
 #                   environment wins over the config file)
@@ -319,6 +321,39 @@ orgw__conf_write() { # FILE
 	chmod 600 "$1"
 }
 
+# orgw_test_clock: for a test that moves the clock with ORGW_TEST_NOW.
+# The shipped binaries have no test clock; their test builds (make unit:
+# build/release/orgw.fcgi-test and orgw-score-test) do.  Points
+# ORGW_FCGI_BIN and ORGW_SCORE_BIN at those: at BIN-test beside a BIN
+# given, else at build/release's.  Call before anything reads them.
+orgw_test_clock() {
+	local pair var b
+	for pair in ORGW_FCGI_BIN:orgw.fcgi ORGW_SCORE_BIN:orgw-score; do
+		var=${pair%%:*}
+		b=${!var:-}
+		if [ -n "$b" ]; then
+			b=$b-test
+		else
+			b=build/release/${pair#*:}-test
+		fi
+		[[ $b == /* ]] || b=$ORGW_ROOT/$b
+		if [ ! -x "$b" ]; then
+			t_fail "orgw_test_clock: no test build at $b (make unit)"
+			exit 1
+		fi
+		export "$var=$b"
+	done
+}
+
+# orgw_unit_tunables: the GLIBC_TUNABLES that deploy/orgw.service gives
+# the workers (every way the tests and bench/ start workers uses it).
+orgw_unit_tunables() {
+	local v
+	v=$(sed -n 's/^Environment=GLIBC_TUNABLES=//p' "$ORGW_ROOT/deploy/orgw.service")
+	[ -n "$v" ] || { orgw__log "no GLIBC_TUNABLES in deploy/orgw.service"; return 1; }
+	printf '%s\n' "$v"
+}
+
 # orgw__workers_start SOCK CONF LOG: sets ORGW_SUPERVISOR_PID
 orgw__workers_start() {
 	local sock=$1 conf=$2 log=$3 bin mw i
@@ -331,6 +366,10 @@ orgw__workers_start() {
 	# A clean environment: a real OPENROUTER_API_KEY or UPSTREAM_URL in the
 	# caller's environment would win over the config file.
 	envv=(PATH="$PATH" HOME="${HOME:-/}" LANG=C.UTF-8 ORGW_CONFIG="$conf")
+	# The workers' environment as the shipped unit sets it (ORGW_WORKER_ENV,
+	# added after it, wins).
+	i=$(orgw_unit_tunables) || return 1
+	envv+=("GLIBC_TUNABLES=$i")
 	for i in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TZ; do
 		[ -n "${!i:-}" ] && envv+=("$i=${!i}")
 	done

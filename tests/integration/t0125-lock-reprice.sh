@@ -13,6 +13,7 @@
 #     20:00 (night's off-peak window): a trip of steady at 20:00 re-locks
 #     night, not mid.
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 DAY=1764547200 # 2025-12-01 00:00:00 UTC
 T12=$((DAY + 12 * 3600))

@@ -10,6 +10,7 @@
 # 1.256e-6 against warm's 8.272e-7, well past LOCK_MARGIN).  orgw-score
 # and /stats then show which rate each candidate's score used.
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 DAY=1764547200 # 2025-12-01 00:00:00 UTC
 T=$((DAY + 12 * 3600))

@@ -14,6 +14,7 @@
 # (usage.cost), worked out here from each answer's usage and the fixture
 # prices.
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 N=test/save
 # The worker's clock starts 16 s before a minute ends (one worker: the

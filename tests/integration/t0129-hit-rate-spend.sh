@@ -12,6 +12,7 @@
 # spend_usd equals, t0128) must be lower with measured rates; both totals
 # and the providers used are logged as the figures of the issue.
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 DAY=1764547200 # 2025-12-01 00:00:00 UTC
 N=test/hit

@@ -10,6 +10,7 @@
 #
 #   ORGW_SCORE_BIN   the scorer binary (default scheduler/orgw-score)
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 SCORER=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
 [[ $SCORER == /* ]] || SCORER=$ORGW_ROOT/$SCORER

@@ -12,6 +12,7 @@
 #   ORGW_STATUS_SHOTS=DIR  also keep the screenshots there (docs/ for the
 #                          README's).
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 if [ ! -x /usr/bin/chromium ] ||
 	[ ! -f "$ORGW_ROOT/tests/js/node_modules/puppeteer-core/package.json" ]; then
