@@ -224,7 +224,7 @@ cppcheck:
 		--suppressions-list=tests/cppcheck/suppressions.txt \
 		--inline-suppr --error-exitcode=1 -j2 \
 		--template='{file}:{line}: {severity}: {id}: {message}' \
-		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc \
+		-D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DORGW_VERSION=\"lint\" -Isrc \
 		src cgi-bin scheduler
 	@echo "cppcheck: ok"
 
