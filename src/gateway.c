@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "gateway.h"
 #include "guard.h"
+#include "jsonscan.h"
 #include "load.h"
 #include "log.h"
 #include "mask.h"
@@ -768,8 +769,24 @@ count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
 	return ok;
 }
 
+static int overloaded(const struct orgw_io *io, const struct api *api,
+		      const char *msg);
+
+/* Why overloaded() refuses a request the host's memory budget cannot
+ * hold. */
+static const char threads_busy[] =
+	"every worker thread of the gateway is busy; retry after "
+	"Retry-After seconds";
+static const char mem_busy[] =
+	"the gateway holds as much request memory as it may; retry after "
+	"Retry-After seconds";
+
 /* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
- * logs the request itself (*logged). */
+ * logs the request itself (*logged).  The body and the cJSON tree its
+ * parse will build are counted in the host's memory budget
+ * (slots_mem_take) before either is allocated: the body at its
+ * Content-Length, the tree from one pass over the body (jsonscan_size),
+ * so a body of millions of small values is refused, not parsed. */
 static int
 handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		  const struct orgw_conf *c, enum route_id id,
@@ -779,10 +796,11 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	const char *hdrs[FWD_HEADERS + 1];
 	struct relay_in in;
 	struct buf body = {0};
+	struct jsonscan_size z;
 	unsigned long long cl;
-	char chunk[16384];
+	char chunk[16384], msg[160];
 	ssize_t n;
-	size_t want;
+	size_t want, held = 0, tree;
 	int rc;
 
 	if (env->content_encoding != NULL && env->content_encoding[0] != '\0' &&
@@ -808,13 +826,15 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 				   "invalid_request", NULL,
 				   "Content-Length is not a number", NULL);
 	if (cl > c->max_body_bytes) {
-		char msg[128];
 		snprintf(msg, sizeof(msg),
 			 "request body of %llu bytes is over the limit of %zu",
 			 cl, c->max_body_bytes);
 		return relay_error(io, api, 413, "invalid_request_error",
 				   "request_too_large", NULL, msg, NULL);
 	}
+	if (!slots_mem_take((size_t)cl, c->host_parse_memory_bytes))
+		return overloaded(io, api, mem_busy);
+	held = (size_t)cl;
 	body.max = (size_t)cl;
 	while (body.len < (size_t)cl) {
 		want = (size_t)cl - body.len;
@@ -824,20 +844,48 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		if (n <= 0)
 			break;
 		if (buf_add(&body, chunk, (size_t)n) != ORGW_OK) {
-			buf_free(&body);
-			return relay_error(io, api, 500, "server_error", NULL,
-					   NULL, "out of memory", NULL);
+			rc = relay_error(io, api, 500, "server_error", NULL,
+					 NULL, "out of memory", NULL);
+			goto out;
 		}
 	}
 	if (body.len < (size_t)cl) {
-		buf_free(&body);
-		return relay_error(io, api, 400, "invalid_request_error",
-				   "invalid_request", NULL,
-				   "request body shorter than Content-Length",
-				   NULL);
+		rc = relay_error(io, api, 400, "invalid_request_error",
+				 "invalid_request", NULL,
+				 "request body shorter than Content-Length",
+				 NULL);
+		goto out;
 	}
-	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK)
-		return -1;
+	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK) {
+		rc = -1;
+		goto out;
+	}
+	jsonscan_size(body.p, body.len, &z);
+	if (z.nodes > c->max_json_nodes) {
+		snprintf(msg, sizeof(msg),
+			 "request body holds more than %zu JSON values "
+			 "(MAX_JSON_NODES)",
+			 c->max_json_nodes);
+		rc = relay_error(io, api, 413, "invalid_request_error",
+				 "request_too_large", NULL, msg, NULL);
+		goto out;
+	}
+	/* cJSON refuses deeper nesting as invalid JSON; said plainly. */
+	if (z.depth > CJSON_NESTING_LIMIT) {
+		snprintf(msg, sizeof(msg),
+			 "request body nests arrays and objects more than %d "
+			 "deep",
+			 CJSON_NESTING_LIMIT);
+		rc = relay_error(io, api, 400, "invalid_request_error",
+				 "invalid_request", NULL, msg, NULL);
+		goto out;
+	}
+	tree = jsonscan_tree_bytes(body.len, &z) - body.len;
+	if (!slots_mem_take(tree, c->host_parse_memory_bytes)) {
+		rc = overloaded(io, api, mem_busy);
+		goto out;
+	}
+	held += tree;
 	/* Quiet the client socket so a hang-up is all it can signal. */
 	if (io->drain)
 		io->drain(io->ctx);
@@ -851,7 +899,6 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.team = team;
 	if (id == R_COUNT_TOKENS && team != NULL &&
 	    !count_tokens_allowed(&team->key, body.p, body.len)) {
-		buf_free(&body);
 		/* Counted as the generations' refusals are (refused_model,
 		 * orgw_key_refused_total{reason="model"}). */
 		teamauth_refused(c, team, TK_MODEL, clock_now_s());
@@ -860,16 +907,19 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 			"status=403 outcome=model_not_allowed key=%s",
 			(long long)clock_now_s(), api->name, team->key.name);
 		*logged = true;
-		return relay_error(io, api, 403, "permission_error",
-				   "model_not_allowed", "model",
-				   "this key may not use this model", NULL);
+		rc = relay_error(io, api, 403, "permission_error",
+				 "model_not_allowed", "model",
+				 "this key may not use this model", NULL);
+		goto out;
 	}
 	*logged = true;
 	if (id == R_COUNT_TOKENS)
 		rc = relay_plain(c, io, &in, "/messages/count_tokens");
 	else
 		rc = relay_handle(c, io, &in);
+out:
 	buf_free(&body);
+	slots_mem_give(held);
 	return rc;
 }
 
@@ -953,19 +1003,17 @@ host_full(const struct orgw_load *load)
 	return true;
 }
 
-/* 503 server_overloaded with Retry-After, in the API's shape. */
+/* 503 server_overloaded with Retry-After, in the API's shape; msg says
+ * what the host is out of. */
 static int
-overloaded(const struct orgw_io *io, const struct api *api)
+overloaded(const struct orgw_io *io, const struct api *api, const char *msg)
 {
 	char extra[64];
 
 	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
 		 LOAD_RETRY_AFTER_SECONDS);
 	return relay_error(io, api, 503, "server_overloaded",
-			   "server_overloaded", NULL,
-			   "every worker thread of the gateway is "
-			   "busy; retry after Retry-After seconds",
-			   extra);
+			   "server_overloaded", NULL, msg, extra);
 }
 
 static int serve(const struct orgw_io *io, const struct orgw_env *env,
@@ -1025,7 +1073,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 			     load, logged);
 	side = slots_side_enter();
 	if (load_side_refused(load, side)) {
-		rc = overloaded(io, api);
+		rc = overloaded(io, api, threads_busy);
 	} else {
 		/* Its answer is ready in full: a client that reads takes it
 		 * at once, one that does not must not hold the thread for
@@ -1109,7 +1157,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
 	if (is_generation(id) && load != NULL && host_full(load))
-		return overloaded(io, api);
+		return overloaded(io, api, threads_busy);
 	switch (id) {
 	case R_CHAT:
 	case R_MESSAGES:
