@@ -413,6 +413,12 @@ slots_mem_give(size_t bytes)
 	if (bytes == 0)
 		return;
 	atomic_fetch_sub(held_of(), bytes);
+	slots_mem_trim(bytes);
+}
+
+void
+slots_mem_trim(size_t bytes)
+{
 	/* glibc keeps what a thread's arena freed (a tree of small nodes,
 	 * a body that grew by realloc) for that arena's next use: after a
 	 * large request a worker would keep hundreds of megabytes for good.

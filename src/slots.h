@@ -56,6 +56,11 @@ void slots_side_leave(void);
 bool slots_mem_take(size_t bytes, size_t budget);
 void slots_mem_give(size_t bytes);
 
+/* A request just freed bytes (a large answer and its tree): returns the
+ * process's free memory to the system when that is large (4 MiB or
+ * more), as slots_mem_give() does.  Thread-safe. */
+void slots_mem_trim(size_t bytes);
+
 /* The thread's request ended. Thread-safe. */
 void slots_leave(void);
 
