@@ -772,6 +772,11 @@ count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
 static int overloaded(const struct orgw_io *io, const struct api *api,
 		      const char *msg);
 
+/* How long a request body may take to arrive: 10 s, and a second more
+ * per 64 kB (an 8 MiB body: 141 s, the pace of a 0.5 Mbit/s uplink). */
+#define BODY_READ_BASE_MS 10000
+#define BODY_READ_BYTES_PER_MS 64
+
 /* Why overloaded() refuses a request the host's memory budget cannot
  * hold. */
 static const char threads_busy[] =
@@ -801,6 +806,7 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	char chunk[16384], msg[160];
 	ssize_t n;
 	size_t want, held = 0, tree;
+	int64_t deadline, allowed_ms;
 	int rc;
 
 	if (env->content_encoding != NULL && env->content_encoding[0] != '\0' &&
@@ -836,7 +842,18 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		return overloaded(io, api, mem_busy);
 	held = (size_t)cl;
 	body.max = (size_t)cl;
+	/* The web server may hand the body on as it arrives (so that a
+	 * client without the key, refused above, holds nothing): a client
+	 * that drips it must not hold this thread for as long as it likes. */
+	allowed_ms = BODY_READ_BASE_MS + (int64_t)(cl / BODY_READ_BYTES_PER_MS);
+	deadline = clock_mono_ms() + allowed_ms;
 	while (body.len < (size_t)cl) {
+		int64_t left = deadline - clock_mono_ms();
+
+		if (left <= 0)
+			break;
+		if (io->recv_timeout != NULL)
+			io->recv_timeout(io->ctx, left);
 		want = (size_t)cl - body.len;
 		if (want > sizeof(chunk))
 			want = sizeof(chunk);
@@ -848,6 +865,19 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 					 NULL, "out of memory", NULL);
 			goto out;
 		}
+	}
+	if (io->recv_timeout != NULL)
+		io->recv_timeout(io->ctx, 0);
+	/* A read cut by the socket's timeout may come back a little before
+	 * the deadline by the monotonic clock. */
+	if (body.len < (size_t)cl && deadline - clock_mono_ms() < 1000) {
+		snprintf(msg, sizeof(msg),
+			 "request body of %llu bytes not received within %lld "
+			 "s",
+			 cl, (long long)(allowed_ms / 1000));
+		rc = relay_error(io, api, 408, "invalid_request_error",
+				 "request_timeout", NULL, msg, NULL);
+		goto out;
 	}
 	if (body.len < (size_t)cl) {
 		rc = relay_error(io, api, 400, "invalid_request_error",

@@ -209,6 +209,7 @@ worker_main(void *arg)
 			(void)orgw_handle(&io, &env, p->c, p->conf_err, &load);
 			http_env_free(&env);
 		}
+		fcgi_io_end(&req);
 		FCGX_Finish_r(&req);
 		slots_leave();
 	}
