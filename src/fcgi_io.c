@@ -132,6 +132,20 @@ f_finish(void *ctx)
 	FCGX_Finish_r(r);
 }
 
+/* Sets the socket's SO_SNDTIMEO or SO_RCVTIMEO (name, for the log) to
+ * ms; 0 waits without end. */
+static void
+sock_timeout(FCGX_Request *r, int opt, const char *name, int64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (r->ipcFd >= 0 &&
+	    setsockopt(r->ipcFd, SOL_SOCKET, opt, &tv, sizeof(tv)) != 0)
+		log_warn("FastCGI socket: %s: %s", name, log_strerror(errno));
+}
+
 /* A write the web server does not take for ms fails (EAGAIN), and
  * libfcgi reports the stream broken: a client that stopped reading ends
  * the request like one that left, instead of holding the worker
@@ -139,14 +153,7 @@ f_finish(void *ctx)
 static void
 f_send_timeout(void *ctx, int64_t ms)
 {
-	FCGX_Request *r = ctx;
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	if (r->ipcFd >= 0 &&
-	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
-		log_warn("FastCGI socket: SO_SNDTIMEO: %s", log_strerror(errno));
+	sock_timeout(ctx, SO_SNDTIMEO, "SO_SNDTIMEO", ms);
 }
 
 /* A read of the request that waits longer fails: libfcgi then reports
@@ -154,14 +161,7 @@ f_send_timeout(void *ctx, int64_t ms)
 static void
 f_recv_timeout(void *ctx, int64_t ms)
 {
-	FCGX_Request *r = ctx;
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	if (r->ipcFd >= 0 &&
-	    setsockopt(r->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
-		log_warn("FastCGI socket: SO_RCVTIMEO: %s", log_strerror(errno));
+	sock_timeout(ctx, SO_RCVTIMEO, "SO_RCVTIMEO", ms);
 }
 
 /* How long fcgi_io_end() lets the web server close the connection after
