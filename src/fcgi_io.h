@@ -9,8 +9,8 @@
 #include "http.h"
 
 /*
- * Before FCGX_Finish_r(): when the request's body was not read to its
- * end (a request refused before its body) and the web server does not
+ * Before FCGX_Finish_r() of a request with a body: when the body was not
+ * read to its end (a request refused before it) and the web server does not
  * keep the connection, ends the answer and, unless the web server closes
  * the connection within a second, stops reading from it.  libfcgi's
  * close reads on until the connection has been silent for 2 s, so a

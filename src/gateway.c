@@ -3,8 +3,9 @@
  *
  * Order of checks for every request: path known (404), method allowed
  * (405 + Allow), configuration usable (503), client key (401), body size
- * (413, before reading a byte), body read in full (400), then the
- * handler.  A host's worker threads are shared out before the key is
+ * (413, before reading a byte), the host's memory for it (503), body
+ * read in full (400; 408 past its time), its JSON values and nesting
+ * (413, 400) counted before any parse, then the handler.  A host's worker threads are shared out before the key is
  * checked (load.h): a generation may not take the last one, and the other
  * paths but /healthz hold a quarter of them at most (503, Retry-After).  Every error is JSON in the shape of the API asked: Anthropic's
  * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
@@ -777,8 +778,8 @@ static int overloaded(const struct orgw_io *io, const struct api *api,
 #define BODY_READ_BASE_MS 10000
 #define BODY_READ_BYTES_PER_MS 64
 
-/* Why overloaded() refuses a request the host's memory budget cannot
- * hold. */
+/* What overloaded() tells the client: every thread of the host is busy,
+ * or the host's requests hold HOST_PARSE_MEMORY_BYTES already. */
 static const char threads_busy[] =
 	"every worker thread of the gateway is busy; retry after "
 	"Retry-After seconds";
