@@ -173,6 +173,29 @@ static const struct conf_item conf_items[] = {
 	{ .name = "MAX_BODY_BYTES", .kind = CONF_SIZE,
 	  .off = CONF_OFF(max_body_bytes), .def = "8388608", .ilo = 1024,
 	  .ihi = 1073741824 },
+	/* Values (nodes) in one request body or one non-streamed answer,
+	 * counted before cJSON builds its tree (jsonscan_size): a tree
+	 * takes about 80 bytes a value, so MAX_BODY_BYTES of "0," would be
+	 * 330 MB; at this default a tree stays under 40 MB, and a long
+	 * agent conversation or a large tool schema has a few tens of
+	 * thousands.  Over it: 413 (a body), 502 (an answer). */
+	{ .name = "MAX_JSON_NODES", .kind = CONF_SIZE,
+	  .off = CONF_OFF(max_json_nodes), .def = "500000", .ilo = 1000,
+	  .ihi = 100000000 },
+	/* Bytes of a non-streamed answer from upstream (streams are bound
+	 * per event): a generation's JSON answer is kilobytes to a few
+	 * megabytes; more is refused as 502 before it is parsed. */
+	{ .name = "MAX_ANSWER_BYTES", .kind = CONF_SIZE,
+	  .off = CONF_OFF(max_answer_bytes), .def = "16777216",
+	  .ilo = 65536, .ihi = 1073741824 },
+	/* Memory the host's requests may hold at once for request bodies,
+	 * non-streamed answers and their cJSON trees, counted over every
+	 * worker in the worker table (STATE_PATH.workers): a request that
+	 * would go over it gets 503 with Retry-After, so a burst of large
+	 * bodies cannot take the host's memory. */
+	{ .name = "HOST_PARSE_MEMORY_BYTES", .kind = CONF_SIZE,
+	  .off = CONF_OFF(host_parse_memory_bytes), .def = "536870912",
+	  .ilo = 1048576, .ihi = 1099511627776LL },
 };
 
 #define CONF_NITEMS (sizeof(conf_items) / sizeof(conf_items[0]))

@@ -58,6 +58,10 @@ struct orgw_conf {
 	size_t n_retry_429_delays;
 	int max_attempts;
 	size_t max_body_bytes;
+	size_t max_json_nodes;		/* values in a body or an answer */
+	size_t max_answer_bytes;	/* a non-streamed answer */
+	size_t host_parse_memory_bytes;	/* bodies, answers and trees held
+					 * by the host's requests at once */
 	int max_models;			/* MODEL_SEEN entries kept */
 	int64_t cron_min_interval_seconds; /* POST /__cron at most this often */
 	unsigned state_mode;		/* STATE_MODE: 0600, 0640 or 0660 */

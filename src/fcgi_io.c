@@ -19,6 +19,7 @@
 
 #include <fcgiapp.h>
 
+#include "clock.h"
 #include "fcgi_io.h"
 #include "log.h"
 
@@ -32,6 +33,21 @@ f_read(void *ctx, char *buf, size_t n)
 		return -1;
 	if (n > 1u << 30)
 		n = 1u << 30;
+	/* FCGX_GetStr() reads records until it has n bytes, so a client
+	 * whose web server hands on its body a byte at a time would keep it
+	 * reading however SO_RCVTIMEO is set.  What the stream holds already,
+	 * or a single byte (one record read) when it holds nothing, keeps
+	 * each call to one wait for the socket, which the caller bounds
+	 * (recv_timeout).  rdNext and stop are libfcgi's public stream
+	 * fields (fcgiapp.h). */
+	if (r->in->rdNext < r->in->stop) {
+		size_t held = (size_t)(r->in->stop - r->in->rdNext);
+
+		if (n > held)
+			n = held;
+	} else {
+		n = 1;
+	}
 	got = FCGX_GetStr(buf, (int)n, r->in);
 	if (got < 0 || (got == 0 && FCGX_GetError(r->in) != 0))
 		return -1;
@@ -116,6 +132,20 @@ f_finish(void *ctx)
 	FCGX_Finish_r(r);
 }
 
+/* Sets the socket's SO_SNDTIMEO or SO_RCVTIMEO (name, for the log) to
+ * ms; 0 waits without end. */
+static void
+sock_timeout(FCGX_Request *r, int opt, const char *name, int64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (r->ipcFd >= 0 &&
+	    setsockopt(r->ipcFd, SOL_SOCKET, opt, &tv, sizeof(tv)) != 0)
+		log_warn("FastCGI socket: %s: %s", name, log_strerror(errno));
+}
+
 /* A write the web server does not take for ms fails (EAGAIN), and
  * libfcgi reports the stream broken: a client that stopped reading ends
  * the request like one that left, instead of holding the worker
@@ -123,14 +153,50 @@ f_finish(void *ctx)
 static void
 f_send_timeout(void *ctx, int64_t ms)
 {
-	FCGX_Request *r = ctx;
-	struct timeval tv;
+	sock_timeout(ctx, SO_SNDTIMEO, "SO_SNDTIMEO", ms);
+}
 
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	if (r->ipcFd >= 0 &&
-	    setsockopt(r->ipcFd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
-		log_warn("FastCGI socket: SO_SNDTIMEO: %s", log_strerror(errno));
+/* A read of the request that waits longer fails: libfcgi then reports
+ * the stream broken, and the body comes up short. */
+static void
+f_recv_timeout(void *ctx, int64_t ms)
+{
+	sock_timeout(ctx, SO_RCVTIMEO, "SO_RCVTIMEO", ms);
+}
+
+/* How long fcgi_io_end() lets the web server close the connection after
+ * the answer's last record before it stops reading. */
+#define END_WAIT_MS 1000
+
+void
+fcgi_io_end(void *req)
+{
+	FCGX_Request *r = req;
+	struct pollfd pfd;
+	char sink[4096];
+	int64_t left, until;
+
+	if (r->in == NULL || r->in->isClosed || r->keepConnection ||
+	    r->ipcFd < 0)
+		return;
+	/* The answer and FCGI_END_REQUEST go first: lighttpd and nginx then
+	 * close the connection, whatever is left of the body.  A server that
+	 * sends the whole body before it reads the answer (Caddy) is told to
+	 * stop by the shutdown; it cannot deliver the answer anyway until the
+	 * client has sent everything. */
+	(void)FCGX_FClose(r->err);
+	(void)FCGX_FClose(r->out);
+	until = clock_mono_ms() + END_WAIT_MS;
+	while ((left = until - clock_mono_ms()) > 0) {
+		pfd.fd = r->ipcFd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)left) <= 0)
+			break;
+		if (read(r->ipcFd, sink, sizeof(sink)) <= 0)
+			return;	/* closed by the web server */
+	}
+	(void)shutdown(r->ipcFd, SHUT_RD);
 }
 
 void
@@ -152,6 +218,7 @@ fcgi_io_init(struct orgw_io *io, void *req, int64_t send_timeout_ms)
 	io->client_events = POLLIN;
 	io->status = NULL;
 	io->send_timeout = f_send_timeout;
+	io->recv_timeout = f_recv_timeout;
 }
 
 static unsigned long long c_body_read;	/* request body bytes read so far */
@@ -253,4 +320,5 @@ cgi_io_init(struct orgw_io *io, int64_t send_timeout_ms)
 	io->status = NULL;
 	/* One request per process, and no bound on side requests there. */
 	io->send_timeout = NULL;
+	io->recv_timeout = NULL;
 }

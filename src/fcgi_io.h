@@ -8,6 +8,17 @@
 
 #include "http.h"
 
+/*
+ * Before FCGX_Finish_r() of a request with a body: when the body was not
+ * read to its end (a request refused before it) and the web server does not
+ * keep the connection, ends the answer and, unless the web server closes
+ * the connection within a second, stops reading from it.  libfcgi's
+ * close reads on until the connection has been silent for 2 s, so a
+ * client dripping a body orgw has already answered would hold the
+ * thread for as long as it dripped.
+ */
+void fcgi_io_end(void *req);
+
 /* Fills io for the FastCGI request req (an FCGX_Request *); a write
  * that makes no progress for send_timeout_ms fails (the client is
  * treated as gone). */

@@ -3,8 +3,9 @@
  *
  * Order of checks for every request: path known (404), method allowed
  * (405 + Allow), configuration usable (503), client key (401), body size
- * (413, before reading a byte), body read in full (400), then the
- * handler.  A host's worker threads are shared out before the key is
+ * (413, before reading a byte), the host's memory for it (503), body
+ * read in full (400; 408 past its time), its JSON values and nesting
+ * (413, 400) counted before any parse, then the handler.  A host's worker threads are shared out before the key is
  * checked (load.h): a generation may not take the last one, and the other
  * paths but /healthz hold a quarter of them at most (503, Retry-After).  Every error is JSON in the shape of the API asked: Anthropic's
  * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
@@ -24,6 +25,7 @@
 #include "clock.h"
 #include "gateway.h"
 #include "guard.h"
+#include "jsonscan.h"
 #include "load.h"
 #include "log.h"
 #include "mask.h"
@@ -766,8 +768,29 @@ count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
 	return ok;
 }
 
+static int overloaded(const struct orgw_io *io, const struct api *api,
+		      const char *msg);
+
+/* How long a request body may take to arrive: 10 s, and a second more
+ * per 64 kB (an 8 MiB body: 141 s, the pace of a 0.5 Mbit/s uplink). */
+#define BODY_READ_BASE_MS 10000
+#define BODY_READ_BYTES_PER_MS 64
+
+/* What overloaded() tells the client: every thread of the host is busy,
+ * or the host's requests hold HOST_PARSE_MEMORY_BYTES already. */
+static const char threads_busy[] =
+	"every worker thread of the gateway is busy; retry after "
+	"Retry-After seconds";
+static const char mem_busy[] =
+	"the gateway holds as much request memory as it may; retry after "
+	"Retry-After seconds";
+
 /* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
- * logs the request itself (*logged). */
+ * logs the request itself (*logged).  The body and the cJSON tree its
+ * parse will build are counted in the host's memory budget
+ * (slots_mem_take) before either is allocated: the body at its
+ * Content-Length, the tree from one pass over the body (jsonscan_size),
+ * so a body of millions of small values is refused, not parsed. */
 static int
 handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		  const struct orgw_conf *c, enum route_id id,
@@ -777,10 +800,12 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	const char *hdrs[FWD_HEADERS + 1];
 	struct relay_in in;
 	struct buf body = {0};
+	struct jsonscan_size z;
 	unsigned long long cl;
-	char chunk[16384];
+	char chunk[16384], msg[160];
 	ssize_t n;
-	size_t want;
+	size_t want, held = 0, tree;
+	int64_t deadline, allowed_ms;
 	int rc;
 
 	if (env->content_encoding != NULL && env->content_encoding[0] != '\0' &&
@@ -806,15 +831,28 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 				   "invalid_request", NULL,
 				   "Content-Length is not a number", NULL);
 	if (cl > c->max_body_bytes) {
-		char msg[128];
 		snprintf(msg, sizeof(msg),
 			 "request body of %llu bytes is over the limit of %zu",
 			 cl, c->max_body_bytes);
 		return relay_error(io, api, 413, "invalid_request_error",
 				   "request_too_large", NULL, msg, NULL);
 	}
+	if (!slots_mem_take((size_t)cl, c->host_parse_memory_bytes))
+		return overloaded(io, api, mem_busy);
+	held = (size_t)cl;
 	body.max = (size_t)cl;
+	/* The web server may hand the body on as it arrives (so that a
+	 * client without the key, refused above, holds nothing): a client
+	 * that drips it must not hold this thread for as long as it likes. */
+	allowed_ms = BODY_READ_BASE_MS + (int64_t)(cl / BODY_READ_BYTES_PER_MS);
+	deadline = clock_mono_ms() + allowed_ms;
 	while (body.len < (size_t)cl) {
+		int64_t left = deadline - clock_mono_ms();
+
+		if (left <= 0)
+			break;
+		if (io->recv_timeout != NULL)
+			io->recv_timeout(io->ctx, left);
 		want = (size_t)cl - body.len;
 		if (want > sizeof(chunk))
 			want = sizeof(chunk);
@@ -822,20 +860,61 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		if (n <= 0)
 			break;
 		if (buf_add(&body, chunk, (size_t)n) != ORGW_OK) {
-			buf_free(&body);
-			return relay_error(io, api, 500, "server_error", NULL,
-					   NULL, "out of memory", NULL);
+			rc = relay_error(io, api, 500, "server_error", NULL,
+					 NULL, "out of memory", NULL);
+			goto out;
 		}
 	}
-	if (body.len < (size_t)cl) {
-		buf_free(&body);
-		return relay_error(io, api, 400, "invalid_request_error",
-				   "invalid_request", NULL,
-				   "request body shorter than Content-Length",
-				   NULL);
+	if (io->recv_timeout != NULL)
+		io->recv_timeout(io->ctx, 0);
+	/* A read cut by the socket's timeout may come back a little before
+	 * the deadline by the monotonic clock. */
+	if (body.len < (size_t)cl && deadline - clock_mono_ms() < 1000) {
+		snprintf(msg, sizeof(msg),
+			 "request body of %llu bytes not received within %lld "
+			 "s",
+			 cl, (long long)(allowed_ms / 1000));
+		rc = relay_error(io, api, 408, "invalid_request_error",
+				 "request_timeout", NULL, msg, NULL);
+		goto out;
 	}
-	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK)
-		return -1;
+	if (body.len < (size_t)cl) {
+		rc = relay_error(io, api, 400, "invalid_request_error",
+				 "invalid_request", NULL,
+				 "request body shorter than Content-Length",
+				 NULL);
+		goto out;
+	}
+	if (body.p == NULL && buf_add(&body, "", 0) != ORGW_OK) {
+		rc = -1;
+		goto out;
+	}
+	jsonscan_size(body.p, body.len, &z);
+	if (z.nodes > c->max_json_nodes) {
+		snprintf(msg, sizeof(msg),
+			 "request body holds more than %zu JSON values "
+			 "(MAX_JSON_NODES)",
+			 c->max_json_nodes);
+		rc = relay_error(io, api, 413, "invalid_request_error",
+				 "request_too_large", NULL, msg, NULL);
+		goto out;
+	}
+	/* cJSON refuses deeper nesting as invalid JSON; said plainly. */
+	if (z.depth > CJSON_NESTING_LIMIT) {
+		snprintf(msg, sizeof(msg),
+			 "request body nests arrays and objects more than %d "
+			 "deep",
+			 CJSON_NESTING_LIMIT);
+		rc = relay_error(io, api, 400, "invalid_request_error",
+				 "invalid_request", NULL, msg, NULL);
+		goto out;
+	}
+	tree = jsonscan_tree_bytes(body.len, &z) - body.len;
+	if (!slots_mem_take(tree, c->host_parse_memory_bytes)) {
+		rc = overloaded(io, api, mem_busy);
+		goto out;
+	}
+	held += tree;
 	/* Quiet the client socket so a hang-up is all it can signal. */
 	if (io->drain)
 		io->drain(io->ctx);
@@ -849,7 +928,6 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.team = team;
 	if (id == R_COUNT_TOKENS && team != NULL &&
 	    !count_tokens_allowed(&team->key, body.p, body.len)) {
-		buf_free(&body);
 		/* Counted as the generations' refusals are (refused_model,
 		 * orgw_key_refused_total{reason="model"}). */
 		teamauth_refused(c, team, TK_MODEL, clock_now_s());
@@ -858,16 +936,19 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 			"status=403 outcome=model_not_allowed key=%s",
 			(long long)clock_now_s(), api->name, team->key.name);
 		*logged = true;
-		return relay_error(io, api, 403, "permission_error",
-				   "model_not_allowed", "model",
-				   "this key may not use this model", NULL);
+		rc = relay_error(io, api, 403, "permission_error",
+				 "model_not_allowed", "model",
+				 "this key may not use this model", NULL);
+		goto out;
 	}
 	*logged = true;
 	if (id == R_COUNT_TOKENS)
 		rc = relay_plain(c, io, &in, "/messages/count_tokens");
 	else
 		rc = relay_handle(c, io, &in);
+out:
 	buf_free(&body);
+	slots_mem_give(held);
 	return rc;
 }
 
@@ -951,19 +1032,17 @@ host_full(const struct orgw_load *load)
 	return true;
 }
 
-/* 503 server_overloaded with Retry-After, in the API's shape. */
+/* 503 server_overloaded with Retry-After, in the API's shape; msg says
+ * what the host is out of. */
 static int
-overloaded(const struct orgw_io *io, const struct api *api)
+overloaded(const struct orgw_io *io, const struct api *api, const char *msg)
 {
 	char extra[64];
 
 	snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
 		 LOAD_RETRY_AFTER_SECONDS);
 	return relay_error(io, api, 503, "server_overloaded",
-			   "server_overloaded", NULL,
-			   "every worker thread of the gateway is "
-			   "busy; retry after Retry-After seconds",
-			   extra);
+			   "server_overloaded", NULL, msg, extra);
 }
 
 static int serve(const struct orgw_io *io, const struct orgw_env *env,
@@ -1023,7 +1102,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 			     load, logged);
 	side = slots_side_enter();
 	if (load_side_refused(load, side)) {
-		rc = overloaded(io, api);
+		rc = overloaded(io, api, threads_busy);
 	} else {
 		/* Its answer is ready in full: a client that reads takes it
 		 * at once, one that does not must not hold the thread for
@@ -1107,7 +1186,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 	 * request that is not streamed, and a held stream that keeps the
 	 * last thread leaves /healthz and /stats unanswered. */
 	if (is_generation(id) && load != NULL && host_full(load))
-		return overloaded(io, api);
+		return overloaded(io, api, threads_busy);
 	switch (id) {
 	case R_CHAT:
 	case R_MESSAGES:

@@ -39,6 +39,10 @@ struct orgw_io {
 	/* Sets how long a write may make no progress before it fails, from
 	 * now on in this request (ms > 0); NULL when the transport cannot. */
 	void (*send_timeout)(void *ctx, int64_t ms);
+	/* Sets how long a read may wait for the next byte, from now on in
+	 * this request (ms > 0; 0: as long as it takes); NULL when the
+	 * transport cannot. */
+	void (*recv_timeout)(void *ctx, int64_t ms);
 };
 
 /* The CGI variables orgw uses (RFC 3875 4.1), each a malloc'd copy or

@@ -1,5 +1,6 @@
 /*
- * jsonscan.c - top-level member ranges of an object cJSON accepted.
+ * jsonscan.c - top-level member ranges of an object cJSON accepted, and
+ * the size of the tree cJSON would build of a text (jsonscan_size).
  *
  * Pure, no allocation, no recursion.  It follows cJSON 1.7.15's own
  * rules (cJSON.c) where they decide where a token ends: every byte
@@ -12,6 +13,8 @@
  * refuses anything else after a value in an object).  Every read is
  * bounded by len, whatever the text.
  */
+#include <stdint.h>
+
 #include "jsonscan.h"
 
 static bool
@@ -234,4 +237,56 @@ jsonscan_has_nul(const char *tok, size_t len)
 		i += code >= 0xD800 && code <= 0xDBFF ? 12 : 6;
 	}
 	return false;
+}
+
+/* A node: sizeof(cJSON) (64 on LP64) and its malloc chunk header. */
+#define JSONSCAN_NODE_BYTES 80
+/* A string: the smallest malloc chunk, which its copy's bytes may
+ * fill (those are counted as the text's length).  Also the overhead of
+ * the one short-lived copy of a number's token that a patched cJSON
+ * (Debian's 1.7.15) makes while it parses the number. */
+#define JSONSCAN_STRING_BYTES 32
+
+void
+jsonscan_size(const char *text, size_t len, struct jsonscan_size *z)
+{
+	size_t i = 0, depth = 0;
+	char c;
+
+	z->nodes = 1;
+	z->strings = 0;
+	z->depth = 0;
+	while (i < len) {
+		c = text[i++];
+		if (c == '"') {
+			z->strings++;
+			while (i < len && text[i] != '"')
+				i += text[i] == '\\' ? 2 : 1;
+			i++;
+		} else if (c == '{' || c == '[') {
+			z->nodes++;
+			if (++depth > z->depth)
+				z->depth = depth;
+		} else if (c == '}' || c == ']') {
+			if (depth > 0)
+				depth--;
+		} else if (c == ',') {
+			z->nodes++;
+		}
+	}
+}
+
+size_t
+jsonscan_tree_bytes(size_t len, const struct jsonscan_size *z)
+{
+	size_t n = z->nodes, s = z->strings;
+
+	/* Saturates rather than wraps (each count is at most len + 1, so
+	 * only a text near SIZE_MAX / 80 bytes would get there). */
+	if (n > (SIZE_MAX - len) / JSONSCAN_NODE_BYTES)
+		return SIZE_MAX;
+	len += n * JSONSCAN_NODE_BYTES;
+	if (s >= (SIZE_MAX - len) / JSONSCAN_STRING_BYTES)
+		return SIZE_MAX;
+	return len + (s + 1) * JSONSCAN_STRING_BYTES;
 }

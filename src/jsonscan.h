@@ -71,4 +71,33 @@ bool jsonscan_next_elem(struct jsonscan *s, size_t *off, size_t *len);
  */
 bool jsonscan_has_nul(const char *tok, size_t len);
 
+/*
+ * What building a cJSON tree of a text would take, counted in one pass
+ * before cJSON allocates anything: an 8 MiB text of small values ("0,"
+ * each) is four million nodes, about 330 MB of tree, so the count is
+ * what lets a caller refuse such a text instead of parsing it.
+ */
+struct jsonscan_size {
+	size_t nodes;	/* values: at least as many as cJSON makes */
+	size_t strings;	/* string tokens, keys included */
+	size_t depth;	/* deepest nesting of arrays and objects */
+};
+
+/*
+ * Counts text (len bytes, any bytes) into *z: every '{', '[' and ','
+ * outside strings, plus one, bounds the nodes cJSON makes (each value
+ * but the first of a container follows a comma), and a string runs to
+ * the first '"' a backslash did not take, as in cJSON.  Text cJSON would
+ * refuse is counted all the same; what counts then is only that the
+ * count is bounded by len.
+ */
+void jsonscan_size(const char *text, size_t len, struct jsonscan_size *z);
+
+/* Bytes of memory a cJSON tree of a text of len bytes measured as z
+ * takes at most while it is built: each node a cJSON struct and its
+ * malloc header, each string a copy of at most its own bytes in a
+ * malloc'd chunk, and one short-lived chunk more.  SIZE_MAX when that
+ * does not fit in a size_t. */
+size_t jsonscan_tree_bytes(size_t len, const struct jsonscan_size *z);
+
 #endif

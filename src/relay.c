@@ -54,6 +54,7 @@
 #include "reqval.h"
 #include "score.h"
 #include "scorerun.h"
+#include "slots.h"
 #include "sse.h"
 #include "state.h"
 #include "upstream.h"
@@ -63,7 +64,6 @@
 					 * servers see a departed client
 					 * only at their 2nd to 4th write */
 #define WAIT_TICK_MS 50			/* a 429 wait looks around this often */
-#define BODY_MAX_BYTES (64u * 1024 * 1024)	/* non-stream response cap */
 #define CONNECT_TIMEOUT_MS 10000
 #define PLAIN_MAX_BYTES (1u * 1024 * 1024)	/* count_tokens' answer cap */
 #define UNKNOWN_TTL_MS 60000		/* an unknown id is not fetched again
@@ -85,6 +85,8 @@ struct attempt {
 	int64_t t_first, t_last;
 	bool nonws;		/* non-streamed: a body byte that is not
 				 * whitespace padding came */
+	size_t tree_bytes;	/* non-streamed: its cJSON tree at most
+				 * (jsonscan_tree_bytes), 0 unparsed */
 	bool content;		/* data relayed in this attempt */
 	enum failover_abort why;
 	struct api_answer ans;	/* what the answer said (api.h) */
@@ -121,13 +123,15 @@ struct relay {
 	int rc;			/* what relay_handle returns */
 };
 
+/* Starts an attempt whose non-streamed answer may be max bytes
+ * (MAX_ANSWER_BYTES). */
 static void
-attempt_reset(struct attempt *a)
+attempt_reset(struct attempt *a, size_t max)
 {
 	buf_free(&a->body);
 	sse_free(&a->sse);
 	memset(a, 0, sizeof(*a));
-	a->body.max = BODY_MAX_BYTES;
+	a->body.max = max;
 	a->retry_after = -1;
 	api_answer_init(&a->ans);
 	sse_init(&a->sse, 0);
@@ -136,12 +140,17 @@ attempt_reset(struct attempt *a)
 static void
 relay_free(struct relay *rl)
 {
+	size_t answer = rl->a.body.len + rl->a.tree_bytes;
+
 	reqval_free(&rl->req);
 	cJSON_free(rl->fwd);
 	buf_free(&rl->held);
 	buf_free(&rl->pending);
 	buf_free(&rl->a.body);
 	sse_free(&rl->a.sse);
+	/* A large answer's buffer and tree are free now: back to the
+	 * system, not kept by the worker for good. */
+	slots_mem_trim(answer);
 }
 
 static const char *
@@ -445,6 +454,12 @@ on_data(void *arg, const char *p, size_t n)
 			a->nonws = true;
 		if ((err = buf_add(&a->body, p, n)) != ORGW_OK) {
 			a->why = AB_TOO_BIG;
+			if (err == ORGW_ETOOBIG)
+				snprintf(a->ans.err_msg,
+					 sizeof(a->ans.err_msg),
+					 "upstream answer too large (over %zu "
+					 "bytes)",
+					 a->body.max);
 			return 1;
 		}
 		return 0;
@@ -496,16 +511,37 @@ on_client_gone(void *arg)
 }
 
 /* Parses a finished non-SSE body into the attempt's answer: usage,
- * provider, an embedded error.  False when it is not a JSON object. */
+ * provider, an embedded error.  False when it is not a JSON object, or
+ * is not parsed: more values than MAX_JSON_NODES (a->why AB_TOO_BIG; a
+ * tree of small values takes about 40 times their bytes), or the
+ * request's REQUEST_TIMEOUT_MS is up (AB_DEADLINE).  The count and the
+ * bytes bound how long cJSON takes (tens of milliseconds at the
+ * defaults), so the parse ends within the deadline it started in. */
 static bool
 parse_body(struct relay *rl)
 {
 	struct attempt *a = &rl->a;
 	const char *p = a->body.p ? a->body.p : "";
+	struct jsonscan_size z;
+	size_t len;
 	cJSON *o;
 
 	p += padding_len(p, a->body.len);
-	o = cJSON_ParseWithLength(p, strlen(p) + 1);
+	len = strlen(p);
+	if (clock_mono_ms() - rl->t0 >= rl->c->request_timeout_ms) {
+		a->why = AB_DEADLINE;
+		return false;
+	}
+	jsonscan_size(p, len, &z);
+	if (z.nodes > rl->c->max_json_nodes) {
+		a->why = AB_TOO_BIG;
+		snprintf(a->ans.err_msg, sizeof(a->ans.err_msg),
+			 "upstream answer holds more than %zu JSON values",
+			 rl->c->max_json_nodes);
+		return false;
+	}
+	a->tree_bytes = jsonscan_tree_bytes(len, &z);
+	o = cJSON_ParseWithLength(p, len + 1);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
 		return false;
@@ -876,13 +912,13 @@ judge_attempt(struct relay *rl, const struct upstream_result *r)
 	fa.pinned = rl->used_tag[0] != '\0';
 	fa.content = a->content;
 	fa.done = a->ans.done;
-	fa.why = a->why;
 	fa.net = net_of(r->fail);
 	/* Usage, provider and an embedded error are read from a complete
 	 * 2xx body only. */
 	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
 	    a->why == AB_NONE && r->fail == UP_OK)
 		fa.body_ok = parse_body(rl);
+	fa.why = a->why;	/* the parse may have set it */
 	fa.has_error = a->ans.err_msg[0] != '\0';
 	fa.err_code = a->ans.err_code;
 	fa.finished = a->ans.finished;
@@ -916,7 +952,7 @@ run_attempt(struct relay *rl)
 	struct upstream_result r;
 	char url[4096];
 
-	attempt_reset(&rl->a);
+	attempt_reset(&rl->a, rl->c->max_answer_bytes);
 	/* What an earlier attempt held back (keep-alives, its first
 	 * events) is dropped: this attempt's stream brings its own. */
 	if (!rl->head_sent)

@@ -25,6 +25,10 @@
  * slots_open() before any thread starts and read-only after; they live
  * until slots_close().  When the file cannot be used the table is an
  * anonymous private mapping: the same code, counting this process only.
+ *
+ * The memory budget (slots_mem_take) is one more count per slot: the
+ * bytes its process's requests hold for bodies, answers and their
+ * parse.  A killed process's bytes stop counting with its slot.
  */
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -33,6 +37,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -49,6 +54,8 @@
 
 #define SLOTS_MAX 256
 #define SLOTS_MAGIC 0x6f72677775736c31ULL	/* "orgwusl1" */
+/* slots_mem_give() trims the heap after giving back this much or more. */
+#define SLOTS_TRIM_BYTES (4u * 1024 * 1024)
 
 struct slot {
 	_Atomic int32_t pid;		/* 0: free */
@@ -83,12 +90,17 @@ struct table {
 	_Atomic int64_t writer_wants_ms;
 	uint32_t pad[6];
 	struct slot slot[SLOTS_MAX];
+	/* Bytes each slot's process holds for request bodies, answers and
+	 * their parse (slots_mem_take).  After the slots, so an older
+	 * build's file is only extended: its slots stay where they were. */
+	_Atomic uint64_t held[SLOTS_MAX];
 };
 _Static_assert(offsetof(struct table, slot) == 64,
 	       "the slots stay at offset 64 of STATE_PATH.workers");
 
 static struct table *tab;		/* the mapping */
 static struct writes own_writes;	/* without a table (CGI, scorer) */
+static _Atomic uint64_t own_held;	/* ... and its held bytes */
 static struct slot *mine;		/* this process's slot */
 static bool shared;			/* tab is the host's file */
 
@@ -180,6 +192,7 @@ claim(unsigned threads, unsigned long long start)
 			atomic_store(&s->busy, 0);
 			atomic_store(&s->side, 0);
 			atomic_store(&s->threads, 0);
+			atomic_store(&tab->held[i], 0);
 		}
 		if (free_slot == NULL)
 			free_slot = s;
@@ -192,6 +205,7 @@ claim(unsigned threads, unsigned long long start)
 	atomic_store(&free_slot->busy, 0);
 	atomic_store(&free_slot->side, 0);
 	atomic_store(&free_slot->threads, threads);
+	atomic_store(&tab->held[free_slot - tab->slot], 0);
 	atomic_store(&free_slot->pid, (int32_t)getpid());
 	mine = free_slot;
 }
@@ -353,6 +367,65 @@ slots_close(void)
 	if (tab != NULL)
 		munmap(tab, sizeof(*tab));
 	tab = NULL;
+}
+
+/* This process's held bytes: its slot's, or its own without one. */
+static _Atomic uint64_t *
+held_of(void)
+{
+	return mine != NULL ? &tab->held[mine - tab->slot] : &own_held;
+}
+
+bool
+slots_mem_take(size_t bytes, size_t budget)
+{
+	_Atomic uint64_t *own = held_of();
+	uint64_t total = 0;
+	size_t i;
+
+	if (bytes == 0)
+		return true;
+	if (bytes > budget)
+		return false;
+	/* Added first and summed after, so two threads taking at once can
+	 * both be refused but never both let in over the budget. */
+	atomic_fetch_add(own, bytes);
+	if (mine == NULL) {
+		total = atomic_load(own);
+	} else {
+		for (i = 0; i < SLOTS_MAX; i++) {
+			int32_t pid = atomic_load(&tab->slot[i].pid);
+
+			if (pid != 0 && slot_alive(i, pid))
+				total += atomic_load(&tab->held[i]);
+		}
+	}
+	if (total > budget) {
+		atomic_fetch_sub(own, bytes);
+		return false;
+	}
+	return true;
+}
+
+void
+slots_mem_give(size_t bytes)
+{
+	if (bytes == 0)
+		return;
+	atomic_fetch_sub(held_of(), bytes);
+	slots_mem_trim(bytes);
+}
+
+void
+slots_mem_trim(size_t bytes)
+{
+	/* glibc keeps what a thread's arena freed (a tree of small nodes,
+	 * a body that grew by realloc) for that arena's next use: after a
+	 * large request a worker would keep hundreds of megabytes for good.
+	 * malloc_trim() gives the free pages of every arena back; it costs
+	 * a walk of the heap, so only after a large one. */
+	if (bytes >= SLOTS_TRIM_BYTES)
+		(void)malloc_trim(0);
 }
 
 /* The host's record, or this process's when it has no table. */

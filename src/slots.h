@@ -7,6 +7,7 @@
 #define ORGW_SLOTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "orgw.h"
@@ -41,6 +42,24 @@ void slots_peek(struct orgw_load *load);
  */
 unsigned slots_side_enter(void);
 void slots_side_leave(void);
+
+/*
+ * Memory the host's requests hold for request bodies, non-streamed
+ * answers and their parse (HOST_PARSE_MEMORY_BYTES): slots_mem_take()
+ * counts bytes more for this process and returns true when the host's
+ * total, over every live worker of the table, stays within budget; else
+ * it counts nothing and returns false (the caller answers 503).  Without
+ * a table (CGI) the total is this process's.  slots_mem_give() uncounts
+ * what a take counted, and returns the process's free memory to the
+ * system after a large one.  Thread-safe.
+ */
+bool slots_mem_take(size_t bytes, size_t budget);
+void slots_mem_give(size_t bytes);
+
+/* A request just freed bytes (a large answer and its tree): returns the
+ * process's free memory to the system when that is large (4 MiB or
+ * more), as slots_mem_give() does.  Thread-safe. */
+void slots_mem_trim(size_t bytes);
 
 /* The thread's request ended. Thread-safe. */
 void slots_leave(void);

@@ -189,6 +189,8 @@ worker_main(void *arg)
 	struct orgw_env env;
 	struct orgw_load load;
 	struct waiter w;
+	unsigned long long cl;
+	bool body;
 
 	if (pthread_cond_init(&w.cv, NULL) != 0) {
 		log_err("out of memory starting a worker thread");
@@ -204,11 +206,17 @@ worker_main(void *arg)
 			first_load(p, &req);
 		slots_enter(&load);
 		atomic_fetch_add(&p->requests, 1);
+		body = false;
 		if (http_env_load(&env, req.envp) == ORGW_OK) {
 			fcgi_io_init(&io, &req, p->c->client_send_timeout_ms);
 			(void)orgw_handle(&io, &env, p->c, p->conf_err, &load);
+			body = http_content_length(env.content_length, &cl) ==
+				       ORGW_OK &&
+			       cl > 0;
 			http_env_free(&env);
 		}
+		if (body)
+			fcgi_io_end(&req);
 		FCGX_Finish_r(&req);
 		slots_leave();
 	}

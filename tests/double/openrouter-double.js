@@ -481,7 +481,7 @@ function modelsListBody() {
 // ---------------------------------------------------------------------------
 
 const FAULT_KINDS = new Set(['status', 'error_in_200', 'reset', 'hang', 'slow_first_byte', 'cut_after', 'stall',
-  'malformed', 'no_done', 'midstream_error']);
+  'malformed', 'no_done', 'midstream_error', 'huge_answer']);
 let faults = [];
 let faultSeq = 0;
 const rr = new Map();
@@ -1331,9 +1331,13 @@ function chatJson(ctx, job, id, unix) {
       `"error":{"code":${code},"message":${JSON.stringify(f.message || 'Provider disconnected unexpectedly')},"metadata":{"error_type":"${errorType(code)}"}},` +
       `"finish_reason":"error","native_finish_reason":"error","logprobs":null}],"usage":${chatUsageJ(jobUsage(ctx, job, n))}}`;
   } else {
+    // huge_answer: the answer's logprobs hold `bytes` (default 60 MB) of small values, "0,"
+    // each: a hostile or broken provider's answer, a JSON tree of ~40x its bytes.
+    const n = kind === 'huge_answer' ? Math.max(1, Math.floor((Number.isInteger(f.bytes) ? f.bytes : 60e6) / 2)) : 0;
+    const lp = n > 0 ? `{"content":[${'0,'.repeat(n - 1)}0]}` : 'null';
     body = `{"id":"${id}","object":"chat.completion","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},"system_fingerprint":null,` +
       `"choices":[{"index":0,"message":{"role":"assistant","content":${pc.contentJ},"refusal":null,"reasoning":null},` +
-      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":null}],"usage":${chatUsageJ(jobUsage(ctx, job, pc.json.length))}}`;
+      `"finish_reason":"stop","native_finish_reason":"stop","logprobs":${lp}}],"usage":${chatUsageJ(jobUsage(ctx, job, pc.json.length))}}`;
   }
   writeJson(ctx, id, body, f);
 }

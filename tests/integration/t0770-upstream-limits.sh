@@ -94,7 +94,8 @@ t_eq "50 MB model list: a 502 gateway error" 502 "$HTTP_STATUS"
 
 peak=$(peak_mb)
 echo "# worker peak RSS after everything: $peak MiB"
-# The largest legitimate buffer is a non-streamed response (64 MiB cap).
+# The largest legitimate buffer is a non-streamed response (MAX_ANSWER_BYTES,
+# 16 MiB by default).
 # AddressSanitizer's shadow memory and quarantine roughly quadruple that.
 bound=160
 BIN=${ORGW_FCGI_BIN:-$ORGW_ROOT/cgi-bin/orgw.fcgi}

@@ -27,6 +27,7 @@ static const char *const all_names[] = {
 	"MIN_UPTIME", "SLOW_THRESHOLD_MS", "UPSTREAM_TIMEOUT_MS",
 	"REQUEST_TIMEOUT_MS", "CLIENT_SEND_TIMEOUT_MS", "FAIL_LIMIT", "COOLDOWN_SECONDS", "LOCK_IDLE_SECONDS",
 	"RETRY_429_DELAYS", "MAX_ATTEMPTS", "MAX_BODY_BYTES", "STATE_MODE",
+	"MAX_JSON_NODES", "MAX_ANSWER_BYTES", "HOST_PARSE_MEMORY_BYTES",
 	"MAX_MODELS", "CRON_MIN_INTERVAL_SECONDS",
 	"HIT_RATE_HALF_LIFE_TOKENS", "HIT_RATE_EVIDENCE_TOKENS", "LOCK_MARGIN",
 	"METRICS_KEY",
@@ -108,6 +109,10 @@ test_defaults(void)
 			 c.retry_429_delays[2] == 8);
 	T_ASSERT("default MAX_ATTEMPTS", c.max_attempts == 4);
 	T_ASSERT("default MAX_BODY_BYTES", c.max_body_bytes == 8388608);
+	T_ASSERT("default MAX_JSON_NODES", c.max_json_nodes == 500000);
+	T_ASSERT("default MAX_ANSWER_BYTES", c.max_answer_bytes == 16777216);
+	T_ASSERT("default HOST_PARSE_MEMORY_BYTES",
+		 c.host_parse_memory_bytes == 536870912);
 	T_ASSERT("default STATE_MODE 0600", c.state_mode == 0600);
 	T_ASSERT("default MAX_MODELS 256", c.max_models == 256);
 	T_ASSERT("default CRON_MIN_INTERVAL_SECONDS 60",
@@ -253,6 +258,12 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->max_attempts;
 	if (strcmp(name, "MAX_BODY_BYTES") == 0)
 		return (long long)c->max_body_bytes;
+	if (strcmp(name, "MAX_JSON_NODES") == 0)
+		return (long long)c->max_json_nodes;
+	if (strcmp(name, "MAX_ANSWER_BYTES") == 0)
+		return (long long)c->max_answer_bytes;
+	if (strcmp(name, "HOST_PARSE_MEMORY_BYTES") == 0)
+		return (long long)c->host_parse_memory_bytes;
 	if (strcmp(name, "MAX_MODELS") == 0)
 		return c->max_models;
 	if (strcmp(name, "CRON_MIN_INTERVAL_SECONDS") == 0)
@@ -290,6 +301,13 @@ test_integers(void)
 		{ "MAX_ATTEMPTS", "0", "1", "20", "21", 1, 20 },
 		{ "MAX_BODY_BYTES", "1023", "1024", "1073741824",
 		  "1073741825", 1024, 1073741824 },
+		{ "MAX_JSON_NODES", "999", "1000", "100000000", "100000001",
+		  1000, 100000000 },
+		{ "MAX_ANSWER_BYTES", "65535", "65536", "1073741824",
+		  "1073741825", 65536, 1073741824 },
+		{ "HOST_PARSE_MEMORY_BYTES", "1048575", "1048576",
+		  "1099511627776", "1099511627777", 1048576,
+		  1099511627776LL },
 		{ "MAX_MODELS", "0", "1", "100000", "100001", 1, 100000 },
 		{ "CRON_MIN_INTERVAL_SECONDS", "-1", "0", "86400", "86401", 0,
 		  86400 },
@@ -1163,7 +1181,7 @@ test_load(void)
 			"sk-env", "ck-env", "http://127.0.0.1:9/v1", "/tmp/s",
 			"m/one", "0.25", "3", "50", "1000", "2000", "30000",
 			"7000", "5", "60", "120", "1,1", "2", "4096", "0660",
-			"7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
+			"2000", "131072", "67108864", "7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
 			"9", "77", "600", "redis", "redis://127.0.0.1:6380/2",
 			"rp-env", "x=y/z", "/tmp/k.gdbm", "ks-env-0123456789",
 		};
@@ -1193,6 +1211,9 @@ test_load(void)
 				 c.n_retry_429_delays == 2 &&
 				 c.max_attempts == 2 &&
 				 c.max_body_bytes == 4096 &&
+				 c.max_json_nodes == 2000 &&
+				 c.max_answer_bytes == 131072 &&
+				 c.host_parse_memory_bytes == 67108864 &&
 				 c.state_mode == 0660 && c.max_models == 7 &&
 				 c.cron_min_interval_seconds == 30 &&
 				 c.hit_rate_half_life_tokens == 5000 &&

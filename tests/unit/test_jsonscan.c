@@ -3,9 +3,11 @@
  * top-level members of objects cJSON accepts (BOM and whitespace around,
  * nested objects and strings holding braces, brackets, commas, colons and
  * quotes, escapes, every kind of scalar), the end of the walk, bounded
- * reads on text cJSON refuses, and jsonscan_has_nul() against cJSON's own
- * decoding.
+ * reads on text cJSON refuses, jsonscan_has_nul() against cJSON's own
+ * decoding, and jsonscan_size() against the trees cJSON builds (their
+ * nodes, and the bytes their allocations take).
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +219,139 @@ test_array(void)
 			 !jsonscan_next_elem(&s, &off, &n));
 }
 
+/* The nodes of a cJSON tree. */
+static size_t
+tree_nodes(const cJSON *o)
+{
+	size_t n = 1;
+	const cJSON *c;
+
+	for (c = o->child; c != NULL; c = c->next)
+		n += tree_nodes(c);
+	return n;
+}
+
+/* The most bytes cJSON's chunks took at once (usable size and glibc's
+ * 8-byte header), through its hooks: the Debian build's parse_number
+ * mallocs a copy of each number and frees it at once. */
+static size_t live_bytes, peak_bytes;
+
+static void *
+count_malloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (p != NULL) {
+		live_bytes += malloc_usable_size(p) + 8;
+		if (live_bytes > peak_bytes)
+			peak_bytes = live_bytes;
+	}
+	return p;
+}
+
+static void
+count_free(void *p)
+{
+	if (p != NULL)
+		live_bytes -= malloc_usable_size(p) + 8;
+	free(p);
+}
+
+/* Parses text under the counting hooks: its tree's nodes in *nodes and
+ * the most bytes it held in *bytes; false when cJSON refuses it. */
+static bool
+measured(const char *text, size_t len, size_t *nodes, size_t *bytes)
+{
+	cJSON_Hooks h = { count_malloc, count_free };
+	cJSON *o;
+
+	live_bytes = peak_bytes = 0;
+	cJSON_InitHooks(&h);
+	o = cJSON_ParseWithLength(text, len);
+	*bytes = peak_bytes;
+	*nodes = o != NULL ? tree_nodes(o) : 0;
+	cJSON_Delete(o);
+	cJSON_InitHooks(NULL);
+	return o != NULL;
+}
+
+/* True when jsonscan_size() of text counts nodes, strings and depth,
+ * its nodes bound cJSON's, and the tree's bytes bound what cJSON
+ * allocated. */
+static bool
+sized(const char *text, size_t nodes, size_t strings, size_t depth)
+{
+	struct jsonscan_size z;
+	size_t len = strlen(text), n, b;
+
+	jsonscan_size(text, len, &z);
+	if (z.nodes != nodes || z.strings != strings || z.depth != depth)
+		return false;
+	if (!measured(text, len, &n, &b))
+		return false;
+	return n <= z.nodes && b <= jsonscan_tree_bytes(len, &z);
+}
+
+static void
+test_size(void)
+{
+	struct jsonscan_size z;
+	size_t i, len, n, b, est;
+	char *big;
+
+	T_ASSERT("size: a scalar", sized("1", 1, 0, 0));
+	T_ASSERT("size: each array value a node", sized("[0,0,0]", 4, 0, 1));
+	T_ASSERT("size: empty containers counted, a bound",
+		 sized("{\"a\":[],\"b\":{}}", 5, 2, 2));
+	T_ASSERT("size: brackets and commas inside strings are not nodes",
+		 sized("[\"{[,,]}\"]", 2, 1, 1));
+	T_ASSERT("size: an escaped quote does not end a string",
+		 sized("[\"a\\\"[,\", 1]", 3, 1, 1));
+	T_ASSERT("size: a backslash before the closing quote",
+		 sized("[\"a\\\\\",{\"k\":[[\"v\"]]}]", 6, 3, 4));
+	T_ASSERT("size: long strings, their bytes counted once",
+		 sized("{\"content\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+		       2, 2, 1));
+	/* Text cJSON refuses: counted within len, nothing more. */
+	jsonscan_size("\"abc\\", 5, &z);
+	T_ASSERT("size: an unterminated string stays within len",
+		 z.nodes == 1 && z.strings == 1 && z.depth == 0);
+	jsonscan_size("]]]}", 4, &z);
+	T_ASSERT("size: closing brackets alone", z.depth == 0 &&
+		 z.nodes == 1);
+	jsonscan_size("", 0, &z);
+	T_ASSERT("size: empty text", z.nodes == 1 && z.strings == 0);
+	z.nodes = SIZE_MAX / 2;
+	z.strings = 0;
+	T_ASSERT("size: tree bytes saturate",
+		 jsonscan_tree_bytes(100, &z) == SIZE_MAX);
+
+	/* The attack's shape: a body of small values, one node each, costs
+	 * about 40 times its bytes, which the estimate must cover and not
+	 * overstate by much. */
+	len = 2 * 100000 + 1;
+	big = malloc(len + 1);
+	T_ASSERT("size: big text allocated", big != NULL);
+	if (big == NULL)
+		return;
+	big[0] = '[';
+	for (i = 0; i < 100000; i++) {
+		big[1 + 2 * i] = '0';
+		big[2 + 2 * i] = i + 1 < 100000 ? ',' : ']';
+	}
+	big[len] = '\0';
+	jsonscan_size(big, len, &z);
+	est = jsonscan_tree_bytes(len, &z);
+	T_ASSERT("size: small values parse", measured(big, len, &n, &b));
+	T_ASSERT("size: small values, nodes exact", z.nodes == n &&
+		 n == 100001);
+	T_ASSERT("size: small values, tree bytes bound what cJSON took",
+		 b <= est && b > 30 * len);
+	T_ASSERT("size: ... and within 1.5 times it", est <= b + b / 2);
+	free(big);
+}
+
 int
 main(void)
 {
@@ -225,5 +360,6 @@ main(void)
 	test_refused();
 	test_has_nul();
 	test_against_cjson();
+	test_size();
 	return T_REPORT();
 }
