@@ -30,6 +30,7 @@
 #include "prom.h"
 #include "record.h"
 #include "relay.h"
+#include "reqval.h"
 #include "scorerun.h"
 #include "slots.h"
 #include "state.h"
@@ -754,18 +755,32 @@ forward_headers(const struct orgw_env *env, const struct api *api,
 	ptrs[n] = NULL;
 }
 
-/* True when team key k may count tokens for the body's "model": the
- * same globs as its generations (a body without one is upstream's to
- * refuse). */
-static bool
-count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
+/*
+ * Whether team key k may count tokens for body: its model-selecting
+ * members read as a generation's are (reqval_parse: found by decoded
+ * name, each once, "models" entries too) and held to the same globs.
+ * ORGW_OK to go on; ORGW_EINVAL with the message in err (param in
+ * *param) for a body reqval refuses; ORGW_EBUSY for a model outside
+ * the globs.
+ */
+static enum orgw_err
+count_tokens_allowed(const struct orgw_conf *c, const struct api *api,
+		     const struct teamkey *k, const char *body, size_t len,
+		     char *err, size_t errlen, const char **param)
 {
-	cJSON *o = cJSON_ParseWithLength(body, len);
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
-	bool ok = !cJSON_IsString(m) || teamkey_model_ok(k, m->valuestring);
+	struct api_req r;
+	enum orgw_err e;
 
-	cJSON_Delete(o);
-	return ok;
+	e = reqval_parse(api, body, len,
+			 c->n_target_models == 1 ? c->target_models[0] : NULL,
+			 &r, err, errlen, param);
+	if (e != ORGW_OK)
+		return e;
+	if (teamkey_check_key(k, clock_now_s(), r.model, r.models,
+			      r.n_models) == TK_MODEL)
+		e = ORGW_EBUSY;
+	reqval_free(&r);
+	return e;
 }
 
 /* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
@@ -779,6 +794,9 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	const char *hdrs[FWD_HEADERS + 1];
 	struct relay_in in;
 	struct buf body = {0};
+	enum orgw_err e = ORGW_OK;
+	const char *param = NULL;
+	char err[256];
 	unsigned long long cl;
 	char chunk[16384];
 	ssize_t n;
@@ -850,7 +868,19 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.headers = hdrs;
 	in.team = team;
 	if (id == R_COUNT_TOKENS && team != NULL &&
-	    !count_tokens_allowed(&team->key, body.p, body.len)) {
+	    (e = count_tokens_allowed(c, api, &team->key, body.p, body.len,
+				      err, sizeof(err), &param)) != ORGW_OK &&
+	    e != ORGW_EBUSY) {
+		buf_free(&body);
+		log_msg("req",
+			"time=%lld api=%s path=/messages/count_tokens "
+			"status=400 outcome=invalid_request key=%s",
+			(long long)clock_now_s(), api->name, team->key.name);
+		*logged = true;
+		return relay_error(io, api, 400, "invalid_request_error",
+				   "invalid_request", param, err, NULL);
+	}
+	if (id == R_COUNT_TOKENS && team != NULL && e == ORGW_EBUSY) {
 		buf_free(&body);
 		/* Counted as the generations' refusals are (refused_model,
 		 * orgw_key_refused_total{reason="model"}). */

@@ -53,7 +53,10 @@ bool jsonscan_next(struct jsonscan *s, struct jsonscan_member *m);
  * decodes it to a C string that ends early, at a NUL: a raw 0x00 byte,
  * or a \u escape that cJSON reads as 0 ("\u0000", or one with a byte
  * that is not a hex digit).  A JavaScript JSON.parse keeps the rest of
- * such a string, so cJSON's value is not what an upstream reads.
+ * such a string, so cJSON's value is not what an upstream reads.  Also
+ * for an array or object token cJSON accepted (brackets included): true
+ * when any string in it is such a string, since a backslash only occurs
+ * inside strings there.
  */
 bool jsonscan_has_nul(const char *tok, size_t len);
 

@@ -1142,44 +1142,6 @@ bookkeep(struct relay *rl)
 }
 
 /*
- * The ids of the body's "models" array (OpenRouter's fallbacks), which a
- * team key's globs cover too: *v (malloc'd, strings borrowed from *o,
- * which the caller deletes) and *n.  A "models" that is not an array of
- * strings is left to upstream to refuse, but its strings still count.
- */
-static enum orgw_err
-body_models(const struct api_req *q, cJSON **o, const char ***v, size_t *n)
-{
-	const struct jsonscan_member *m;
-	const cJSON *e;
-	size_t i, cap;
-
-	*o = NULL;
-	*v = NULL;
-	*n = 0;
-	for (i = 0; i < q->n_mem; i++) {
-		m = &q->mem[i];
-		if (m->key_len == 8 &&
-		    memcmp(q->body + m->key_off, "\"models\"", 8) == 0)
-			break;
-	}
-	if (i == q->n_mem)
-		return ORGW_OK;
-	*o = cJSON_ParseWithLength(q->body + m->val_off, m->val_len);
-	if (!cJSON_IsArray(*o))
-		return ORGW_OK;
-	cap = (size_t)cJSON_GetArraySize(*o);
-	if (cap == 0)
-		return ORGW_OK;
-	if ((*v = calloc(cap, sizeof(**v))) == NULL)
-		return ORGW_ENOMEM;
-	cJSON_ArrayForEach(e, *o)
-		if (cJSON_IsString(e) && *n < cap)
-			(*v)[(*n)++] = e->valuestring;
-	return ORGW_OK;
-}
-
-/*
  * A team key's checks before anything goes upstream (teamauth.h): the
  * model and the "models" array against its globs (403), its budget
  * (402).  TK_OK, or the refusal (answered, logged and counted).
@@ -1187,20 +1149,8 @@ body_models(const struct api_req *q, cJSON **o, const char ***v, size_t *n)
 static enum teamkey_verdict
 team_check(struct relay *rl)
 {
-	struct teamauth *t = rl->in->team;
-	const char **models = NULL;
-	size_t n = 0;
-	cJSON *o = NULL;
-	enum teamkey_verdict v;
-
-	if (body_models(&rl->req, &o, &models, &n) != ORGW_OK) {
-		cJSON_Delete(o);
-		return TK_MODEL;
-	}
-	v = teamauth_check(rl->c, t, rl->req.model, models, n);
-	free(models);
-	cJSON_Delete(o);
-	return v;
+	return teamauth_check(rl->c, rl->in->team, rl->req.model,
+			      rl->req.models, rl->req.n_models);
 }
 
 /* Answers a team key's refusal v in the API's shape, counts it in the
