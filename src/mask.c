@@ -3,26 +3,233 @@
  * upstream that quotes the key back ("Incorrect API key provided:
  * sk-...") must not hand it to the client, on any path: chat (bodies,
  * stream events, messages orgw decodes and re-sends) and GET /v1/models
- * (answers and its cache).  Pure: no I/O.
+ * (answers and its cache).  Pure: no I/O, no allocation.
+ *
+ * What a client reads is JSON: it decodes escapes, and it joins the
+ * deltas of a stream.  So the key is looked for as the client would
+ * read it: each of its characters as itself or as a JSON escape
+ * ("\u0073", "\/"), and, inside each JSON string, as a piece of
+ * MASK_PIECE_MIN or more of its characters at the string's start or end
+ * (where a key cut across two stream events or deltas shows).  The
+ * escaped forms are overwritten byte for byte with '*', which is valid
+ * inside a JSON string, so the document stays valid and its length the
+ * same.
  */
-#define _GNU_SOURCE	/* memmem */
 #include <string.h>
 
 #include "mask.h"
 
+/* Characters of a piece worth masking: shorter runs of a random key are
+ * common in text (a hex key shares runs of two or three characters with
+ * any hex number), and a piece this long of a 64-digit key still leaves
+ * the rest unguessable. */
+#define MASK_PIECE_MIN 8
+/* Longest key the piece search follows (an OpenRouter key is 73). */
+#define MASK_KEY_MAX 256
+
+/* A character as JSON decodes it: its byte (0 for one no key holds: a
+ * non-ASCII \u escape or a broken escape) and how many raw bytes it
+ * takes. */
+struct mchar {
+	unsigned char c;
+	size_t w;
+};
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The character at p[i] (i < n), read as inside a JSON string. */
+static struct mchar
+decode(const char *p, size_t i, size_t n)
+{
+	struct mchar m = {(unsigned char)p[i], 1};
+	unsigned code = 0;
+	size_t j;
+	int h;
+
+	if (p[i] != '\\' || i + 1 >= n)
+		return m;
+	m.w = 2;
+	switch (p[i + 1]) {
+	case '"':
+	case '\\':
+	case '/':
+		m.c = (unsigned char)p[i + 1];
+		return m;
+	case 'b':
+		m.c = '\b';
+		return m;
+	case 'f':
+		m.c = '\f';
+		return m;
+	case 'n':
+		m.c = '\n';
+		return m;
+	case 'r':
+		m.c = '\r';
+		return m;
+	case 't':
+		m.c = '\t';
+		return m;
+	case 'u':
+		break;
+	default:
+		m.c = 0;
+		return m;
+	}
+	if (n - i < 6) {
+		m.c = 0;
+		return m;
+	}
+	for (j = 2; j < 6; j++) {
+		if ((h = hexval(p[i + j])) < 0) {
+			m.c = 0;
+			return m;
+		}
+		code = code * 16 + (unsigned)h;
+	}
+	m.w = 6;
+	m.c = code < 0x80 ? (unsigned char)code : 0;
+	return m;
+}
+
+/* Raw bytes of the key read from p[i] on (each character raw or
+ * escaped), or 0 when the key does not start there. */
+static size_t
+match_at(const char *key, size_t kl, const char *p, size_t i, size_t n)
+{
+	size_t k, j = i;
+	struct mchar m;
+
+	for (k = 0; k < kl; k++) {
+		if (j >= n)
+			return 0;
+		m = decode(p, j, n);
+		if (m.c == 0 || m.c != (unsigned char)key[k])
+			return 0;
+		j += m.w;
+	}
+	return j - i;
+}
+
+/* The key in every spelling, anywhere in p[0..n). */
+static void
+mask_whole(const char *key, size_t kl, char *p, size_t n)
+{
+	unsigned char k0 = (unsigned char)key[0];
+	size_t i = 0, w;
+
+	while (i < n) {
+		/* Only a byte that is the key's first or starts an escape
+		 * can start it. */
+		if ((unsigned char)p[i] != k0 && p[i] != '\\') {
+			i++;
+			continue;
+		}
+		if ((w = match_at(key, kl, p, i, n)) != 0) {
+			memset(p + i, '*', w);
+			i += w;
+		} else {
+			i++;
+		}
+	}
+}
+
+/* Longest run of s[0..t) read forward (dir 1) from its start, or
+ * backward (dir -1) from its end, that occurs in the key. */
+static size_t
+longest_run(const char *key, size_t kl, const struct mchar *s, size_t t,
+	    int dir)
+{
+	size_t k, j, best = 0;
+	unsigned char c;
+
+	for (k = 0; k < kl; k++) {
+		for (j = 0; j < t; j++) {
+			c = dir > 0 ? s[j].c : s[t - 1 - j].c;
+			if (dir > 0 ? k + j >= kl : j > k)
+				break;
+			if (c == 0 ||
+			    c != (unsigned char)key[dir > 0 ? k + j : k - j])
+				break;
+		}
+		if (j > best)
+			best = j;
+	}
+	return best;
+}
+
+/* Pieces of the key at the start and at the end of the JSON string
+ * whose characters are p[s..e) (quotes excluded). */
+static void
+mask_ends(const char *key, size_t kl, char *p, size_t s, size_t e)
+{
+	struct mchar head[MASK_KEY_MAX], tail[MASK_KEY_MAX];
+	size_t off[MASK_KEY_MAX];	/* raw offset of each of tail */
+	size_t nh = 0, nt = 0, first = 0, i, j, run, raw;
+
+	if (e - s < MASK_PIECE_MIN)
+		return;	/* too short to hold a piece */
+	i = s;
+	while (i < e) {
+		/* tail is a ring of the last kl characters, at first. */
+		j = (first + nt) % kl;
+		if (nt == kl)
+			first = (first + 1) % kl;
+		else
+			nt++;
+		tail[j] = decode(p, i, e);
+		off[j] = i;
+		if (nh < kl)
+			head[nh++] = tail[j];
+		i += tail[j].w;
+	}
+	run = longest_run(key, kl, head, nh, 1);
+	if (run >= MASK_PIECE_MIN) {
+		for (raw = 0, i = 0; i < run; i++)
+			raw += head[i].w;
+		memset(p + s, '*', raw);
+	}
+	/* The ring in order, into head (done with it). */
+	for (i = 0; i < nt; i++)
+		head[i] = tail[(first + i) % kl];
+	run = longest_run(key, kl, head, nt, -1);
+	if (run >= MASK_PIECE_MIN) {
+		i = off[(first + nt - run) % kl];
+		memset(p + i, '*', e - i);
+	}
+}
+
 void
 mask_key(const char *key, char *p, size_t n)
 {
-	size_t kl = key != NULL ? strlen(key) : 0, i = 0;
-	char *q;
+	size_t kl = key != NULL ? strlen(key) : 0, i, s;
 
 	if (kl == 0 || p == NULL)
 		return;
-	/* memmem, not memchr on the key's first byte: every key begins
-	 * "sk-", and a text stops memchr at each of its many s. */
-	while (i + kl <= n && (q = memmem(p + i, n - i, key, kl)) != NULL) {
-		memset(q, '*', kl);
-		i = (size_t)(q - p) + kl;
+	mask_whole(key, kl, p, n);
+	if (kl > MASK_KEY_MAX || kl <= MASK_PIECE_MIN)
+		return;
+	/* Every JSON string: a '"' outside one opens it, and it runs to
+	 * the first '"' a backslash does not take. */
+	for (i = 0; i < n; i++) {
+		if (p[i] != '"')
+			continue;
+		for (s = ++i; i < n && p[i] != '"'; i++)
+			if (p[i] == '\\')
+				i++;
+		if (i >= n)
+			break;
+		mask_ends(key, kl, p, s, i);
 	}
 }
 
