@@ -86,6 +86,8 @@ struct attempt {
 	bool nonws;		/* non-streamed: a body byte that is not
 				 * whitespace padding came */
 	bool content;		/* data relayed in this attempt */
+	bool done_line;		/* a [DONE] came after the end event */
+	unsigned after_end;	/* events dropped after the stream's end */
 	enum failover_abort why;
 	struct api_answer ans;	/* what the answer said (api.h) */
 };
@@ -396,11 +398,38 @@ on_data_event(struct relay *rl, const struct sse_event *ev)
 	return 0;
 }
 
+/*
+ * True when ev comes after the stream's own last event (chat's [DONE],
+ * Messages' message_stop, Responses' response.completed or .incomplete
+ * and then one [DONE]): it is no part of the answer, and a client that
+ * reads on would take it for one, so it is dropped and counted, and the
+ * attempt stops at the end of what upstream sent with it (on_data).  A
+ * [DONE] after message_stop (OpenRouter may send one) is dropped
+ * without a count: Anthropic's stream has no such line.
+ */
+static bool
+after_end(struct relay *rl, const struct sse_event *ev)
+{
+	struct attempt *a = &rl->a;
+
+	if (!a->ans.done)
+		return false;
+	if (ev->kind == SSE_DONE && !a->done_line && a->after_end == 0 &&
+	    !rl->api->done_sentinel) {
+		a->done_line = true;
+		return rl->api->id != API_RESPONSES;
+	}
+	a->after_end++;
+	return true;
+}
+
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
 	struct relay *rl = arg;
 
+	if (after_end(rl, ev))
+		return 0;
 	/* The event's bytes live in the splitter's buffers (sse.h), which
 	 * are ours to change until we return. */
 	relay_mask(rl, ev->raw, ev->raw_len);
@@ -456,7 +485,8 @@ on_data(void *arg, const char *p, size_t n)
 			 "upstream event too large");
 		return 1;
 	}
-	return stopped;
+	/* Events after the end: the answer is whole, the rest unread. */
+	return stopped || a->after_end > 0;
 }
 
 static int
@@ -877,7 +907,9 @@ judge_attempt(struct relay *rl, const struct upstream_result *r)
 	fa.content = a->content;
 	fa.done = a->ans.done;
 	fa.why = a->why;
-	fa.net = net_of(r->fail);
+	/* Stopped by us after the stream's end: the answer is whole. */
+	fa.net = a->after_end > 0 && r->fail == UP_ABORTED ? NET_OK :
+							     net_of(r->fail);
 	/* Usage, provider and an embedded error are read from a complete
 	 * 2xx body only. */
 	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
@@ -963,6 +995,10 @@ run_attempt(struct relay *rl)
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
 	memcpy(rl->generation_id, r.generation_id, sizeof(r.generation_id));
+	if (rl->a.after_end > 0)
+		log_warn("upstream sent %u event(s) after the end of a %s "
+			 "stream (model %s); dropped, stream closed",
+			 rl->a.after_end, rl->api->name, rl->req.model);
 	relay_mask(rl, rl->a.body.p, rl->a.body.len);
 	judge_attempt(rl, &r);
 	return 0;

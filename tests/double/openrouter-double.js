@@ -706,6 +706,8 @@ function shapeOf(text) {
   if (typeof o.mark === 'string' && /^[A-Za-z0-9-]{1,32}$/.test(o.mark)) c.mark = o.mark;
   // how the mark is spelled: an upstream reflecting a secret in forms a client decodes
   if (c.mark && MARK_FORMS.has(o.mark_form)) c.mark_form = o.mark_form;
+  // a hostile upstream: N more text deltas after a stream's own end (see AFTER_END)
+  if (Number.isInteger(o.after_end) && o.after_end >= 1 && o.after_end <= 100) c.after_end = o.after_end;
   // Messages and Responses: a tool call (function name) instead of text, see toolArgPieces
   if (typeof o.tool === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(o.tool)) c.tool = o.tool;
   return c;
@@ -1223,8 +1225,18 @@ function writeJson(ctx, id, body, f) {
 // A stream: the keep-alives `ka.first`, then (after first_token_delay_ms, `ka.each` every
 // keepalive_interval_ms) the events, at once or spacing_ms apart, then the tail: 'end',
 // 'destroy' (cut_after) or 'stall'.
+// The text delta a hostile upstream sends after its stream's end, in each API's form.
+const AFTER_END = {
+  chat: 'data: {"id":"gen-after","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" AFTER-END"},"finish_reason":null}]}\n\n',
+  messages: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" AFTER-END"}}\n\n',
+  responses: 'data: {"type":"response.output_text.delta","sequence_number":9999,"item_id":"msg_after","output_index":0,"content_index":0,"delta":" AFTER-END","logprobs":[]}\n\n',
+};
+
 function writeStream(ctx, id, events, tail, f, ka) {
   const sh = ctx.shape || cfg;
+  if (sh.after_end > 0 && tail === 'end' && AFTER_END[ctx.entry.api]) {
+    events = events.concat(Array(sh.after_end).fill(AFTER_END[ctx.entry.api]));
+  }
   head(ctx, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Generation-Id': id });
   ctx.ka = ka;
   ctx.g.evTotal = events.length;
