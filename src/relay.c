@@ -87,6 +87,7 @@ struct attempt {
 				 * whitespace padding came */
 	bool content;		/* data relayed in this attempt */
 	bool done_line;		/* a [DONE] came after the end event */
+	char gen_id[128];	/* upstream's X-Generation-Id, "" none */
 	unsigned after_end;	/* events dropped after the stream's end */
 	enum failover_abort why;
 	struct api_answer ans;	/* what the answer said (api.h) */
@@ -152,15 +153,24 @@ pinned_tag(const struct relay *rl)
 	return rl->route.tag[0] ? rl->route.tag : NULL;
 }
 
-/* The X-Orgw-* response headers (SPEC section 2). */
+/* The X-Orgw-* response headers (SPEC section 2), and upstream's
+ * X-Generation-Id when the last attempt had one (OpenRouter's own
+ * clients look the cost up with it; Messages clients read it as
+ * Anthropic's request-id). */
 static void
 orgw_headers(const struct relay *rl, char *dst, size_t n)
 {
+	const char *id = rl->a.gen_id;
+	bool anth = id[0] != '\0' && rl->api->id == API_MESSAGES;
+
 	snprintf(dst, n,
 		 "X-Orgw-Provider: %s\r\nX-Orgw-Route: %s\r\n"
-		 "X-Orgw-Attempts: %d\r\n",
+		 "X-Orgw-Attempts: %d\r\n%s%s%s%s%s%s",
 		 pinned_tag(rl) ? pinned_tag(rl) : "auto",
-		 route_name(rl->route.kind), rl->attempts);
+		 route_name(rl->route.kind), rl->attempts,
+		 id[0] ? "X-Generation-Id: " : "", id, id[0] ? "\r\n" : "",
+		 anth ? "request-id: " : "", anth ? id : "",
+		 anth ? "\r\n" : "");
 }
 
 /* Writes the stream's head and what was held back, unflushed: the
@@ -270,11 +280,18 @@ keep_alive(struct relay *rl, int64_t now)
 }
 
 static void
-on_headers(void *arg, long status, const char *ctype, int retry_after)
+on_headers(void *arg, long status, const char *ctype, int retry_after,
+	   const char *generation_id)
 {
 	struct relay *rl = arg;
 	struct attempt *a = &rl->a;
 
+	/* Relayed as X-Generation-Id (clients look the cost up with it),
+	 * unless it holds the upstream key (its shape allows one). */
+	snprintf(a->gen_id, sizeof(a->gen_id), "%s", generation_id);
+	mask_key(rl->c->openrouter_api_key, a->gen_id, strlen(a->gen_id));
+	if (strchr(a->gen_id, '*') != NULL)
+		a->gen_id[0] = '\0';
 	a->status = status;
 	snprintf(a->ctype, sizeof(a->ctype), "%s", ctype);
 	a->retry_after = retry_after;
@@ -620,12 +637,13 @@ send_stream_error(struct relay *rl, int status, const char *code,
 /* The gateway's own error when no upstream response can be relayed, in
  * the API's shape: its HTTP error, or inside an answer already
  * committed. */
-int
-relay_error(const struct orgw_io *io, const struct api *api, int status,
+static int
+error_reply(const struct orgw_io *io, const struct api *api, int status,
 	    const char *type, const char *code, const char *param,
-	    const char *msg, const char *extra)
+	    const char *msg, const char *extra, const char *request_id)
 {
-	char *s = api->error_body(status, type, code, param, msg);
+	char *s = api->error_body(status, type, code, param, msg,
+				  request_id);
 	int rc;
 
 	if (s == NULL)
@@ -637,24 +655,35 @@ relay_error(const struct orgw_io *io, const struct api *api, int status,
 	return rc;
 }
 
+int
+relay_error(const struct orgw_io *io, const struct api *api, int status,
+	    const char *type, const char *code, const char *param,
+	    const char *msg, const char *extra)
+{
+	return error_reply(io, api, status, type, code, param, msg, extra,
+			   NULL);
+}
+
 static int
 relay_gateway_error(struct relay *rl, int status, const char *code,
 		    const char *msg)
 {
 	char extra[512];
 
+	const char *id = rl->a.gen_id[0] ? rl->a.gen_id : NULL;
+
 	if (rl->json_head)
 		return send_text(rl, rl->api->committed_error(
 					     status, code, msg, rl->req.model,
-					     clock_now_s()));
+					     clock_now_s(), id));
 	if (rl->head_sent) {
 		send_stream_error(rl, status, code, msg);
 		return 0;
 	}
 	rl->final_status = status;
 	orgw_headers(rl, extra, sizeof(extra));
-	return relay_error(rl->io, rl->api, status, "upstream_error", code,
-			   NULL, msg, extra);
+	return error_reply(rl->io, rl->api, status, "upstream_error", code,
+			   NULL, msg, extra, id);
 }
 
 /* The status an error event or an error in a 200 stands for, when it
@@ -1336,12 +1365,14 @@ struct plain {
 };
 
 static void
-plain_headers(void *arg, long status, const char *ctype, int retry_after)
+plain_headers(void *arg, long status, const char *ctype, int retry_after,
+	      const char *generation_id)
 {
 	struct plain *pl = arg;
 
 	(void)ctype;
 	(void)retry_after;
+	(void)generation_id;
 	pl->status = status;
 }
 
