@@ -137,9 +137,8 @@ jsonscan_next(struct jsonscan *s, struct jsonscan_member *m)
 	return true;
 }
 
-/* cJSON.c parse_hex4(): 0 also for a byte that is not a hex digit. */
-static unsigned
-hex4(const char *p)
+bool
+jsonscan_hex4(const char *p, unsigned *code)
 {
 	unsigned h = 0, i;
 
@@ -154,9 +153,19 @@ hex4(const char *p)
 		else if (c >= 'A' && c <= 'F')
 			h += (unsigned)(c - 'A' + 10);
 		else
-			return 0;
+			return false;
 	}
-	return h;
+	*code = h;
+	return true;
+}
+
+/* cJSON.c parse_hex4(): 0 also for a byte that is not a hex digit. */
+static unsigned
+hex4(const char *p)
+{
+	unsigned h;
+
+	return jsonscan_hex4(p, &h) ? h : 0;
 }
 
 bool

@@ -60,4 +60,9 @@ bool jsonscan_next(struct jsonscan *s, struct jsonscan_member *m);
  */
 bool jsonscan_has_nul(const char *tok, size_t len);
 
+/* The value of the 4 hex digits at p (a \u escape's, after the "\u"):
+ * true with it in *code, false when one of them is not a hex digit.
+ * Reads exactly 4 bytes. */
+bool jsonscan_hex4(const char *p, unsigned *code);
+
 #endif

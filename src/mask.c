@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "jsonscan.h"
 #include "mask.h"
 
 /* Characters of a piece worth masking: shorter runs of a random key are
@@ -35,68 +36,27 @@ struct mchar {
 	size_t w;
 };
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The character at p[i] (i < n), read as inside a JSON string. */
 static struct mchar
 decode(const char *p, size_t i, size_t n)
 {
+	/* RFC 8259 section 7: the two-character escapes. */
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
 	struct mchar m = {(unsigned char)p[i], 1};
-	unsigned code = 0;
-	size_t j;
-	int h;
+	const char *e;
+	unsigned code;
 
 	if (p[i] != '\\' || i + 1 >= n)
 		return m;
 	m.w = 2;
-	switch (p[i + 1]) {
-	case '"':
-	case '\\':
-	case '/':
-		m.c = (unsigned char)p[i + 1];
-		return m;
-	case 'b':
-		m.c = '\b';
-		return m;
-	case 'f':
-		m.c = '\f';
-		return m;
-	case 'n':
-		m.c = '\n';
-		return m;
-	case 'r':
-		m.c = '\r';
-		return m;
-	case 't':
-		m.c = '\t';
-		return m;
-	case 'u':
-		break;
-	default:
-		m.c = 0;
+	m.c = 0;
+	if (p[i + 1] != 'u') {
+		if (p[i + 1] != '\0' && (e = strchr(from, p[i + 1])) != NULL)
+			m.c = (unsigned char)to[e - from];
 		return m;
 	}
-	if (n - i < 6) {
-		m.c = 0;
+	if (n - i < 6 || !jsonscan_hex4(p + i + 2, &code))
 		return m;
-	}
-	for (j = 2; j < 6; j++) {
-		if ((h = hexval(p[i + j])) < 0) {
-			m.c = 0;
-			return m;
-		}
-		code = code * 16 + (unsigned)h;
-	}
 	m.w = 6;
 	m.c = code < 0x80 ? (unsigned char)code : 0;
 	return m;

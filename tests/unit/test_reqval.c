@@ -1119,30 +1119,32 @@ test_models(void)
 	                                   &api_responses};
 	static const char *in[] = {"\"messages\":[]", "\"messages\":[]",
 	                           "\"input\":\"hi\""};
+	/* Refused, each as a field read twice: a second copy of "models"
+	 * or "model", however spelled. */
+	static const struct {
+		const char *members, *param, *what;
+	} dup[] = {
+		{"\"models\":[\"qwen/q\"],\"m\\u006fdels\":[\"openai/gpt-5\"]",
+		 "models", "models and m\\u006fdels"},
+		{"\"models\":[\"qwen/q\"],\"models\":[\"openai/gpt-5\"]",
+		 "models", "two models members"},
+		{"\"m\\u006fdel\":\"openai/gpt-5\"", "model",
+		 "model and m\\u006fdel"},
+	};
 	struct api_req r;
 	char b[512], what[128];
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < 3; i++) {
-		snprintf(b, sizeof(b),
-		         "{\"model\":\"qwen/q\",%s,\"models\":[\"qwen/q\"],"
-		         "\"m\\u006fdels\":[\"openai/gpt-5\"]}",
-		         in[i]);
-		snprintf(what, sizeof(what),
-		         "%s: models and m\\u006fdels: a duplicate, refused",
-		         apis[i]->name);
-		T_ASSERT(what, refused_api(apis[i], b, "models",
-		                           "a field orgw reads appears more "
-		                           "than once"));
-		snprintf(b, sizeof(b),
-		         "{\"model\":\"qwen/q\",%s,\"models\":[\"qwen/q\"],"
-		         "\"models\":[\"openai/gpt-5\"]}",
-		         in[i]);
-		snprintf(what, sizeof(what),
-		         "%s: two models members: refused", apis[i]->name);
-		T_ASSERT(what, refused_api(apis[i], b, "models",
-		                           "a field orgw reads appears more "
-		                           "than once"));
+		for (j = 0; j < sizeof(dup) / sizeof(dup[0]); j++) {
+			snprintf(b, sizeof(b), "{\"model\":\"qwen/q\",%s,%s}",
+			         in[i], dup[j].members);
+			snprintf(what, sizeof(what), "%s: %s: refused",
+			         apis[i]->name, dup[j].what);
+			T_ASSERT(what, refused_api(apis[i], b, dup[j].param,
+			                           "a field orgw reads appears "
+			                           "more than once"));
+		}
 		snprintf(b, sizeof(b),
 		         "{\"model\":\"qwen/q\",%s,"
 		         "\"m\\u006fdels\":[\"qwen/a\",\"openai\\/gpt-5\"]}",
@@ -1155,15 +1157,6 @@ test_models(void)
 		                   strcmp(r.models[0], "qwen/a") == 0 &&
 		                   strcmp(r.models[1], "openai/gpt-5") == 0);
 		reqval_free(&r);
-		snprintf(b, sizeof(b),
-		         "{\"m\\u006fdel\":\"openai/gpt-5\",%s,"
-		         "\"model\":\"qwen/q\"}",
-		         in[i]);
-		snprintf(what, sizeof(what),
-		         "%s: model and m\\u006fdel: refused", apis[i]->name);
-		T_ASSERT(what, refused_api(apis[i], b, "model",
-		                           "a field orgw reads appears more "
-		                           "than once"));
 	}
 	T_ASSERT("models: null is no list",
 	         parse_api(&api_chat,
