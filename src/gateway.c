@@ -1142,11 +1142,18 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 		return handle_health(io, env, c, conf_err, load);
 	if (id == R_ROOT)
 		return handle_root(io);
-	/* A login's key is in its form: handle_status_post guards it. */
+	/* A login's key is in its form: handle_status_post guards it.  A
+	 * valid /status cookie is the operator's too (made from its key). */
 	if (id != R_STATUS_POST &&
 	    key_guard_answer(io, env, api, path,
 			     guard_hash(http_key_token(env)),
-			     http_key_ok(env, c->custom_access_key), &rc))
+			     http_key_ok(env, c->custom_access_key) ||
+				     (id == R_STATUS &&
+				      c->custom_access_key != NULL &&
+				      statusauth_cookie_ok(env->cookie,
+							   c->custom_access_key,
+							   clock_now_s())),
+			     &rc))
 		return rc;
 	if (id == R_STATUS || id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)

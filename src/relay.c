@@ -668,9 +668,8 @@ static int
 relay_gateway_error(struct relay *rl, int status, const char *code,
 		    const char *msg)
 {
-	char extra[512];
-
 	const char *id = rl->a.gen_id[0] ? rl->a.gen_id : NULL;
+	char extra[512];
 
 	if (rl->json_head)
 		return send_text(rl, rl->api->committed_error(

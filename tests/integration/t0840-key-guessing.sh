@@ -76,8 +76,12 @@ t_eq "Messages: 429, an Anthropic rate_limit_error" "429 rate_limit_error" \
 	"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.type')"
 code=$(curl -sS -o /dev/null -w '%{http_code}' --data-raw "key=wrong-login-2" "$ORGW_URL/status")
 t_eq "a /status login: 429" 429 "$code"
-code=$(curl -sS -o /dev/null -w '%{http_code}' --data-raw "key=$ORGW_KEY" "$ORGW_URL/status")
+code=$(curl -sS -o /dev/null -c "$ORGW_T/jar" -w '%{http_code}' --data-raw "key=$ORGW_KEY" "$ORGW_URL/status")
 t_eq "... but the operator's: logged in (303)" 303 "$code"
+t_eq "... and its cookie opens the page from that address" 1 \
+	"$(page "$(awk '$6 == "orgw_status" { print $7 }' "$ORGW_T/jar")")"
+t_eq "... a made-up cookie does not: 429" 429 \
+	"$(curl -sS -o /dev/null -w '%{http_code}' -H 'Cookie: orgw_status=1.abc' "$ORGW_URL/status")"
 orgw_http GET /healthz ""
 t_eq "/healthz still answers" 200 "$HTTP_STATUS"
 t0=$(date +%s%N)
