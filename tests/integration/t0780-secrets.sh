@@ -128,8 +128,7 @@ ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --json >>"$ORGW_T/score.out" 2>&1
 # escapes (of its first character, or of all), cut in two across two
 # stream deltas, in stream content, a JSON answer, a relayed 4xx body and
 # a mid-stream error event, on each API (the double's mark_form).  Each
-# answer is read as its client would: every JSON string decoded, and the
-# API's text deltas joined.
+# answer is read as its client would (key_leaks).
 reflect_body() { # API FORM STREAM
 	local say="[double] {\\\"mark\\\":\\\"$UPSTREAM_KEY\\\",\\\"mark_form\\\":\\\"$2\\\",\\\"chunks\\\":7}"
 	case $1 in
@@ -137,24 +136,6 @@ reflect_body() { # API FORM STREAM
 	messages) printf '{"model":"%s","stream":%s,"max_tokens":100,"messages":[{"role":"user","content":"%s"}]}' "$M" "$3" "$say" ;;
 	responses) printf '{"model":"%s","stream":%s,"input":[{"role":"user","content":"%s"}]}' "$M" "$3" "$say" ;;
 	esac
-}
-# leaks FILE: "leak" when the key shows in FILE's bytes, in any JSON
-# string of it (an SSE data line or the body) or in its text deltas
-# joined; else "none".
-leaks() {
-	node -e '
-const fs = require("fs"), key = process.argv[2];
-const t = fs.readFileSync(process.argv[1], "utf8");
-const docs = [];
-for (const l of t.split("\n")) if (l.startsWith("data: ")) try { docs.push(JSON.parse(l.slice(6))); } catch (_) {}
-const i = t.indexOf("{");
-if (i >= 0) try { docs.push(JSON.parse(t.slice(i))); } catch (_) {}
-const strs = [];
-const walk = (v) => { if (typeof v === "string") strs.push(v); else if (v && typeof v === "object") Object.values(v).forEach(walk); };
-docs.forEach(walk);
-const text = docs.map((d) => d.choices?.[0]?.delta?.content ?? d.delta?.text ??
-	(d.type === "response.output_text.delta" ? d.delta : "") ?? "").join("");
-console.log(t.includes(key) || strs.some((s) => s.includes(key)) || text.includes(key) ? "leak" : "none");' "$1" "$UPSTREAM_KEY"
 }
 declare -A RPATH=([chat]=/v1/chat/completions [messages]=/v1/messages [responses]=/v1/responses)
 leaked=0 cases=0 out=
@@ -168,9 +149,9 @@ for api in chat messages responses; do
 		esac
 		orgw_http POST "${RPATH[$api]}" "$(reflect_body $api "${c#*-}" $st)"
 		cat "$HTTP_HEADERS_FILE" "$HTTP_BODY_FILE" >"$ORGW_T/reflect-$api-$c"
-		r=$(leaks "$ORGW_T/reflect-$api-$c")
 		cases=$((cases + 1))
-		[ "$r" = leak ] && { leaked=$((leaked + 1)); out="$out $api/$c"; }
+		[ "$(key_leaks "$UPSTREAM_KEY" "$ORGW_T/reflect-$api-$c")" = 1 ] &&
+			{ leaked=$((leaked + 1)); out="$out $api/$c"; }
 	done
 done
 double_ctl DELETE faults >/dev/null
