@@ -15,6 +15,7 @@
  * inside a JSON string, so the document stays valid and its length the
  * same.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "jsonscan.h"
@@ -128,68 +129,119 @@ longest_run(const char *key, size_t kl, const struct mchar *s, size_t t,
 	return best;
 }
 
-/* Pieces of the key at the start and at the end of the JSON string
- * whose characters are p[s..e) (quotes excluded). */
-static void
-mask_ends(const char *key, size_t kl, char *p, size_t s, size_t e)
+/* The last kl characters of the string p[s..e) into t (their raw
+ * offsets into off); returns how many.  A string with escapes is read
+ * from its start: where an escape begins cannot be told from its end. */
+static size_t
+tail_of(size_t kl, const char *p, size_t s, size_t e, struct mchar *t,
+	size_t *off)
 {
-	struct mchar head[MASK_KEY_MAX], tail[MASK_KEY_MAX];
-	size_t off[MASK_KEY_MAX];	/* raw offset of each of tail */
-	size_t nh = 0, nt = 0, first = 0, i, j, run, raw;
+	struct mchar ring[MASK_KEY_MAX];
+	size_t roff[MASK_KEY_MAX], nt = 0, first = 0, i, j;
 
-	if (e - s < MASK_PIECE_MIN)
-		return;	/* too short to hold a piece */
-	i = s;
-	while (i < e) {
-		/* tail is a ring of the last kl characters, at first. */
+	if (memchr(p + s, '\\', e - s) == NULL) {
+		nt = e - s < kl ? e - s : kl;
+		for (i = 0; i < nt; i++) {
+			t[i].c = (unsigned char)p[e - nt + i];
+			t[i].w = 1;
+			off[i] = e - nt + i;
+		}
+		return nt;
+	}
+	for (i = s; i < e; i += ring[j].w) {
 		j = (first + nt) % kl;
 		if (nt == kl)
 			first = (first + 1) % kl;
 		else
 			nt++;
-		tail[j] = decode(p, i, e);
-		off[j] = i;
-		if (nh < kl)
-			head[nh++] = tail[j];
-		i += tail[j].w;
+		ring[j] = decode(p, i, e);
+		roff[j] = i;
 	}
-	run = longest_run(key, kl, head, nh, 1);
-	if (run >= MASK_PIECE_MIN) {
-		for (raw = 0, i = 0; i < run; i++)
-			raw += head[i].w;
-		memset(p + s, '*', raw);
+	for (i = 0; i < nt; i++) {
+		t[i] = ring[(first + i) % kl];
+		off[i] = roff[(first + i) % kl];
 	}
-	/* The ring in order, into head (done with it). */
-	for (i = 0; i < nt; i++)
-		head[i] = tail[(first + i) % kl];
-	run = longest_run(key, kl, head, nt, -1);
-	if (run >= MASK_PIECE_MIN) {
-		i = off[(first + nt - run) % kl];
-		memset(p + i, '*', e - i);
+	return nt;
+}
+
+/* False when the n bytes at q (a string without escapes) cannot be the
+ * start or end of a piece: one is no byte of the key.  Most strings fail
+ * it at once, so the piece search costs little beyond this. */
+static bool
+maybe_piece(const bool *in_key, const char *q, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!in_key[(unsigned char)q[i]])
+			return false;
+	return true;
+}
+
+/* Pieces of the key at the start and at the end of the JSON string
+ * whose characters are p[s..e) (quotes excluded); in_key[c]: c is one
+ * of the key's bytes. */
+static void
+mask_ends(const char *key, size_t kl, const bool *in_key, char *p, size_t s,
+	  size_t e)
+{
+	struct mchar c[MASK_KEY_MAX];
+	size_t off[MASK_KEY_MAX], n = 0, i, run, raw;
+	bool esc;
+
+	if (e - s < MASK_PIECE_MIN)
+		return;	/* too short to hold a piece */
+	esc = memchr(p + s, '\\', e - s) != NULL;
+	if (esc || maybe_piece(in_key, p + s, MASK_PIECE_MIN)) {
+		for (i = s; i < e && n < kl; i += c[n++].w)
+			c[n] = decode(p, i, e);
+		run = longest_run(key, kl, c, n, 1);
+		if (run >= MASK_PIECE_MIN) {
+			for (raw = 0, i = 0; i < run; i++)
+				raw += c[i].w;
+			memset(p + s, '*', raw);
+		}
 	}
+	if (!esc && !maybe_piece(in_key, p + e - MASK_PIECE_MIN, MASK_PIECE_MIN))
+		return;
+	n = tail_of(kl, p, s, e, c, off);
+	run = longest_run(key, kl, c, n, -1);
+	if (run >= MASK_PIECE_MIN)
+		memset(p + off[n - run], '*', e - off[n - run]);
 }
 
 void
 mask_key(const char *key, char *p, size_t n)
 {
-	size_t kl = key != NULL ? strlen(key) : 0, i, s;
+	size_t kl = key != NULL ? strlen(key) : 0, i, s, e, b;
+	const char *q;
+	bool in_key[256];
 
 	if (kl == 0 || p == NULL)
 		return;
 	mask_whole(key, kl, p, n);
 	if (kl > MASK_KEY_MAX || kl <= MASK_PIECE_MIN)
 		return;
+	memset(in_key, 0, sizeof(in_key));
+	for (i = 0; i < kl; i++)
+		in_key[(unsigned char)key[i]] = true;
 	/* Every JSON string: a '"' outside one opens it, and it runs to
-	 * the first '"' a backslash does not take. */
-	for (i = 0; i < n; i++) {
-		if (p[i] != '"')
-			continue;
-		for (s = ++i; i < n && p[i] != '"'; i++)
-			if (p[i] == '\\')
-				i++;
-		if (i >= n)
+	 * the first '"' a backslash does not take (one after an even run
+	 * of backslashes).  memchr: most bytes are neither. */
+	for (i = 0; i < n && (q = memchr(p + i, '"', n - i)) != NULL;
+	     i = e + 1) {
+		s = (size_t)(q - p) + 1;
+		for (e = s; e < n && (q = memchr(p + e, '"', n - e)) != NULL;
+		     e++) {
+			e = (size_t)(q - p);
+			for (b = e; b > s && p[b - 1] == '\\'; b--)
+				;
+			if ((e - b) % 2 == 0)
+				break;
+		}
+		if (q == NULL || e >= n)
 			break;
-		mask_ends(key, kl, p, s, i);
+		mask_ends(key, kl, in_key, p, s, e);
 	}
 }
 

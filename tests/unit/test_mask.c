@@ -101,6 +101,11 @@ test_forms(void)
 	T_ASSERT("split: ordinary text is left alone",
 		 masked(k, "{\"content\":\"Hello from deepseek 0123\"}",
 			"{\"content\":\"Hello from deepseek 0123\"}"));
+	T_ASSERT("split: strings found past escaped quotes and backslashes",
+		 masked(k, "[\"say \\\"0123456789ab\\\" 0123456789abcdef\","
+			   "\"x\\\\\",\"0123456789abc\"]",
+			"[\"say \\\"0123456789ab\\\" ****************\","
+			"\"x\\\\\",\"*************\"]"));
 	T_ASSERT("split: an unterminated string is left",
 		 masked(k, "\"0123456789abcdef", "\"0123456789abcdef"));
 }
