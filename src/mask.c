@@ -8,9 +8,12 @@
  * What a client reads is JSON: it decodes escapes, and it joins the
  * deltas of a stream.  So the key is looked for as the client would
  * read it: each of its characters as itself or as a JSON escape
- * ("\u0073", "\/"), and, inside each JSON string, as a piece of
- * MASK_PIECE_MIN or more of its characters at the string's start or end
- * (where a key cut across two stream events or deltas shows).  The
+ * ("\u0073", "\/"), and, in a stream event (mask_key_split), inside
+ * each JSON string value as a piece of MASK_PIECE_MIN or more of its
+ * characters at the string's start or end (where a key cut across two
+ * stream events or deltas shows).  Pieces are looked for only there: a
+ * whole answer is not joined with another, and OpenRouter's own
+ * abbreviation of a key ("sk-or-v1-abc...xyz", GET /key) must stay.  The
  * escaped forms are overwritten byte for byte with '*', which is valid
  * inside a JSON string, so the document stays valid and its length the
  * same.
@@ -213,6 +216,16 @@ mask_ends(const char *key, size_t kl, const bool *in_key, char *p, size_t s,
 void
 mask_key(const char *key, char *p, size_t n)
 {
+	size_t kl = key != NULL ? strlen(key) : 0;
+
+	if (kl == 0 || p == NULL)
+		return;
+	mask_whole(key, kl, p, n);
+}
+
+void
+mask_key_split(const char *key, char *p, size_t n)
+{
 	size_t kl = key != NULL ? strlen(key) : 0, i, s, e, b;
 	const char *q;
 	bool in_key[256];
@@ -241,6 +254,14 @@ mask_key(const char *key, char *p, size_t n)
 		}
 		if (q == NULL || e >= n)
 			break;
+		/* A member's name ("upstream_inference_cost") is no text
+		 * a client joins: only values are looked at. */
+		for (b = e + 1; b < n && (p[b] == ' ' || p[b] == '\t' ||
+					  p[b] == '\n' || p[b] == '\r');
+		     b++)
+			;
+		if (b < n && p[b] == ':')
+			continue;
 		mask_ends(key, kl, in_key, p, s, e);
 	}
 }

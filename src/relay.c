@@ -449,8 +449,8 @@ on_event(void *arg, const struct sse_event *ev)
 		return 0;
 	/* The event's bytes live in the splitter's buffers (sse.h), which
 	 * are ours to change until we return. */
-	relay_mask(rl, ev->raw, ev->raw_len);
-	relay_mask(rl, ev->data, ev->data_len);
+	mask_key_split(rl->c->openrouter_api_key, ev->raw, ev->raw_len);
+	mask_key_split(rl->c->openrouter_api_key, ev->data, ev->data_len);
 
 	switch (ev->kind) {
 	case SSE_COMMENT:
