@@ -103,9 +103,10 @@ api_openai_error_json(const char *type, const char *code, const char *param,
 
 char *
 api_openai_error(int status, const char *type, const char *code,
-		 const char *param, const char *msg)
+		 const char *param, const char *msg, const char *request_id)
 {
 	(void)status;
+	(void)request_id;
 	return api_openai_error_json(type, code, param, msg);
 }
 

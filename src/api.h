@@ -121,9 +121,12 @@ struct api {
 	void (*body)(const cJSON *o, const char *key, struct api_answer *ans);
 	/* The body of an error orgw answers itself: status, the OpenAI
 	 * error type and code (code may be NULL), param (may be NULL),
-	 * the message. */
+	 * the message; request_id (may be NULL: none) is upstream's id of
+	 * the request, which Anthropic's shape carries as "request_id"
+	 * (null without one). */
 	char *(*error_body)(int status, const char *type, const char *code,
-			    const char *param, const char *msg);
+			    const char *param, const char *msg,
+			    const char *request_id);
 	/* The SSE bytes that end a stream broken after content reached
 	 * the client (no normal end follows): status is what the failure
 	 * stands for (502, 504, ...), code orgw's short name of it.
@@ -136,7 +139,7 @@ struct api {
 	 * (whitespace went out first): the JSON document that follows. */
 	char *(*committed_error)(int status, const char *code,
 				 const char *msg, const char *model,
-				 int64_t now);
+				 int64_t now, const char *request_id);
 };
 
 extern const struct api api_chat;
@@ -177,9 +180,10 @@ char *api_openai_error_json(const char *type, const char *code,
 			    const char *param, const char *msg);
 
 /* The same as an adapter's error_body (chat completions and Responses;
- * status is not part of the shape). */
+ * status and request_id are not part of the shape). */
 char *api_openai_error(int status, const char *type, const char *code,
-		       const char *param, const char *msg);
+		       const char *param, const char *msg,
+		       const char *request_id);
 
 /* One SSE event: "event: <event>\n" (none when event is NULL), then
  * "data: <json>\n\n".  Takes json (cJSON-allocated; NULL: out of memory)

@@ -185,9 +185,10 @@ chat_stream_error(int status, const char *code, const char *msg,
  * OpenRouter answers then. */
 static char *
 chat_committed_error(int status, const char *code, const char *msg,
-		     const char *model, int64_t now)
+		     const char *model, int64_t now, const char *request_id)
 {
 	(void)status;
+	(void)request_id;
 	(void)model;
 	(void)now;
 	return api_openai_error_json("upstream_error", code, NULL, msg);

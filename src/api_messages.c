@@ -151,9 +151,11 @@ error_type(int status)
 					       "api_error";
 }
 
-/* {"type":"error","error":{"type":T,"message":M}}; cJSON_free() it. */
+/* {"type":"error","error":{"type":T,"message":M}}, and with_id:
+ * "request_id" (Anthropic's error shape; request_id, or null when NULL);
+ * cJSON_free() it. */
 static char *
-error_json(int status, const char *msg)
+error_json(int status, const char *msg, bool with_id, const char *request_id)
 {
 	cJSON *o = cJSON_CreateObject(), *e;
 	char *s = NULL;
@@ -161,7 +163,11 @@ error_json(int status, const char *msg)
 	if (o != NULL && cJSON_AddStringToObject(o, "type", "error") &&
 	    (e = cJSON_AddObjectToObject(o, "error")) != NULL &&
 	    cJSON_AddStringToObject(e, "type", error_type(status)) &&
-	    cJSON_AddStringToObject(e, "message", msg))
+	    cJSON_AddStringToObject(e, "message", msg) &&
+	    (!with_id ||
+	     (request_id != NULL ?
+		      cJSON_AddStringToObject(o, "request_id", request_id) :
+		      cJSON_AddNullToObject(o, "request_id")) != NULL))
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
@@ -169,12 +175,13 @@ error_json(int status, const char *msg)
 
 static char *
 messages_error_body(int status, const char *type, const char *code,
-		    const char *param, const char *msg)
+		    const char *param, const char *msg,
+		    const char *request_id)
 {
 	(void)type;
 	(void)code;
 	(void)param;
-	return error_json(status, msg);
+	return error_json(status, msg, true, request_id);
 }
 
 /* An "error" event and nothing after it: no message_stop, so the SDK
@@ -188,17 +195,18 @@ messages_stream_error(int status, const char *code, const char *msg,
 	(void)model;
 	(void)now;
 	(void)ans;
-	return api_sse("error", error_json(status, msg));
+	return api_sse("error", error_json(status, msg, false, NULL));
 }
 
 static char *
 messages_committed_error(int status, const char *code, const char *msg,
-			 const char *model, int64_t now)
+			 const char *model, int64_t now,
+			 const char *request_id)
 {
 	(void)code;
 	(void)model;
 	(void)now;
-	return error_json(status, msg);
+	return error_json(status, msg, true, request_id);
 }
 
 const struct api api_messages = {

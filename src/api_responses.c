@@ -211,13 +211,15 @@ responses_stream_error(int status, const char *code, const char *msg,
 
 static char *
 responses_committed_error(int status, const char *code, const char *msg,
-			  const char *model, int64_t now)
+			  const char *model, int64_t now,
+			  const char *request_id)
 {
 	cJSON *r = failed_response(msg, model, now);
 	char *s = r != NULL ? cJSON_PrintUnformatted(r) : NULL;
 
 	(void)status;
 	(void)code;
+	(void)request_id;
 	cJSON_Delete(r);
 	return s;
 }

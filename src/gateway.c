@@ -19,6 +19,7 @@
 
 #include <cJSON.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "api.h"
 #include "buf.h"
@@ -32,6 +33,7 @@
 #include "prom.h"
 #include "record.h"
 #include "relay.h"
+#include "reqval.h"
 #include "scorerun.h"
 #include "slots.h"
 #include "state.h"
@@ -475,9 +477,27 @@ status_location(const struct orgw_env *env, char *dst, size_t n)
 	dst[i] = '\0';
 }
 
-/* Refused keys per client address in this process (guard.h). */
+/* Refused keys per client address and per key in this process
+ * (guard.h). */
 static struct guard key_guard;
 static pthread_mutex_t key_guard_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The guard's hash of a presented key (the first 8 bytes of its
+ * SHA-256: the guard keeps no key, and tells keys apart); 0 for none. */
+static uint64_t
+guard_hash(const char *key)
+{
+	unsigned char d[SHA256_DIGEST_LENGTH];
+	uint64_t h = 0;
+	size_t i;
+
+	if (key == NULL || key[0] == '\0' ||
+	    SHA256((const unsigned char *)key, strlen(key), d) == NULL)
+		return 0;
+	for (i = 0; i < 8; i++)
+		h = h << 8 | d[i];
+	return h != 0 ? h : 1;
+}
 
 /*
  * A key was sent and refused (what: client_key, metrics_key,
@@ -486,7 +506,8 @@ static pthread_mutex_t key_guard_mu = PTHREAD_MUTEX_INITIALIZER;
  * address's 429.  Never the key itself.
  */
 static void
-key_refused(const struct orgw_env *env, const char *what, const char *path)
+key_refused(const struct orgw_env *env, const char *what, const char *path,
+	    uint64_t key)
 {
 	char a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
 
@@ -496,25 +517,30 @@ key_refused(const struct orgw_env *env, const char *what, const char *path)
 			 env->remote_addr != NULL ? env->remote_addr : "-"),
 		log_safe(p, sizeof(p), path));
 	pthread_mutex_lock(&key_guard_mu);
-	guard_fail(&key_guard, env->remote_addr, clock_now_s());
+	guard_fail(&key_guard, env->remote_addr, key, clock_now_s());
 	pthread_mutex_unlock(&key_guard_mu);
 }
 
 /*
  * 429 with Retry-After, at once, to an address that had too many keys
- * refused this minute, whatever key it sends now (a right guess must not
- * be told apart); 1 when answered so, else 0 with *rc untouched.  No
+ * refused this minute, or for a key refused too often, whatever key it
+ * sends now (a right guess must not be told apart), but the operator's
+ * (is_operator): a guesser on the operator's own host must not lock the
+ * operator out.  1 when answered so, else 0 with *rc untouched.  No
  * sleep: a wait would hold a worker thread per guess.
  */
 static int
 key_guard_answer(const struct orgw_io *io, const struct orgw_env *env,
-		 const struct api *api, const char *path, int *rc)
+		 const struct api *api, const char *path, uint64_t key,
+		 bool is_operator, int *rc)
 {
 	char extra[64], a[GUARD_ADDR_MAX * 4], p[PATH_MAX_BYTES * 4];
 	int64_t wait;
 
+	if (is_operator)
+		return 0;
 	pthread_mutex_lock(&key_guard_mu);
-	wait = guard_wait(&key_guard, env->remote_addr, clock_now_s());
+	wait = guard_wait(&key_guard, env->remote_addr, key, clock_now_s());
 	pthread_mutex_unlock(&key_guard_mu);
 	if (wait == 0)
 		return 0;
@@ -532,15 +558,22 @@ key_guard_answer(const struct orgw_io *io, const struct orgw_env *env,
 	return 1;
 }
 
-/* True when key is a team key given --admin: it may read what the
- * operator's key reads (/stats, /metrics, /status, /__cron). */
-static bool
-team_admin_key(const struct orgw_conf *c, const char *key)
+/* What key is among the team keys: TEAM_ADMIN, a key given --admin (it
+ * may read what the operator's key reads: /stats, /metrics, /status,
+ * /__cron); TEAM_PLAIN, another active key (a valid key that lacks that
+ * right: 403, not a wrong key); TEAM_NONE, no team key (or the keys store
+ * could not say). */
+enum team_kind { TEAM_NONE, TEAM_PLAIN, TEAM_ADMIN };
+
+static enum team_kind
+team_key_kind(const struct orgw_conf *c, const char *key)
 {
 	struct teamauth t;
 
-	return teamauth_identify_key(c, key, clock_now_s(), &t) == TA_TEAM &&
-	       t.key.admin;
+	if (key == NULL ||
+	    teamauth_identify_key(c, key, clock_now_s(), &t) != TA_TEAM)
+		return TEAM_NONE;
+	return t.key.admin ? TEAM_ADMIN : TEAM_PLAIN;
 }
 
 /*
@@ -552,14 +585,17 @@ team_admin_key(const struct orgw_conf *c, const char *key)
  */
 static int
 handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
-		   const struct orgw_conf *c)
+		   const struct orgw_conf *c, const struct api *api)
 {
 	char body[STATUS_FORM_MAX_BYTES + 1], key[STATUS_FORM_MAX_BYTES];
 	char tok[STATUSAUTH_TOKEN_MAX], where[512], extra[1024], flag[8];
 	const char *secure;
 	unsigned long long cl;
+	enum team_kind kind = TEAM_NONE;
 	size_t got = 0;
+	uint64_t hash;
 	ssize_t n;
+	int rc;
 	bool ok;
 
 	if (http_content_length(env->content_length, &cl) != ORGW_OK ||
@@ -588,13 +624,27 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 			 where, secure);
 		return status_redirect(io, extra);
 	}
-	ok = statusauth_form_get(body, got, "key", key, sizeof(key)) &&
-	     (statusauth_key_eq(key, c->custom_access_key) ||
-	      team_admin_key(c, key));
+	if (!statusauth_form_get(body, got, "key", key, sizeof(key)))
+		key[0] = '\0';
+	ok = key[0] != '\0' && statusauth_key_eq(key, c->custom_access_key);
+	hash = guard_hash(key);
+	/* The guard after the form is read: it lets the operator's key
+	 * through, and only the form carries the key here. */
+	if (key_guard_answer(io, env, api, "/status", hash, ok, &rc)) {
+		OPENSSL_cleanse(key, sizeof(key));
+		OPENSSL_cleanse(body, sizeof(body));
+		return rc;
+	}
+	if (!ok && key[0] != '\0')
+		kind = team_key_kind(c, key);
 	OPENSSL_cleanse(key, sizeof(key));
 	OPENSSL_cleanse(body, sizeof(body));
-	if (!ok) {
-		key_refused(env, "status_login", "/status");
+	if (kind == TEAM_PLAIN)
+		return status_login(io, 403,
+				    "this key may not open the status page; "
+				    "it needs the operator's key or --admin");
+	if (!ok && kind != TEAM_ADMIN) {
+		key_refused(env, "status_login", "/status", hash);
 		return status_login(io, 401, "wrong key");
 	}
 	if (statusauth_token(c->custom_access_key,
@@ -619,6 +669,7 @@ static int
 handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 	       const struct orgw_conf *c, const struct orgw_load *load)
 {
+	enum team_kind kind = TEAM_NONE;
 	struct buf out = {0};
 	char h[128];
 	enum orgw_err err;
@@ -626,10 +677,17 @@ handle_metrics(const struct orgw_io *io, const struct orgw_env *env,
 
 	if (!http_key_ok(env, c->metrics_key) &&
 	    !http_key_ok(env, c->custom_access_key) &&
-	    !(http_key_token(env) != NULL &&
-	      team_admin_key(c, http_key_token(env)))) {
+	    (kind = team_key_kind(c, http_key_token(env))) != TEAM_ADMIN) {
+		if (kind == TEAM_PLAIN)
+			return http_error(io, 403, "permission_error",
+					  "admin_key_required", NULL,
+					  "this key may not read this path; "
+					  "it needs the operator's key, "
+					  "METRICS_KEY or --admin",
+					  NULL);
 		if (http_key_sent(env))
-			key_refused(env, "metrics_key", "/metrics");
+			key_refused(env, "metrics_key", "/metrics",
+				    guard_hash(http_key_token(env)));
 		return http_error(io, 401, "invalid_request_error",
 				  "invalid_api_key", NULL,
 				  http_key_sent(env) ?
@@ -754,18 +812,32 @@ forward_headers(const struct orgw_env *env, const struct api *api,
 	ptrs[n] = NULL;
 }
 
-/* True when team key k may count tokens for the body's "model": the
- * same globs as its generations (a body without one is upstream's to
- * refuse). */
-static bool
-count_tokens_allowed(const struct teamkey *k, const char *body, size_t len)
+/*
+ * Whether team key k may count tokens for body: its model-selecting
+ * members read as a generation's are (reqval_parse: found by decoded
+ * name, each once, "models" entries too) and held to the same globs.
+ * ORGW_OK to go on; ORGW_EINVAL with the message in err (param in
+ * *param) for a body reqval refuses; ORGW_EBUSY for a model outside
+ * the globs.
+ */
+static enum orgw_err
+count_tokens_allowed(const struct orgw_conf *c, const struct api *api,
+		     const struct teamkey *k, const char *body, size_t len,
+		     char *err, size_t errlen, const char **param)
 {
-	cJSON *o = cJSON_ParseWithLength(body, len);
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
-	bool ok = !cJSON_IsString(m) || teamkey_model_ok(k, m->valuestring);
+	struct api_req r;
+	enum orgw_err e;
 
-	cJSON_Delete(o);
-	return ok;
+	e = reqval_parse(api, body, len,
+			 c->n_target_models == 1 ? c->target_models[0] : NULL,
+			 &r, err, errlen, param);
+	if (e != ORGW_OK)
+		return e;
+	if (teamkey_check_key(k, clock_now_s(), r.model, r.models,
+			      r.n_models) == TK_MODEL)
+		e = ORGW_EBUSY;
+	reqval_free(&r);
+	return e;
 }
 
 static int overloaded(const struct orgw_io *io, const struct api *api,
@@ -801,6 +873,9 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	struct relay_in in;
 	struct buf body = {0};
 	struct jsonscan_size z;
+	enum orgw_err e = ORGW_OK;
+	const char *param = NULL;
+	char err[256];
 	unsigned long long cl;
 	char chunk[16384], msg[160];
 	ssize_t n;
@@ -927,7 +1002,20 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.headers = hdrs;
 	in.team = team;
 	if (id == R_COUNT_TOKENS && team != NULL &&
-	    !count_tokens_allowed(&team->key, body.p, body.len)) {
+	    (e = count_tokens_allowed(c, api, &team->key, body.p, body.len,
+				      err, sizeof(err), &param)) != ORGW_OK &&
+	    e != ORGW_EBUSY) {
+		buf_free(&body);
+		log_msg("req",
+			"time=%lld api=%s path=/messages/count_tokens "
+			"status=400 outcome=invalid_request key=%s",
+			(long long)clock_now_s(), api->name, team->key.name);
+		*logged = true;
+		return relay_error(io, api, 400, "invalid_request_error",
+				   "invalid_request", param, err, NULL);
+	}
+	if (id == R_COUNT_TOKENS && team != NULL && e == ORGW_EBUSY) {
+		buf_free(&body);
 		/* Counted as the generations' refusals are (refused_model,
 		 * orgw_key_refused_total{reason="model"}). */
 		teamauth_refused(c, team, TK_MODEL, clock_now_s());
@@ -1132,7 +1220,18 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 		return handle_health(io, env, c, conf_err, load);
 	if (id == R_ROOT)
 		return handle_root(io);
-	if (key_guard_answer(io, env, api, path, &rc))
+	/* A login's key is in its form: handle_status_post guards it.  A
+	 * valid /status cookie is the operator's too (made from its key). */
+	if (id != R_STATUS_POST &&
+	    key_guard_answer(io, env, api, path,
+			     guard_hash(http_key_token(env)),
+			     http_key_ok(env, c->custom_access_key) ||
+				     (id == R_STATUS &&
+				      c->custom_access_key != NULL &&
+				      statusauth_cookie_ok(env->cookie,
+							   c->custom_access_key,
+							   clock_now_s())),
+			     &rc))
 		return rc;
 	if (id == R_STATUS || id == R_STATUS_POST) {
 		if (conf_err != NULL || c->custom_access_key == NULL)
@@ -1142,7 +1241,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 					  "/healthz",
 					  NULL);
 		return id == R_STATUS ? handle_status(io, env, c) :
-					handle_status_post(io, env, c);
+					handle_status_post(io, env, c, api);
 	}
 	if (conf_err != NULL || c->custom_access_key == NULL ||
 	    c->openrouter_api_key == NULL)
@@ -1168,7 +1267,8 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 				   NULL);
 	if (who != TA_OPERATOR && who != TA_TEAM) {
 		if (http_key_sent(env))
-			key_refused(env, "client_key", path);
+			key_refused(env, "client_key", path,
+				    guard_hash(http_key_token(env)));
 		return relay_error(io, api, 401, "invalid_request_error",
 				   "invalid_api_key", NULL,
 				   http_key_sent(env) ?

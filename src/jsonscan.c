@@ -183,9 +183,8 @@ jsonscan_next_elem(struct jsonscan *s, size_t *off, size_t *len)
 	return true;
 }
 
-/* cJSON.c parse_hex4(): 0 also for a byte that is not a hex digit. */
-static unsigned
-hex4(const char *p)
+bool
+jsonscan_hex4(const char *p, unsigned *code)
 {
 	unsigned h = 0, i;
 
@@ -200,9 +199,19 @@ hex4(const char *p)
 		else if (c >= 'A' && c <= 'F')
 			h += (unsigned)(c - 'A' + 10);
 		else
-			return 0;
+			return false;
 	}
-	return h;
+	*code = h;
+	return true;
+}
+
+/* cJSON.c parse_hex4(): 0 also for a byte that is not a hex digit. */
+static unsigned
+hex4(const char *p)
+{
+	unsigned h;
+
+	return jsonscan_hex4(p, &h) ? h : 0;
 }
 
 bool

@@ -67,7 +67,10 @@ bool jsonscan_next_elem(struct jsonscan *s, size_t *off, size_t *len);
  * decodes it to a C string that ends early, at a NUL: a raw 0x00 byte,
  * or a \u escape that cJSON reads as 0 ("\u0000", or one with a byte
  * that is not a hex digit).  A JavaScript JSON.parse keeps the rest of
- * such a string, so cJSON's value is not what an upstream reads.
+ * such a string, so cJSON's value is not what an upstream reads.  Also
+ * for an array or object token cJSON accepted (brackets included): true
+ * when any string in it is such a string, since a backslash only occurs
+ * inside strings there.
  */
 bool jsonscan_has_nul(const char *tok, size_t len);
 
@@ -99,5 +102,10 @@ void jsonscan_size(const char *text, size_t len, struct jsonscan_size *z);
  * malloc'd chunk, and one short-lived chunk more.  SIZE_MAX when that
  * does not fit in a size_t. */
 size_t jsonscan_tree_bytes(size_t len, const struct jsonscan_size *z);
+
+/* The value of the 4 hex digits at p (a \u escape's, after the "\u"):
+ * true with it in *code, false when one of them is not a hex digit.
+ * Reads exactly 4 bytes. */
+bool jsonscan_hex4(const char *p, unsigned *code);
 
 #endif

@@ -88,6 +88,9 @@ struct attempt {
 	size_t tree_bytes;	/* non-streamed: its cJSON tree at most
 				 * (jsonscan_tree_bytes), 0 unparsed */
 	bool content;		/* data relayed in this attempt */
+	bool done_line;		/* a [DONE] came after the end event */
+	char gen_id[128];	/* upstream's X-Generation-Id, "" none */
+	unsigned after_end;	/* events dropped after the stream's end */
 	enum failover_abort why;
 	struct api_answer ans;	/* what the answer said (api.h) */
 };
@@ -159,15 +162,24 @@ pinned_tag(const struct relay *rl)
 	return rl->route.tag[0] ? rl->route.tag : NULL;
 }
 
-/* The X-Orgw-* response headers (SPEC section 2). */
+/* The X-Orgw-* response headers (SPEC section 2), and upstream's
+ * X-Generation-Id when the last attempt had one (OpenRouter's own
+ * clients look the cost up with it; Messages clients read it as
+ * Anthropic's request-id). */
 static void
 orgw_headers(const struct relay *rl, char *dst, size_t n)
 {
+	const char *id = rl->a.gen_id;
+	bool anth = id[0] != '\0' && rl->api->id == API_MESSAGES;
+
 	snprintf(dst, n,
 		 "X-Orgw-Provider: %s\r\nX-Orgw-Route: %s\r\n"
-		 "X-Orgw-Attempts: %d\r\n",
+		 "X-Orgw-Attempts: %d\r\n%s%s%s%s%s%s",
 		 pinned_tag(rl) ? pinned_tag(rl) : "auto",
-		 route_name(rl->route.kind), rl->attempts);
+		 route_name(rl->route.kind), rl->attempts,
+		 id[0] ? "X-Generation-Id: " : "", id, id[0] ? "\r\n" : "",
+		 anth ? "request-id: " : "", anth ? id : "",
+		 anth ? "\r\n" : "");
 }
 
 /* Writes the stream's head and what was held back, unflushed: the
@@ -277,11 +289,18 @@ keep_alive(struct relay *rl, int64_t now)
 }
 
 static void
-on_headers(void *arg, long status, const char *ctype, int retry_after)
+on_headers(void *arg, long status, const char *ctype, int retry_after,
+	   const char *generation_id)
 {
 	struct relay *rl = arg;
 	struct attempt *a = &rl->a;
 
+	/* Relayed as X-Generation-Id (clients look the cost up with it),
+	 * unless it holds the upstream key (its shape allows one). */
+	snprintf(a->gen_id, sizeof(a->gen_id), "%s", generation_id);
+	mask_key(rl->c->openrouter_api_key, a->gen_id, strlen(a->gen_id));
+	if (strchr(a->gen_id, '*') != NULL)
+		a->gen_id[0] = '\0';
 	a->status = status;
 	snprintf(a->ctype, sizeof(a->ctype), "%s", ctype);
 	a->retry_after = retry_after;
@@ -405,15 +424,42 @@ on_data_event(struct relay *rl, const struct sse_event *ev)
 	return 0;
 }
 
+/*
+ * True when ev comes after the stream's own last event (chat's [DONE],
+ * Messages' message_stop, Responses' response.completed or .incomplete
+ * and then one [DONE]): it is no part of the answer, and a client that
+ * reads on would take it for one, so it is dropped and counted, and the
+ * attempt stops at the end of what upstream sent with it (on_data).  A
+ * [DONE] after message_stop (OpenRouter may send one) is dropped
+ * without a count: Anthropic's stream has no such line.
+ */
+static bool
+after_end(struct relay *rl, const struct sse_event *ev)
+{
+	struct attempt *a = &rl->a;
+
+	if (!a->ans.done)
+		return false;
+	if (ev->kind == SSE_DONE && !a->done_line && a->after_end == 0 &&
+	    !rl->api->done_sentinel) {
+		a->done_line = true;
+		return rl->api->id != API_RESPONSES;
+	}
+	a->after_end++;
+	return true;
+}
+
 static int
 on_event(void *arg, const struct sse_event *ev)
 {
 	struct relay *rl = arg;
 
+	if (after_end(rl, ev))
+		return 0;
 	/* The event's bytes live in the splitter's buffers (sse.h), which
 	 * are ours to change until we return. */
-	relay_mask(rl, ev->raw, ev->raw_len);
-	relay_mask(rl, ev->data, ev->data_len);
+	mask_key_split(rl->c->openrouter_api_key, ev->raw, ev->raw_len);
+	mask_key_split(rl->c->openrouter_api_key, ev->data, ev->data_len);
 
 	switch (ev->kind) {
 	case SSE_COMMENT:
@@ -471,7 +517,8 @@ on_data(void *arg, const char *p, size_t n)
 			 "upstream event too large");
 		return 1;
 	}
-	return stopped;
+	/* Events after the end: the answer is whole, the rest unread. */
+	return stopped || a->after_end > 0;
 }
 
 static int
@@ -626,12 +673,13 @@ send_stream_error(struct relay *rl, int status, const char *code,
 /* The gateway's own error when no upstream response can be relayed, in
  * the API's shape: its HTTP error, or inside an answer already
  * committed. */
-int
-relay_error(const struct orgw_io *io, const struct api *api, int status,
+static int
+error_reply(const struct orgw_io *io, const struct api *api, int status,
 	    const char *type, const char *code, const char *param,
-	    const char *msg, const char *extra)
+	    const char *msg, const char *extra, const char *request_id)
 {
-	char *s = api->error_body(status, type, code, param, msg);
+	char *s = api->error_body(status, type, code, param, msg,
+				  request_id);
 	int rc;
 
 	if (s == NULL)
@@ -643,24 +691,34 @@ relay_error(const struct orgw_io *io, const struct api *api, int status,
 	return rc;
 }
 
+int
+relay_error(const struct orgw_io *io, const struct api *api, int status,
+	    const char *type, const char *code, const char *param,
+	    const char *msg, const char *extra)
+{
+	return error_reply(io, api, status, type, code, param, msg, extra,
+			   NULL);
+}
+
 static int
 relay_gateway_error(struct relay *rl, int status, const char *code,
 		    const char *msg)
 {
+	const char *id = rl->a.gen_id[0] ? rl->a.gen_id : NULL;
 	char extra[512];
 
 	if (rl->json_head)
 		return send_text(rl, rl->api->committed_error(
 					     status, code, msg, rl->req.model,
-					     clock_now_s()));
+					     clock_now_s(), id));
 	if (rl->head_sent) {
 		send_stream_error(rl, status, code, msg);
 		return 0;
 	}
 	rl->final_status = status;
 	orgw_headers(rl, extra, sizeof(extra));
-	return relay_error(rl->io, rl->api, status, "upstream_error", code,
-			   NULL, msg, extra);
+	return error_reply(rl->io, rl->api, status, "upstream_error", code,
+			   NULL, msg, extra, id);
 }
 
 /* The status an error event or an error in a 200 stands for, when it
@@ -912,7 +970,10 @@ judge_attempt(struct relay *rl, const struct upstream_result *r)
 	fa.pinned = rl->used_tag[0] != '\0';
 	fa.content = a->content;
 	fa.done = a->ans.done;
-	fa.net = net_of(r->fail);
+	fa.why = a->why;
+	/* Stopped by us after the stream's end: the answer is whole. */
+	fa.net = a->after_end > 0 && r->fail == UP_ABORTED ? NET_OK :
+							     net_of(r->fail);
 	/* Usage, provider and an embedded error are read from a complete
 	 * 2xx body only. */
 	if (!a->is_sse && a->status >= 200 && a->status <= 299 &&
@@ -999,6 +1060,10 @@ run_attempt(struct relay *rl)
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
 	memcpy(rl->generation_id, r.generation_id, sizeof(r.generation_id));
+	if (rl->a.after_end > 0)
+		log_warn("upstream sent %u event(s) after the end of a %s "
+			 "stream (model %s); dropped, stream closed",
+			 rl->a.after_end, rl->api->name, rl->req.model);
 	relay_mask(rl, rl->a.body.p, rl->a.body.len);
 	judge_attempt(rl, &r);
 	return 0;
@@ -1178,44 +1243,6 @@ bookkeep(struct relay *rl)
 }
 
 /*
- * The ids of the body's "models" array (OpenRouter's fallbacks), which a
- * team key's globs cover too: *v (malloc'd, strings borrowed from *o,
- * which the caller deletes) and *n.  A "models" that is not an array of
- * strings is left to upstream to refuse, but its strings still count.
- */
-static enum orgw_err
-body_models(const struct api_req *q, cJSON **o, const char ***v, size_t *n)
-{
-	const struct jsonscan_member *m;
-	const cJSON *e;
-	size_t i, cap;
-
-	*o = NULL;
-	*v = NULL;
-	*n = 0;
-	for (i = 0; i < q->n_mem; i++) {
-		m = &q->mem[i];
-		if (m->key_len == 8 &&
-		    memcmp(q->body + m->key_off, "\"models\"", 8) == 0)
-			break;
-	}
-	if (i == q->n_mem)
-		return ORGW_OK;
-	*o = cJSON_ParseWithLength(q->body + m->val_off, m->val_len);
-	if (!cJSON_IsArray(*o))
-		return ORGW_OK;
-	cap = (size_t)cJSON_GetArraySize(*o);
-	if (cap == 0)
-		return ORGW_OK;
-	if ((*v = calloc(cap, sizeof(**v))) == NULL)
-		return ORGW_ENOMEM;
-	cJSON_ArrayForEach(e, *o)
-		if (cJSON_IsString(e) && *n < cap)
-			(*v)[(*n)++] = e->valuestring;
-	return ORGW_OK;
-}
-
-/*
  * A team key's checks before anything goes upstream (teamauth.h): the
  * model and the "models" array against its globs (403), its budget
  * (402).  TK_OK, or the refusal (answered, logged and counted).
@@ -1223,20 +1250,8 @@ body_models(const struct api_req *q, cJSON **o, const char ***v, size_t *n)
 static enum teamkey_verdict
 team_check(struct relay *rl)
 {
-	struct teamauth *t = rl->in->team;
-	const char **models = NULL;
-	size_t n = 0;
-	cJSON *o = NULL;
-	enum teamkey_verdict v;
-
-	if (body_models(&rl->req, &o, &models, &n) != ORGW_OK) {
-		cJSON_Delete(o);
-		return TK_MODEL;
-	}
-	v = teamauth_check(rl->c, t, rl->req.model, models, n);
-	free(models);
-	cJSON_Delete(o);
-	return v;
+	return teamauth_check(rl->c, rl->in->team, rl->req.model,
+			      rl->req.models, rl->req.n_models);
 }
 
 /* Answers a team key's refusal v in the API's shape, counts it in the
@@ -1386,12 +1401,14 @@ struct plain {
 };
 
 static void
-plain_headers(void *arg, long status, const char *ctype, int retry_after)
+plain_headers(void *arg, long status, const char *ctype, int retry_after,
+	      const char *generation_id)
 {
 	struct plain *pl = arg;
 
 	(void)ctype;
 	(void)retry_after;
+	(void)generation_id;
 	pl->status = status;
 }
 

@@ -26,6 +26,9 @@
 #include "jsonscan.h"
 #include "reqval.h"
 
+/* The message of a refusal that is no fault of the client's. */
+static const char msg_oom[] = "out of memory";
+
 bool
 reqval_model_ok(const char *id)
 {
@@ -50,13 +53,17 @@ reqval_model_ok(const char *id)
  * "stream", "model") differ from what is used upstream (RFC 7493 section
  * 2.3: names must be unique).  Their names are the API's (api.h): a
  * NULL name is a member this API does not have. */
-enum { K_MODEL, K_INPUT, K_STREAM, K_LIMIT0, K_LIMIT1, K_PROVIDER,
-       K_THINKING, K_N };
+enum { K_MODEL, K_MODELS, K_INPUT, K_STREAM, K_LIMIT0, K_LIMIT1,
+       K_PROVIDER, K_THINKING, K_N };
 
 static void
 key_names(const struct api *a, const char *keys[K_N])
 {
 	keys[K_MODEL] = "model";
+	/* OpenRouter's fallback list, on all three APIs (OpenRouter's API
+	 * reference: ChatRequest, MessagesRequest, ResponsesRequest): with
+	 * "model" the only members that choose a model. */
+	keys[K_MODELS] = "models";
 	keys[K_INPUT] = a->input;
 	keys[K_STREAM] = "stream";
 	keys[K_LIMIT0] = a->limits[0];
@@ -110,6 +117,7 @@ find_members(struct api_req *r, const cJSON *root, const char *const *keys,
 	if (i != r->n_mem || jsonscan_next(&s, &extra))
 		return "request body could not be read";
 	r->at_model = at[K_MODEL];
+	r->at_models = at[K_MODELS];
 	r->at_provider = at[K_PROVIDER];
 	r->at_limit[0] = at[K_LIMIT0];
 	r->at_limit[1] = at[K_LIMIT1];
@@ -133,6 +141,45 @@ thinking_budget(const cJSON *t)
 	return b->valuedouble;
 }
 
+/*
+ * Keeps the ids of "models" (m, NULL when absent) in r: null is none, an
+ * array must hold only valid model ids, none cut by cJSON at a \u0000
+ * (the upstream reads it whole).  Returns NULL, or the message.
+ */
+static const char *
+check_models(struct api_req *r, const cJSON *m)
+{
+	static const char bad[] = "'models' must be an array of model ids";
+	const struct jsonscan_member *mm;
+	const cJSON *e;
+	cJSON *doc;
+	size_t n;
+
+	if (m == NULL || cJSON_IsNull(m))
+		return NULL;
+	if (!cJSON_IsArray(m))
+		return bad;
+	mm = &r->mem[r->at_models];
+	if (jsonscan_has_nul(r->body + mm->val_off, mm->val_len))
+		return bad;
+	n = (size_t)cJSON_GetArraySize(m);
+	cJSON_ArrayForEach(e, m)
+		if (!cJSON_IsString(e) || !reqval_model_ok(e->valuestring))
+			return bad;
+	if (n == 0)
+		return NULL;
+	/* A copy the request keeps: the parsed body is freed on return. */
+	if ((doc = cJSON_Duplicate(m, 1)) == NULL ||
+	    (r->models = calloc(n, sizeof(*r->models))) == NULL) {
+		cJSON_Delete(doc);
+		return msg_oom;
+	}
+	r->models_doc = doc;
+	cJSON_ArrayForEach(e, doc)
+		r->models[r->n_models++] = e->valuestring;
+	return NULL;
+}
+
 /* Checks the members orgw reads (v[k], NULL when absent) and keeps what
  * it needs in r.  Returns NULL, or the message (*p the param), which
  * may be written into msg (n bytes). */
@@ -144,7 +191,7 @@ check_members(struct api_req *r, const char *const *keys,
 	const struct jsonscan_member *mm;
 	const cJSON *m = v[K_MODEL], *st = v[K_STREAM], *pv = v[K_PROVIDER];
 	const cJSON *in = v[K_INPUT];
-	const char *model;
+	const char *model, *msg_models;
 	size_t k;
 
 	*p = keys[K_INPUT];
@@ -175,6 +222,9 @@ check_members(struct api_req *r, const char *const *keys,
 	if (!reqval_model_ok(model))
 		return "'model' is not a valid model id";
 	snprintf(r->model, sizeof(r->model), "%s", model);
+	*p = "models";
+	if ((msg_models = check_models(r, v[K_MODELS])) != NULL)
+		return msg_models;
 	*p = "stream";
 	if (st != NULL && !cJSON_IsNull(st) && !cJSON_IsBool(st))
 		return "'stream' must be a boolean";
@@ -248,7 +298,7 @@ reqval_parse(const struct api *api, const char *body, size_t len,
 	if ((r->mem = calloc(n > 0 ? (size_t)n : 1, sizeof(*r->mem))) ==
 	    NULL) {
 		e = ORGW_ENOMEM;
-		msg = "out of memory";
+		msg = msg_oom;
 		goto out;
 	}
 	if ((msg = find_members(r, root, keys, v, &p)) == NULL)
@@ -256,6 +306,8 @@ reqval_parse(const struct api *api, const char *body, size_t len,
 				    sizeof(buf));
 	if (msg == NULL)
 		e = ORGW_OK;
+	else if (msg == msg_oom)
+		e = ORGW_ENOMEM;
 out:
 	cJSON_Delete(root);
 	if (e != ORGW_OK) {
@@ -441,4 +493,9 @@ reqval_free(struct api_req *r)
 	free(r->mem);
 	r->mem = NULL;
 	r->n_mem = 0;
+	free(r->models);
+	r->models = NULL;
+	r->n_models = 0;
+	cJSON_Delete(r->models_doc);
+	r->models_doc = NULL;
 }

@@ -14,6 +14,7 @@
 #include "orgw.h"
 
 struct api;
+struct cJSON;
 struct jsonscan_member;
 
 /* A validated request: what orgw read, and where the members it may
@@ -32,9 +33,10 @@ struct api_req {
 	bool has_provider;		/* the client sent its own "provider"
 					 * object */
 	bool has_model;			/* ... and a string "model" */
-	/* Indexes into mem, n_mem when absent: "model", "provider", the
+	/* Indexes into mem, n_mem when absent: "model", "models",
+	 * "provider", the
 	 * API's two output limits (api->limits), "thinking". */
-	size_t at_model, at_provider, at_limit[2], at_thinking;
+	size_t at_model, at_models, at_provider, at_limit[2], at_thinking;
 	size_t at_input;		/* the API's input member */
 	bool has_session;		/* a "session_id" member, of any
 					 * value */
@@ -42,6 +44,12 @@ struct api_req {
 					 * null */
 	double budget;			/* thinking.budget_tokens of an
 					 * enabled thinking, else 0 */
+	/* The ids of a "models" fallback list (OpenRouter routes to each
+	 * in turn), each a valid model id; borrowed from models_doc, which
+	 * r owns.  n_models 0: none, or "models" absent or null. */
+	const char **models;
+	size_t n_models;
+	struct cJSON *models_doc;	/* the "models" value's copy */
 };
 
 /*
@@ -54,8 +62,12 @@ struct api_req {
  * checks name: a second copy of a member orgw reads (cJSON reads the
  * first, JSON.parse upstream the last), a top-level key holding \u0000
  * (cJSON cuts it, so it would name another member here than upstream).
+ * Members are found by their decoded names ("m\u006fdels" is models).
  * A model holding \u0000 is not a valid model id, since the upstream
- * reads it whole.  On ORGW_OK the caller owns r (reqval_free).
+ * reads it whole.  "models" (the ids OpenRouter may route to besides
+ * "model") must be null or an array of valid model ids: a team key's
+ * globs check each (r->models).  On ORGW_OK the caller owns r
+ * (reqval_free).
  */
 enum orgw_err reqval_parse(const struct api *api, const char *body,
 			   size_t len, const char *default_model,

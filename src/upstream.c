@@ -98,6 +98,34 @@ response_code(void)
 }
 
 /*
+ * The X-Generation-Id of the response just received into dst (n bytes),
+ * when it has one of the shape OpenRouter gives ("gen-" and letters,
+ * digits, '-' or '_'): the id GET /api/v1/generation looks up; "" when
+ * not.  libcurl keeps the last response's headers until the handle's
+ * next transfer.
+ */
+static void
+generation_id(char *dst, size_t n_dst)
+{
+	struct curl_header *h;
+	size_t i, n;
+
+	dst[0] = '\0';
+	if (curl_easy_header(up_easy, "X-Generation-Id", 0, CURLH_HEADER, -1,
+			     &h) != CURLHE_OK ||
+	    h->value == NULL)
+		return;
+	n = strlen(h->value);
+	if (n == 0 || n >= n_dst)
+		return;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)h->value[i]) &&
+		    h->value[i] != '-' && h->value[i] != '_')
+			return;
+	memcpy(dst, h->value, n + 1);
+}
+
+/*
  * Hands the caller the response's status, Content-Type and Retry-After,
  * once, before its first body byte (or at the end of a response without
  * a body).  libcurl has parsed them by then: CURLINFO_CONTENT_TYPE, and
@@ -110,7 +138,7 @@ static void
 headers_done(struct xfer *x)
 {
 	curl_off_t ra = 0;
-	char *ct = NULL;
+	char *ct = NULL, gid[128];
 	const char *ctype = "";
 
 	if (x->headers_done)
@@ -127,36 +155,12 @@ headers_done(struct xfer *x)
 		ra = -1;
 	else if (ra > INT_MAX)
 		ra = INT_MAX;
-	if (x->c->on_headers)
-		x->c->on_headers(x->c->arg, x->status, ctype, (int)ra);
+	if (x->c->on_headers) {
+		generation_id(gid, sizeof(gid));
+		x->c->on_headers(x->c->arg, x->status, ctype, (int)ra, gid);
+	}
 }
 
-/*
- * The X-Generation-Id of the response just received, when it has one of
- * the shape OpenRouter gives ("gen-" and letters, digits, '-' or '_'):
- * the id GET /api/v1/generation looks up.  libcurl keeps the last
- * response's headers until the handle's next transfer.
- */
-static void
-generation_id(struct upstream_result *res)
-{
-	struct curl_header *h;
-	size_t i, n;
-
-	res->generation_id[0] = '\0';
-	if (curl_easy_header(up_easy, "X-Generation-Id", 0, CURLH_HEADER, -1,
-			     &h) != CURLHE_OK ||
-	    h->value == NULL)
-		return;
-	n = strlen(h->value);
-	if (n == 0 || n >= sizeof(res->generation_id))
-		return;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)h->value[i]) &&
-		    h->value[i] != '-' && h->value[i] != '_')
-			return;
-	memcpy(res->generation_id, h->value, n + 1);
-}
 
 static size_t
 write_cb(char *p, size_t size, size_t nmemb, void *arg)
@@ -417,7 +421,7 @@ upstream_perform(const struct upstream_call *c, struct upstream_result *res)
 		headers_done(&x);
 	res->status = response_code();
 	if (c->want_generation_id)
-		generation_id(res);
+		generation_id(res->generation_id, sizeof(res->generation_id));
 	curl_multi_remove_handle(up_multi, up_easy);
 	/* The handle keeps pointing at the list until the next call sets
 	 * its own; no transfer runs in between. */

@@ -35,9 +35,12 @@ struct upstream_call {
 	bool want_generation_id;	/* fill upstream_result's
 					 * generation_id */
 	short client_events;	/* as struct orgw_io's */
-	/* Called once, when the status line and headers are in. */
+	/* Called once, when the status line and headers are in;
+	 * generation_id is the response's X-Generation-Id of OpenRouter's
+	 * shape (letters, digits, '-', '_'), "" when none; borrowed for the
+	 * call. */
 	void (*on_headers)(void *arg, long status, const char *ctype,
-			   int retry_after_s);
+			   int retry_after_s, const char *generation_id);
 	/* Body bytes; return 0 to go on, non-zero to abort. */
 	int (*on_data)(void *arg, const char *p, size_t n);
 	/* About every 50 ms; return non-zero to abort (deadlines). */

@@ -72,6 +72,11 @@
 #       SRC is not JSON.  (jq is installed too, but this needs no quoting
 #       gymnastics for keys like "deepinfra/fp8".)
 #   json_ok SRC EXPR       status 0 when EXPR is truthy
+#   key_leaks KEY FILE...  how many of the FILEs (each one answer: headers and
+#       body) show KEY as a client reads it: in its bytes, in any JSON string
+#       (each SSE data line, or the body from its first '{'), decoded, or in
+#       the API's text deltas joined (chat delta.content, Messages delta.text,
+#       Responses output_text deltas)
 #
 # Knobs (environment):
 #   ORGW_FCGI_BIN   the gateway binary (default cgi-bin/orgw.fcgi; e.g.
@@ -194,6 +199,24 @@ json_ok() {
 	local v
 	v=$(json_get "$1" "!!($2)") || return 2
 	[ "$v" = true ]
+}
+
+key_leaks() {
+	node -e '
+const fs = require("fs"), [key, ...files] = process.argv.slice(1);
+const leaks = (t) => {
+	const docs = [];
+	for (const l of t.split("\n")) if (l.startsWith("data: ")) try { docs.push(JSON.parse(l.slice(6))); } catch (_) {}
+	const i = t.indexOf("{");
+	if (i >= 0) try { docs.push(JSON.parse(t.slice(i))); } catch (_) {}
+	const strs = [];
+	const walk = (v) => { if (typeof v === "string") strs.push(v); else if (v && typeof v === "object") Object.values(v).forEach(walk); };
+	docs.forEach(walk);
+	const text = docs.map((d) => d.choices?.[0]?.delta?.content ?? d.delta?.text ??
+		(d.type === "response.output_text.delta" ? d.delta : "") ?? "").join("");
+	return t.includes(key) || strs.some((s) => s.includes(key)) || text.includes(key);
+};
+console.log(files.filter((f) => leaks(fs.readFileSync(f, "utf8"))).length);' "$@"
 }
 
 # ---------------------------------------------------------------------------

@@ -11,6 +11,11 @@
 #     some with the client's own provider object);
 #   - wrong keys at full speed, from 127.0.0.2 (Bearer, x-api-key and the
 #     /status login);
+#   - a hostile client and upstream, from 127.0.0.5: a team key of soak/*
+#     asking for openai/gpt-5 through "m\u006fdels" or a second "models"
+#     member, and streams and answers in which the double reflects the
+#     upstream key (\u-escaped, or cut across two deltas) or sends text
+#     deltas after the stream's end;
 # while tests/soak/driver.mjs runs SOAK_CLIENTS OpenAI-SDK clients
 # (streamed and not, with the SDK's default two retries: a 503 with
 # Retry-After is orgw's answer when every thread is busy, and the report
@@ -19,7 +24,9 @@
 # Passes when every normal request is served (ok == sent: none failed,
 # broken or hung), /healthz answered 200 every time, /stats counts exactly
 # the normal requests, the guessing address was refused (429) and never
-# let in, and the invented ids left at most a handful of keys in the state.
+# let in, the invented ids left at most a handful of keys in the state, no
+# smuggled model was served or reached the double, and no answer showed
+# the upstream key or a delta sent after the end.
 # Loopback only; every process started here is stopped here by PID.
 . "$(dirname "$0")/lib.sh"
 
@@ -34,7 +41,8 @@ SCORER=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
 [[ $SCORER == /* ]] || SCORER=$ORGW_ROOT/$SCORER
 
 MKEY=metrics-soak-key
-ORGW_WORKERS=${SOAK_WORKERS:-2} orgw_start WORKER_THREADS=16 METRICS_KEY=$MKEY MAX_MODELS=3000
+ORGW_WORKERS=${SOAK_WORKERS:-2} orgw_start WORKER_THREADS=16 METRICS_KEY=$MKEY MAX_MODELS=3000 \
+	KEYS_SECRET=soak-attacks-secret-0123456789
 M=soak/model-a
 chat='{"model":"'$M'","messages":[{"role":"user","content":"hi"}]}'
 orgw_http POST /v1/chat/completions "$chat"
@@ -65,7 +73,7 @@ while time.time() < end:
         time.sleep(0.2)
     s.close()
 PY
-ATTACKS=${SOAK_ATTACKS:-"nonreaders invented guess"}
+ATTACKS=${SOAK_ATTACKS:-"nonreaders invented guess hostile"}
 on() { [[ " $ATTACKS " == *" $1 "* ]]; }
 apids=()
 on nonreaders && for i in $(seq 12); do
@@ -103,6 +111,30 @@ on guess && for how in bearer x-api-key login; do
 	done) >>"$ORGW_T/guess.codes" &
 	apids+=($!)
 done
+# A hostile client (a team key smuggling a model) and upstream (the key
+# reflected, deltas after the end), in turn; each answer in its own file.
+mkdir -p "$ORGW_T/hostile"
+on hostile && {
+	TK=$("$SCORER" --config "$ORGW_CONFIG_FILE" key add soakteam --models 'soak/*' 2>/dev/null)
+	t_match "a team key for the hostile client" '^orgw-' "$TK"
+	(n=0; while [ "$(date +%s)" -lt "$END" ]; do
+		n=$((n + 1))
+		k=$ORGW_KEY say=hi code=
+		case $((n % 5)) in
+		0) k=$TK x=',"m\u006fdels":["openai/gpt-5"]' code=y ;;
+		1) k=$TK x=',"models":["'$M'"],"models":["openai/gpt-5"]' code=y ;;
+		2) x=',"stream":true' say='[double] {\"mark\":\"'$UPSTREAM_KEY'\",\"mark_form\":\"split\",\"chunks\":7}' ;;
+		3) x= say='[double] {\"mark\":\"'$UPSTREAM_KEY'\",\"mark_form\":\"u_all\",\"chunks\":5}' ;;
+		4) x=',"stream":true' say='[double] {\"after_end\":3}' ;;
+		esac
+		curl -sS -D - -o - --max-time 10 --interface 127.0.0.5 \
+			-H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
+			--data-binary '{"model":"'$M'","messages":[{"role":"user","content":"'"$say"'"}]'"$x"'}' \
+			"$ORGW_URL/v1/chat/completions" >"$ORGW_T/hostile/$n" 2>/dev/null
+		[ -n "$code" ] && head -n 1 "$ORGW_T/hostile/$n" | cut -d' ' -f2 >>"$ORGW_T/smuggle.codes"
+	done) &
+	apids+=($!)
+}
 # /healthz every 0.5 s.
 (while [ "$(date +%s)" -lt "$END" ]; do
 	curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 "$ORGW_URL/healthz"
@@ -131,6 +163,15 @@ orgw_curl /stats -o "$ORGW_T/stats1.json"
 st=$(json_get "$ORGW_T/stats1.json" "j.models['$M'].requests")
 keys1=$(ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --dump 2>/dev/null | wc -l)
 invented=$(grep -cE 'model=(missing|invalid)/' "$ORGW_LOG")
+hfiles=("$ORGW_T"/hostile/*)
+[ -e "${hfiles[0]}" ] || hfiles=()
+h_total=${#hfiles[@]}
+h_leaks=0
+[ "$h_total" -gt 0 ] && h_leaks=$(key_leaks "$UPSTREAM_KEY" "${hfiles[@]}")
+h_after=$(cat "$ORGW_T"/hostile/* 2>/dev/null | grep -c 'AFTER-END')
+s_total=$(grep -c . "$ORGW_T/smuggle.codes" 2>/dev/null)
+s_in=$(grep -vcE '^(400|403)$' "$ORGW_T/smuggle.codes" 2>/dev/null)
+s_up=$(json_get "$(double_ctl GET stats)" "j.models['openai/gpt-5'] ?? 0")
 retried=$(grep -c 'path=/chat/completions status=503' "$ORGW_LOG")
 sidecap=$(grep -c 'server_overloaded\|side requests' "$ORGW_LOG")
 cat <<EOF
@@ -140,6 +181,7 @@ cat <<EOF
 # /healthz:                 $hz_total asked, $hz_bad not 200 ($(grep -v '^200$' "$ORGW_T/healthz.codes" | sort | uniq -c | tr '\n' ' '))
 # wrong keys from 127.0.0.2: $g_total tried, $g_429 answered 429, $g_in let in
 # invented ids:             $invented requests logged; state keys $keys0 before, $keys1 after
+# hostile (127.0.0.5):      $h_total answers, $h_leaks showing the upstream key, $h_after AFTER-END deltas; smuggled models: $s_total tried, ${s_in:-0} not 400/403, $s_up upstream
 # /stats $M:      $st (before the soak $before)
 EOF
 t_check "normal requests were sent ($sent)" test "${sent:-0}" -gt 0
@@ -150,3 +192,10 @@ t_check "the guessing address was answered 429 ($g_429 of $g_total)" test "$g_42
 t_eq "no guess was let in" 0 "$g_in"
 t_check "invented ids were sent ($invented)" test "$invented" -gt 0
 t_check "they left at most 20 keys in the state ($keys0 -> $keys1)" test $((keys1 - keys0)) -le 20
+if on hostile; then
+	t_check "hostile requests were sent ($h_total, $s_total smuggling)" test "$h_total" -gt 0 -a "${s_total:-0}" -gt 0
+	t_eq "no smuggled model was served" 0 "${s_in:-0}"
+	t_eq "... nor reached the double" 0 "$s_up"
+	t_eq "no answer showed the upstream key (escaped or split)" 0 "$h_leaks"
+	t_eq "no delta sent after a stream's end reached a client" 0 "$h_after"
+fi

@@ -658,12 +658,17 @@ const r12 = (x) => Math.round(x * 1e12) / 1e12;
 // Kept per endpoint and count (json: each word as a JSON string; msg: the Messages
 // content_block_delta events; tool: the words as tool-call argument pieces; both made on
 // first use) unless marked.
-function contentPieces(ep, n, mark) {
+// With form "split", the words from the fourth on carry the mark cut in two: " <first half>",
+// "<second half>.5", " <first half>", "<second half>.7", ...
+function contentPieces(ep, n, mark, form) {
   let pc = mark ? null : ep.pieces.get(n);
   if (pc) return pc;
   const words = [];
   const w = mark ? ` ${mark}.` : ' w';
-  for (let i = 0; i < n; i++) words.push(i === 0 ? 'Hello' : i === 1 ? ' from' : i === 2 ? ` ${ep.tag}` : `${w}${i + 1}`);
+  const h = mark ? mark.length >> 1 : 0;
+  const word = (i) => form !== 'split' ? `${w}${i + 1}`
+    : (i - 3) % 2 === 0 ? ` ${mark.slice(0, h)}` : `${mark.slice(h)}.${i + 1}`;
+  for (let i = 0; i < n; i++) words.push(i === 0 ? 'Hello' : i === 1 ? ' from' : i === 2 ? ` ${ep.tag}` : word(i));
   pc = { words, json: words.map((x) => JSON.stringify(x)), contentJ: JSON.stringify(words.join('')), msg: null, tool: null };
   if (!mark) ep.pieces.set(n, pc);
   return pc;
@@ -680,14 +685,36 @@ function partialJ(pc, k) { return k >= pc.words.length ? pc.contentJ : JSON.stri
 // and in order.  Returns the config to answer with.
 const SHAPE_KEYS = ['chunks', 'spacing_ms', 'spacing_jitter_ms', 'first_token_delay_ms', 'keepalive_interval_ms'];
 const SHAPE_RE = /\[double\] (\{[^\n]*\})/;
+const MARK_FORMS = new Set(['split', 'u_first', 'u_all']);
+// The mark spelled with JSON \u escapes (its first character, or all) in every string the
+// answer writes, error bodies included: an upstream that reflects a secret escaped.
+// Content-Length goes, since the length changes.
+function escapeMark(ctx, mark, form) {
+  const u = (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  const to = form === 'u_all' ? [...mark].map(u).join('') : u(mark[0]) + mark.slice(1);
+  const res = ctx.res;
+  const fix = (d) => (typeof d === 'string' ? d.split(mark).join(to) : d);
+  const wh = res.writeHead.bind(res), w = res.write.bind(res), e = res.end.bind(res);
+  res.writeHead = (st, h) => {
+    if (h) { h = { ...h }; delete h['Content-Length']; }
+    return wh(st, h);
+  };
+  res.write = (d, ...a) => w(fix(d), ...a);
+  res.end = (d, ...a) => e(fix(d), ...a);
+}
+
 function shapeOf(text) {
   const hit = text && text.indexOf('[double] ') >= 0 ? SHAPE_RE.exec(text) : null;
   if (!hit) return cfg;
   let o;
   try { o = JSON.parse(hit[1]); } catch (_) { return cfg; }
-  const c = { ...cfg, mark: null };
+  const c = { ...cfg, mark: null, mark_form: null };
   for (const k of SHAPE_KEYS) if (Number.isInteger(o[k]) && o[k] >= (k === 'chunks' ? 1 : 0)) c[k] = o[k];
   if (typeof o.mark === 'string' && /^[A-Za-z0-9-]{1,32}$/.test(o.mark)) c.mark = o.mark;
+  // how the mark is spelled: an upstream reflecting a secret in forms a client decodes
+  if (c.mark && MARK_FORMS.has(o.mark_form)) c.mark_form = o.mark_form;
+  // a hostile upstream: N more text deltas after a stream's own end (see AFTER_END)
+  if (Number.isInteger(o.after_end) && o.after_end >= 1 && o.after_end <= 100) c.after_end = o.after_end;
   // Messages and Responses: a tool call (function name) instead of text, see toolArgPieces
   if (typeof o.tool === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(o.tool)) c.tool = o.tool;
   return c;
@@ -1166,6 +1193,7 @@ function handleGen(ctx, rawBody, api) {
   const bpTokens = pw.bp > 0 ? Math.min(Math.floor(pw.bp / 4), promptTokens) : 0;
   ctx.shape = shapeOf(api.shapeText(body));
   entry.mark = ctx.shape.mark || null;
+  if (ctx.shape.mark_form === 'u_first' || ctx.shape.mark_form === 'u_all') escapeMark(ctx, ctx.shape.mark, ctx.shape.mark_form);
   const job = { api, rec, ep, model, body, stream, promptTokens, bpTokens, f };
   if (cfg.prompt_cache && !(f && (f.kind === 'reset' || f.kind === 'hang' || f.kind === 'status'))) {
     ctx.cachedHit = cfg.explicit_cache && ep.cacheWrite !== null && !ep.implicit
@@ -1247,8 +1275,18 @@ function writeJson(ctx, id, body, f) {
 // A stream: the keep-alives `ka.first`, then (after first_token_delay_ms, `ka.each` every
 // keepalive_interval_ms) the events, at once or spacing_ms apart, then the tail: 'end',
 // 'destroy' (cut_after) or 'stall'.
+// The text delta a hostile upstream sends after its stream's end, in each API's form.
+const AFTER_END = {
+  chat: 'data: {"id":"gen-after","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" AFTER-END"},"finish_reason":null}]}\n\n',
+  messages: 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" AFTER-END"}}\n\n',
+  responses: 'data: {"type":"response.output_text.delta","sequence_number":9999,"item_id":"msg_after","output_index":0,"content_index":0,"delta":" AFTER-END","logprobs":[]}\n\n',
+};
+
 function writeStream(ctx, id, events, tail, f, ka) {
   const sh = ctx.shape || cfg;
+  if (sh.after_end > 0 && tail === 'end' && AFTER_END[ctx.entry.api]) {
+    events = events.concat(Array(sh.after_end).fill(AFTER_END[ctx.entry.api]));
+  }
   head(ctx, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Generation-Id': id });
   ctx.ka = ka;
   ctx.g.evTotal = events.length;
@@ -1312,7 +1350,7 @@ function respondChat(ctx, job) {
 function chatJson(ctx, job, id, unix) {
   const { ep, f } = job;
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const pc = contentPieces(ep, sh.chunks, sh.mark, sh.mark_form);
   const kind = f ? f.kind : null;
   let body;
   if (kind === 'error_in_200') {
@@ -1345,7 +1383,7 @@ function chatJson(ctx, job, id, unix) {
 function chatStream(ctx, job, id, unix) {
   const { ep, f } = job;
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const pc = contentPieces(ep, sh.chunks, sh.mark, sh.mark_form);
   const n = pc.json.length;
   const kind = f ? f.kind : null;
   const pre = `data: {"id":"${id}","object":"chat.completion.chunk","created":${unix},"model":${ep.modelJ},"provider":${ep.providerJ},`;
@@ -1423,7 +1461,7 @@ function respondMessages(ctx, job) {
   const mid = `msg_${tail20}`;
   const { ep, f } = job;
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const pc = contentPieces(ep, sh.chunks, sh.mark, sh.mark_form);
   const { n, truncated } = outWords(job, pc);
   const tool = sh.tool ? { id: `toolu_${tail20}`, nameJ: JSON.stringify(sh.tool) } : null;
   const stop = truncated ? 'max_tokens' : tool ? 'tool_use' : 'end_turn';
@@ -1561,7 +1599,7 @@ function respondResponses(ctx, job) {
   const rid = `resp_${tail20}`;
   const { ep, f } = job;
   const sh = ctx.shape || cfg;
-  const pc = contentPieces(ep, sh.chunks, sh.mark);
+  const pc = contentPieces(ep, sh.chunks, sh.mark, sh.mark_form);
   const { n, truncated } = outWords(job, pc);
   const kind = f ? f.kind : null;
   const finish = truncated ? 'length' : sh.tool ? 'tool_calls' : 'stop';

@@ -68,11 +68,12 @@ check_writers(const struct api *api, const struct api_answer *a)
 			abort();
 		cJSON_free(s);
 		s = api->committed_error(status[i], "upstream_error",
-					 a->err_msg, "m/x", 1);
+					 a->err_msg, "m/x", 1, "gen-1");
 		if (s == NULL)
 			abort();
 		cJSON_free(s);
-		s = api->error_body(status[i], "t", NULL, NULL, a->err_msg);
+		s = api->error_body(status[i], "t", NULL, NULL, a->err_msg,
+				    NULL);
 		if (s == NULL)
 			abort();
 		cJSON_free(s);

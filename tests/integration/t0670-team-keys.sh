@@ -24,7 +24,7 @@
 # and /v1/auth/key in OpenRouter's shape for a team key (--expires DAY: the
 # end of that UTC day), the double's own
 # answer for the operator's key; /stats, /metrics, /__cron and the /status
-# login for --admin keys only (403 admin_key_required on /stats); every
+# login for --admin keys only (403 admin_key_required on /stats and /metrics, 403 at the login); every
 # field of /stats keys.<name>, the orgw_key_* families of /metrics, the
 # Keys table of /status; the log line's " key=NAME"; the openai SDK
 # (chat.mjs) and Claude Code (claude -p, ANTHROPIC_API_KEY) with a team
@@ -441,7 +441,8 @@ surface() {
 	t_eq "/__cron with it: 403 admin_key_required" "403 admin_key_required" \
 		"$(curl -sS -o "$TK/cron" -w '%{http_code}' -X POST -d '' -H "Authorization: Bearer $kplain" "$ORGW_URL/__cron") $(json_get "$TK/cron" 'j.error.code')"
 	HTTP_KEY=$kplain orgw_http GET /metrics
-	t_eq "/metrics with it: refused (401)" 401 "$HTTP_STATUS"
+	t_eq "/metrics with it: 403 admin_key_required (a valid key, not a wrong one)" \
+		"403 admin_key_required" "$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code')"
 	HTTP_KEY=$kadm orgw_http GET /v1/models
 	t_eq "an --admin key's models are still its globs (none/*: none)" "200 0" \
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.data.length')"
@@ -449,7 +450,7 @@ surface() {
 	t_eq "/status login form with an --admin team key: 303 and a cookie" "303 1" \
 		"$(sed -n 's/^HTTP[^ ]* \([0-9]*\).*/\1/p' <<<"$ck") $(grep -ci '^Set-Cookie: orgw_status=' <<<"$ck")"
 	ck=$(sed -n 's/^Set-Cookie: \([^;]*\).*/\1/Ip' <<<"$ck")
-	t_eq "/status login with a plain team key: 401" 401 \
+	t_eq "/status login with a plain team key: 403" 403 \
 		"$(curl -sS -o /dev/null -w '%{http_code}' --interface 127.0.0.9 --data-raw "key=$kplain" "$ORGW_URL/status")"
 
 	# --- the SDK, Claude Code --------------------------------------------

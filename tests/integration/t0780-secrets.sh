@@ -12,6 +12,9 @@
 #      output are searched for the upstream key and the client key: zero
 #      hits.  (The double's own request log is upstream: it must see the
 #      upstream key, and it must never see the client key.)
+#   4. The upstream key reflected \u-escaped or cut across two deltas, in
+#      stream content, JSON answers, relayed 4xx bodies and error events,
+#      on each API (15 cases): no client reads it.
 . "$(dirname "$0")/../lib.sh"
 . "$ORGW_ROOT/tests/soak/statelib.sh"
 
@@ -120,6 +123,44 @@ double_ctl POST faults "{\"kind\":\"midstream_error\",\"chunks\":1,\"message\":\
 orgw_http POST /v1/chat/completions "$st_body"
 cat "$HTTP_HEADERS_FILE" "$HTTP_BODY_FILE" >>"$ORGW_T/echo-response"
 ORGW_CONFIG="$ORGW_CONFIG_FILE" "$SCORER" --json >>"$ORGW_T/score.out" 2>&1
+
+# 4. The upstream key reflected in the forms a client decodes: JSON \u
+# escapes (of its first character, or of all), cut in two across two
+# stream deltas, in stream content, a JSON answer, a relayed 4xx body and
+# a mid-stream error event, on each API (the double's mark_form).  Each
+# answer is read as its client would (key_leaks).
+reflect_body() { # API FORM STREAM
+	local say="[double] {\\\"mark\\\":\\\"$UPSTREAM_KEY\\\",\\\"mark_form\\\":\\\"$2\\\",\\\"chunks\\\":7}"
+	case $1 in
+	chat) printf '{"model":"%s","stream":%s,"messages":[{"role":"user","content":"%s"}]}' "$M" "$3" "$say" ;;
+	messages) printf '{"model":"%s","stream":%s,"max_tokens":100,"messages":[{"role":"user","content":"%s"}]}' "$M" "$3" "$say" ;;
+	responses) printf '{"model":"%s","stream":%s,"input":[{"role":"user","content":"%s"}]}' "$M" "$3" "$say" ;;
+	esac
+}
+declare -A RPATH=([chat]=/v1/chat/completions [messages]=/v1/messages [responses]=/v1/responses)
+leaked=0 cases=0 out=
+for api in chat messages responses; do
+	for c in "stream-u_all" "stream-split" "json-u_first" "4xx-u_all" "event-u_first"; do
+		st=false
+		[[ $c == stream-* || $c == event-* ]] && st=true
+		case $c in
+		4xx-*) double_ctl POST faults "{\"kind\":\"status\",\"status\":400,\"message\":\"bad key $UPSTREAM_KEY\",\"times\":1}" >/dev/null ;;
+		event-*) double_ctl POST faults "{\"kind\":\"midstream_error\",\"chunks\":2,\"message\":\"bad key $UPSTREAM_KEY\",\"times\":1}" >/dev/null ;;
+		esac
+		orgw_http POST "${RPATH[$api]}" "$(reflect_body $api "${c#*-}" $st)"
+		cat "$HTTP_HEADERS_FILE" "$HTTP_BODY_FILE" >"$ORGW_T/reflect-$api-$c"
+		cases=$((cases + 1))
+		[ "$(key_leaks "$UPSTREAM_KEY" "$ORGW_T/reflect-$api-$c")" = 1 ] &&
+			{ leaked=$((leaked + 1)); out="$out $api/$c"; }
+	done
+done
+double_ctl DELETE faults >/dev/null
+echo "# reflected key: $leaked of $cases cases leaked:$out"
+t_eq "the upstream key reflected escaped or split, 15 cases: none reaches the client" "0 of 15" "$leaked of $cases"
+t_eq "... the double was asked to reflect it 15 times (its log's marks)" 15 \
+	"$(json_get "$(double_ctl GET log)" "j.requests.filter((e) => e.mark === '$UPSTREAM_KEY').length")"
+ask
+t_eq "... and ordinary answers are untouched after" "200 locked" "$ASK"
 
 t_eq "the upstream key is in no response (headers and bodies)" 0 "$(grep -c -- "$UPSTREAM_KEY" "$ALL")"
 t_eq "the client key is in no response" 0 "$(grep -c -- "$ORGW_KEY" "$ALL")"

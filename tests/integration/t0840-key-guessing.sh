@@ -4,16 +4,26 @@
 #      12 h lifetime (99999999999) logs nobody in; one made for 11 h does.
 #   2. Every refused key (a wrong client key, METRICS_KEY, /status login)
 #      logs one line with the client's address; a missing key does not.
-#   3. After GUARD_FAILS_PER_MINUTE (10) refusals from one address, that
-#      address gets 429 with Retry-After at once, the right key included,
-#      on every path but /healthz; 200 more guesses take well under a
-#      second in all (no sleep holds a thread).
+#   3. After GUARD_FAILS_PER_MINUTE (10) different refused keys from one
+#      address, that address gets 429 with Retry-After at once, whatever
+#      key it sends but the operator's (CUSTOM_ACCESS_KEY: served, its
+#      /status login too), on every path but /healthz; 200 more guesses
+#      take well under a second in all (no sleep holds a thread).
 #   4. deploy/fail2ban/filter.d/orgw.conf matches exactly those lines
 #      (fail2ban-regex when installed, else the same regex with grep -E).
+#   5. Only wrong keys count, per key as well as per address: a valid
+#      team key without --admin on /metrics and at the /status login is
+#      a 403 and no refusal, 30 times over; a revoked key an agent keeps
+#      retrying is held itself (429 after 10) while a valid team key and
+#      the operator's key from that address are served; 10 different
+#      wrong keys then hold the address for the team key (a right guess
+#      is not told apart) but never for the operator's key.
 # One worker, as the count is per process.
 . "$(dirname "$0")/../lib.sh"
 
-ORGW_WORKERS=1 orgw_start METRICS_KEY=metrics-test-key
+ORGW_WORKERS=1 orgw_start METRICS_KEY=metrics-test-key KEYS_SECRET=t0840-key-guessing-secret-0123456789
+SCORER=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
+[[ $SCORER == /* ]] || SCORER=$ORGW_ROOT/$SCORER
 FILTER=$ORGW_ROOT/deploy/fail2ban/filter.d/orgw.conf
 
 # 1. The cookie's expiry is capped.
@@ -60,12 +70,18 @@ ra=$(http_header Retry-After)
 t_check "with Retry-After of 1..60 s ($ra)" test "${ra:-0}" -ge 1 -a "${ra:-0}" -le 60
 t_eq "an OpenAI error" too_many_refused_keys "$(json_get "$HTTP_BODY" 'j.error.code')"
 orgw_http GET /stats ""
-t_eq "the right key from that address too (a right guess is not told apart)" 429 "$HTTP_STATUS"
-orgw_http POST /v1/messages '{"model":"test/a","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}'
+t_eq "the operator's key from that address: served (never locked out)" 200 "$HTTP_STATUS"
+HTTP_KEY=wrong-1 orgw_http POST /v1/messages '{"model":"test/a","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}'
 t_eq "Messages: 429, an Anthropic rate_limit_error" "429 rate_limit_error" \
 	"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.type')"
-code=$(curl -sS -o /dev/null -w '%{http_code}' --data-raw "key=$ORGW_KEY" "$ORGW_URL/status")
-t_eq "the /status login: 429" 429 "$code"
+code=$(curl -sS -o /dev/null -w '%{http_code}' --data-raw "key=wrong-login-2" "$ORGW_URL/status")
+t_eq "a /status login: 429" 429 "$code"
+code=$(curl -sS -o /dev/null -c "$ORGW_T/jar" -w '%{http_code}' --data-raw "key=$ORGW_KEY" "$ORGW_URL/status")
+t_eq "... but the operator's: logged in (303)" 303 "$code"
+t_eq "... and its cookie opens the page from that address" 1 \
+	"$(page "$(awk '$6 == "orgw_status" { print $7 }' "$ORGW_T/jar")")"
+t_eq "... a made-up cookie does not: 429" 429 \
+	"$(curl -sS -o /dev/null -w '%{http_code}' -H 'Cookie: orgw_status=1.abc' "$ORGW_URL/status")"
 orgw_http GET /healthz ""
 t_eq "/healthz still answers" 200 "$HTTP_STATUS"
 t0=$(date +%s%N)
@@ -91,3 +107,43 @@ else
 	re=$(sed -n 's/^failregex = //p' "$FILTER" | sed 's/<ADDR>/[0-9a-fA-F.:]+/; s/\\s\*/time=[0-9]+ /; s/\\d/[0-9]/g; s/(?:/(/')
 	t_eq "the filter's regex (grep -E) matches the 10 refusals" 10 "$(grep -cE "$re" "$ORGW_LOG")"
 fi
+
+# 5. Only wrong keys count; per key as well as per address.
+ORGW_WORKERS=1 orgw_restart_workers	# a fresh guard, one process (its count is per process)
+key() { "$SCORER" --config "$ORGW_CONFIG_FILE" key "$@" 2>>"$ORGW_T/key.err"; }
+kp=$(key add plain --models 'test/*')
+kr=$(key add gone --models 'test/*')
+key revoke gone >/dev/null
+t_check "team keys made" test "${kp:0:5}" = orgw- -a "${kr:0:5}" = orgw-
+: >"$ORGW_LOG"
+n403=0
+for i in $(seq 15); do
+	HTTP_KEY=$kp orgw_http GET /metrics ""
+	[ "$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code')" = "403 admin_key_required" ] && n403=$((n403 + 1))
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --data-raw "key=$kp" "$ORGW_URL/status")
+	[ "$code" = 403 ] && n403=$((n403 + 1))
+done
+t_eq "a valid key without --admin, 15 times on /metrics and 15 at the /status login: 30 403s" 30 "$n403"
+t_eq "... no refusal logged" 0 "$(grep -c 'refused=' "$ORGW_LOG")"
+chat='{"model":"test/a","messages":[{"role":"user","content":"hi"}]}'
+HTTP_KEY=$kp orgw_http POST /v1/chat/completions "$chat"
+t_eq "... and that key is served after" 200 "$HTTP_STATUS"
+codes=
+for i in $(seq 15); do
+	HTTP_KEY=$kr orgw_http POST /v1/chat/completions "$chat"
+	codes="$codes $HTTP_STATUS"
+done
+t_eq "a revoked key retried 15 times: 10 401s, then held (429)" \
+	"$(printf ' 401%.0s' $(seq 10)) 429 429 429 429 429" "$codes"
+HTTP_KEY=$kp orgw_http POST /v1/chat/completions "$chat"
+t_eq "... a valid team key from that address: served" 200 "$HTTP_STATUS"
+orgw_http GET /stats ""
+t_eq "... the operator's key: served" 200 "$HTTP_STATUS"
+for i in $(seq 9); do
+	HTTP_KEY=guess-$i orgw_http POST /v1/chat/completions "$chat"
+done
+HTTP_KEY=$kp orgw_http POST /v1/chat/completions "$chat"
+t_eq "9 more different wrong keys (10 with the revoked one): the team key is held (not told apart)" 429 "$HTTP_STATUS"
+orgw_http POST /v1/chat/completions "$chat"
+t_eq "... the operator's key is not" 200 "$HTTP_STATUS"
+t_check "no crash in the log" sh -c "! grep -Ei 'segfault|sanitizer|abort\(' '$ORGW_LOG'"

@@ -511,15 +511,22 @@ test_messages_error_types(void)
 
 	for (i = 0; i < NROWS(rows); i++) {
 		s = api_messages.error_body(rows[i].status, "x", "y", NULL,
-					    "msg");
+					    "msg", i % 2 ? "gen-1-abc" : NULL);
 		o = s ? cJSON_Parse(s) : NULL;
-		snprintf(what, sizeof(what), "messages: %d is %s",
-			 rows[i].status, rows[i].type);
+		snprintf(what, sizeof(what),
+			 "messages: %d is %s, with request_id %s",
+			 rows[i].status, rows[i].type,
+			 i % 2 ? "gen-1-abc" : "null");
 		T_ASSERT(what, strcmp(str_at(o, "type", NULL), "error") == 0 &&
 				       strcmp(str_at(o, "error", "type"),
 					      rows[i].type) == 0 &&
 				       strcmp(str_at(o, "error", "message"),
-					      "msg") == 0);
+					      "msg") == 0 &&
+				       (i % 2 ? strcmp(str_at(o, "request_id",
+							      NULL),
+						       "gen-1-abc") == 0 :
+						cJSON_IsNull(cJSON_GetObjectItem(
+							o, "request_id"))));
 		cJSON_Delete(o);
 		cJSON_free(s);
 	}
@@ -561,7 +568,7 @@ test_writers(void)
 
 	/* Their own errors: OpenAI's shape on chat and Responses. */
 	s = api_responses.error_body(401, "invalid_request_error",
-				     "invalid_api_key", NULL, "no");
+				     "invalid_api_key", NULL, "no", NULL);
 	o = s ? cJSON_Parse(s) : NULL;
 	T_ASSERT("responses: its errors are OpenAI-shaped",
 		 strcmp(str_at(o, "error", "code"), "invalid_api_key") == 0 &&
@@ -618,23 +625,26 @@ test_writers(void)
 	cJSON_free(s);
 
 	/* Inside a committed 200. */
-	s = api_chat.committed_error(502, "upstream_error", "gone", "m/x", 7);
+	s = api_chat.committed_error(502, "upstream_error", "gone", "m/x", 7,
+				     "gen-2");
 	o = s ? cJSON_Parse(s) : NULL;
 	T_ASSERT("chat: a committed failure is an OpenAI error object",
 		 strcmp(str_at(o, "error", "message"), "gone") == 0);
 	cJSON_Delete(o);
 	cJSON_free(s);
 	s = api_messages.committed_error(504, "request_timeout", "late",
-					 "m/x", 7);
+					 "m/x", 7, "gen-2");
 	o = s ? cJSON_Parse(s) : NULL;
-	T_ASSERT("messages: a committed failure is an Anthropic error",
+	T_ASSERT("messages: a committed failure is an Anthropic error, with "
+		 "its request_id",
 		 strcmp(str_at(o, "type", NULL), "error") == 0 &&
 			 strcmp(str_at(o, "error", "type"), "timeout_error") ==
-				 0);
+				 0 &&
+			 strcmp(str_at(o, "request_id", NULL), "gen-2") == 0);
 	cJSON_Delete(o);
 	cJSON_free(s);
 	s = api_responses.committed_error(502, "upstream_error", "gone",
-					  "m/x", 7);
+					  "m/x", 7, NULL);
 	o = s ? cJSON_Parse(s) : NULL;
 	T_ASSERT("responses: a committed failure is a failed response",
 		 strcmp(str_at(o, "status", NULL), "failed") == 0 &&

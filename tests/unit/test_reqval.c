@@ -1108,6 +1108,90 @@ test_alias(void)
 	reqval_free(&r);
 }
 
+/* The members that choose a model ("model", "models"), found by their
+ * decoded names, each allowed once, on every API: OpenRouter reads the
+ * last copy, so a second one (however spelled) is refused, and every id
+ * of "models" is kept for the team key's globs. */
+static void
+test_models(void)
+{
+	static const struct api *apis[] = {&api_chat, &api_messages,
+	                                   &api_responses};
+	static const char *in[] = {"\"messages\":[]", "\"messages\":[]",
+	                           "\"input\":\"hi\""};
+	/* Refused, each as a field read twice: a second copy of "models"
+	 * or "model", however spelled. */
+	static const struct {
+		const char *members, *param, *what;
+	} dup[] = {
+		{"\"models\":[\"qwen/q\"],\"m\\u006fdels\":[\"openai/gpt-5\"]",
+		 "models", "models and m\\u006fdels"},
+		{"\"models\":[\"qwen/q\"],\"models\":[\"openai/gpt-5\"]",
+		 "models", "two models members"},
+		{"\"m\\u006fdel\":\"openai/gpt-5\"", "model",
+		 "model and m\\u006fdel"},
+	};
+	struct api_req r;
+	char b[512], what[128];
+	size_t i, j;
+
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < sizeof(dup) / sizeof(dup[0]); j++) {
+			snprintf(b, sizeof(b), "{\"model\":\"qwen/q\",%s,%s}",
+			         in[i], dup[j].members);
+			snprintf(what, sizeof(what), "%s: %s: refused",
+			         apis[i]->name, dup[j].what);
+			T_ASSERT(what, refused_api(apis[i], b, dup[j].param,
+			                           "a field orgw reads appears "
+			                           "more than once"));
+		}
+		snprintf(b, sizeof(b),
+		         "{\"model\":\"qwen/q\",%s,"
+		         "\"m\\u006fdels\":[\"qwen/a\",\"openai\\/gpt-5\"]}",
+		         in[i]);
+		snprintf(what, sizeof(what),
+		         "%s: an escaped models member: both ids kept, decoded",
+		         apis[i]->name);
+		T_ASSERT(what, parse_api(apis[i], b, &r) == ORGW_OK &&
+		                   r.n_models == 2 &&
+		                   strcmp(r.models[0], "qwen/a") == 0 &&
+		                   strcmp(r.models[1], "openai/gpt-5") == 0);
+		reqval_free(&r);
+	}
+	T_ASSERT("models: null is no list",
+	         parse_api(&api_chat,
+	                   "{\"model\":\"a/b\",\"messages\":[],\"models\":null}",
+	                   &r) == ORGW_OK &&
+	             r.n_models == 0 && r.models == NULL);
+	reqval_free(&r);
+	T_ASSERT("models: a string is refused",
+	         refused_api(&api_chat,
+	                     "{\"model\":\"a/b\",\"messages\":[],"
+	                     "\"models\":\"openai/gpt-5\"}",
+	                     "models", "'models' must be an array of model ids"));
+	T_ASSERT("models: an entry that is no string is refused",
+	         refused_api(&api_chat,
+	                     "{\"model\":\"a/b\",\"messages\":[],"
+	                     "\"models\":[\"a/b\",{\"id\":\"openai/gpt-5\"}]}",
+	                     "models", "'models' must be an array of model ids"));
+	T_ASSERT("models: an id cut by cJSON at \\u0000 is refused",
+	         refused_api(&api_chat,
+	                     "{\"model\":\"a/b\",\"messages\":[],"
+	                     "\"models\":[\"qwen/\\u0000openai/gpt-5\"]}",
+	                     "models", "'models' must be an array of model ids"));
+	T_ASSERT("models: an invalid id is refused",
+	         refused_api(&api_chat,
+	                     "{\"model\":\"a/b\",\"messages\":[],"
+	                     "\"models\":[\"../x\"]}",
+	                     "models", "'models' must be an array of model ids"));
+	T_ASSERT("models: an empty list is none",
+	         parse_api(&api_chat,
+	                   "{\"model\":\"a/b\",\"messages\":[],\"models\":[]}",
+	                   &r) == ORGW_OK &&
+	             r.n_models == 0);
+	reqval_free(&r);
+}
+
 int
 main(void)
 {
@@ -1119,5 +1203,6 @@ main(void)
 	test_other_apis();
 	test_thinking();
 	test_alias();
+	test_models();
 	return T_REPORT();
 }
