@@ -801,7 +801,13 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 {
 	char m[ORGW_MODEL_MAX * 4], asked[ORGW_MODEL_MAX * 4 + 8];
 	const struct api_usage *u = &rl->a.ans.usage;
+	char basis[32];
 
+	/* Where an estimated cost came from (ledger.h). */
+	basis[0] = '\0';
+	if (rl->d.cost_estimated && rl->d.cost_basis != NULL)
+		snprintf(basis, sizeof(basis), " cost_basis=%s",
+			 rl->d.cost_basis);
 	asked[0] = '\0';
 	if (rl->req.asked[0] != '\0') {
 		snprintf(asked, sizeof(asked), " alias_of=");
@@ -810,7 +816,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 	log_msg("req",
 		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
 		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
-		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s "
+		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s%s "
 		"stream=%d outcome=%s%s%s",
 		(long long)clock_now_s(), rl->api->name,
 		log_safe(m, sizeof(m), rl->req.model), asked,
@@ -820,6 +826,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
+		basis,
 		rl->req.stream ? 1 : 0, outcome,
 		rl->in->team ? " key=" : "",
 		rl->in->team ? rl->in->team->key.name : "");

@@ -1396,6 +1396,7 @@ state_finish(const struct orgw_conf *c, const char *model,
 	job.model = model;
 	job.d = *d;
 	job.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
+	job.d.price_ceiling_usd = c->price_ceiling_usd_per_mtok / 1e6;
 	job.ok_tag = ok_tag;
 	pthread_mutex_lock(&finish_mu);
 	*finish_tail = &job;
@@ -1410,6 +1411,7 @@ state_finish(const struct orgw_conf *c, const char *model,
 	if (job.err == ORGW_OK && job.d.cost_estimated) {
 		d->cost_usd = job.d.cost_usd;
 		d->cost_estimated = true;
+		d->cost_basis = job.d.cost_basis;
 	}
 	/* What it would have cost uncached, for its team key's savings. */
 	d->uncached_usd = job.err == ORGW_OK ? job.d.uncached_usd : 0;

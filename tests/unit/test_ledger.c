@@ -726,14 +726,45 @@ test_money_estimate(void)
 	T_ASSERT("estimate: no cache prices: all input at the prompt price",
 		 d.cost_estimated &&
 			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
-	/* No candidate, no price: nothing estimated. */
+	/* Unattributed: the dearest candidate with a price (di/fp8 has
+	 * no completion price, so ds), never $0. */
 	d.cost_estimated = false;
 	d.cost_usd = 0;
 	d.tag = NULL;
 	d.served = "";
 	ledger_price(&d, &c);
-	T_ASSERT("estimate: unattributed: no estimate, cost 0",
-		 !d.cost_estimated && d.cost_usd == 0);
+	T_ASSERT("estimate: unattributed: the model's dearest endpoint",
+		 d.cost_estimated && d.cost_basis != NULL &&
+			 strcmp(d.cost_basis, LEDGER_BASIS_MODEL_MAX) == 0 &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	v[1].terms.base_kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+	v[1].terms.base[SCORE_COMPLETION] = 4e-6;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: ... the dearer of two for these counts",
+		 T_NEAR(d.cost_usd, 1000 * 3e-7 + 50 * 4e-6 > 1000 * 1e-6 +
+					    50 * 2e-6 ?
+				    1000 * 3e-7 + 50 * 4e-6 :
+				    1000 * 1e-6 + 50 * 2e-6));
+	/* No stored price at all (an endpoints fetch that 404s, the
+	 * client's own provider on an unscored model): the ceiling. */
+	d.price_ceiling_usd = 1e-4;
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	ledger_price(&d, NULL);
+	T_ASSERT("estimate: no price known: the ceiling, marked, not $0",
+		 d.cost_estimated && d.cost_basis != NULL &&
+			 strcmp(d.cost_basis, LEDGER_BASIS_CEILING) == 0 &&
+			 T_NEAR(d.cost_usd, 1050 * 1e-4));
+	d.tag = "ds";
+	d.price_ceiling_usd = 0;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: the pin's own prices come first",
+		 strcmp(d.cost_basis, LEDGER_BASIS_ENDPOINT) == 0 &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	T_ASSERT("ceiling: negative counts and a bad price are 0",
+		 T_NEAR(ledger_ceiling_cost(1e-6, -5, 10), 1e-5) &&
+			 ledger_ceiling_cost(NAN, 5, 10) == 0 &&
+			 ledger_ceiling_cost(-1, 5, 10) == 0);
 }
 
 /* A team key's spend: the ledger's cost with usage, else the billed. */
