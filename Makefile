@@ -54,7 +54,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
-	   src/dump.c src/load.c src/memo.c
+	   src/dump.c src/load.c src/memo.c src/hold.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
 	dist

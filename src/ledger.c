@@ -774,6 +774,26 @@ ledger_ceiling_cost(double usd_per_token, int64_t prompt, int64_t completion)
 							      0;
 }
 
+double
+ledger_hold_estimate(const struct rec_cands *c, int hhmm, int64_t prompt_max,
+		     int64_t out_max, double ceiling_usd)
+{
+	int64_t most = 0;
+	double usd;
+	size_t i;
+
+	for (i = 0; out_max <= 0 && c != NULL && i < c->n; i++)
+		if (c->v[i].max_completion_tokens > most)
+			most = c->v[i].max_completion_tokens;
+	if (out_max <= 0)
+		out_max = most;
+	if (out_max <= 0)
+		out_max = LEDGER_HOLD_OUT_DEFAULT;
+	if (ledger_dearest(c, hhmm, prompt_max, 0, 0, out_max, &usd))
+		return usd;
+	return ledger_ceiling_cost(ceiling_usd, prompt_max, out_max);
+}
+
 /*
  * Prices an answer whose usage did not say its cost: from the prices of
  * the candidate e it is attributed to, else from the dearest candidate

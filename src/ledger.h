@@ -228,6 +228,22 @@ bool ledger_dearest(const struct rec_cands *c, int hhmm, int64_t prompt,
 double ledger_ceiling_cost(double usd_per_token, int64_t prompt,
 			   int64_t completion);
 
+/* The output a request may make when neither it nor any endpoint of its
+ * model says. */
+#define LEDGER_HOLD_OUT_DEFAULT 32768
+
+/*
+ * The most a request can cost, for its budget hold (hold.h): prompt_max
+ * prompt tokens (its body's bytes: no token is shorter than a byte) and
+ * out_max output tokens (its output limit; <= 0: the largest
+ * max_completion_tokens of the candidates c, else
+ * LEDGER_HOLD_OUT_DEFAULT), at the dearest candidate's prices
+ * (ledger_dearest), else at ceiling_usd a token.
+ */
+double ledger_hold_estimate(const struct rec_cands *c, int hhmm,
+			    int64_t prompt_max, int64_t out_max,
+			    double ceiling_usd);
+
 /* The request's one outcome: "ok", else what ended it (client_abort,
  * mid_stream, timeout, 5xx, other, 429), else "client_error" (an
  * upstream 4xx relayed as it came).  Static string. */

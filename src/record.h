@@ -110,6 +110,7 @@ struct stats_delta {
 	const char *lease;
 	bool key_budget;	/* the key has a budget: its spend goes
 				 * into TEAMKEY_RATE:<name> too */
+	const char *hold;	/* its budget hold (state.h), or NULL */
 	double key_billed_usd;	/* no usage came: what upstream billed
 				 * (GET /generation), else 0 */
 };

@@ -758,8 +758,12 @@ route_request(struct relay *rl)
 	int64_t now = clock_now_s();
 	enum orgw_err e;
 
-	if (!rl->req.has_provider &&
-	    unknown_recent(rl->req.model, clock_mono_ms())) {
+	bool unknown = !rl->req.has_provider &&
+		       unknown_recent(rl->req.model, clock_mono_ms());
+
+	/* A team key's request is admitted (its limits, its budget hold)
+	 * even for a model known to have no endpoints. */
+	if (unknown && rl->in->team == NULL) {
 		rl->unknown = true;
 		rl->route.kind = ROUTE_UNPINNED;
 		return;
@@ -768,6 +772,11 @@ route_request(struct relay *rl)
 		    &rl->route, rl->in->team ? &rl->in->team->admit : NULL);
 	if (rl->in->team != NULL && rl->in->team->admit.verdict != TK_OK)
 		return;
+	if (unknown) {
+		rl->unknown = true;
+		rl->route.kind = ROUTE_UNPINNED;
+		return;
+	}
 	if (rl->route.kind != ROUTE_SCORED)
 		return;
 	e = scorerun_fetch(rl->c, rl->req.model, SCORERUN_INLINE_TIMEOUT_MS,
@@ -1129,6 +1138,7 @@ bookkeep(struct relay *rl)
 
 		rl->d.key_name = k->name;
 		rl->d.lease = rl->in->team->admit.lease;
+		rl->d.hold = rl->in->team->admit.hold;
 		rl->d.key_budget = k->budget_day_usd > 0 ||
 				   k->budget_month_usd > 0;
 		/* An answer cut short (its client left, or upstream broke
@@ -1247,6 +1257,13 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			 (long long)(t->admit.retry_after_s > 0 ?
 					     t->admit.retry_after_s :
 					     1));
+		if (v == TK_CONCURRENT && t->key.concurrent == 0) {
+			snprintf(msg, sizeof(msg),
+				 "what is left of this key's budget is held "
+				 "by its requests in flight; retry after "
+				 "Retry-After seconds");
+			break;
+		}
 		snprintf(msg, sizeof(msg), v == TK_RPM ?
 			 "this key's limit of %lld requests a minute is "
 			 "reached; retry after Retry-After seconds" :
@@ -1265,6 +1282,16 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 	return relay_error(rl->io, rl->api, status, type, teamauth_code(v),
 			   v == TK_MODEL ? "model" : NULL, msg,
 			   extra[0] ? extra : NULL);
+}
+
+/* The request's output limit in tokens (the larger of its API's two),
+ * 0 when it sets none. */
+static int64_t
+out_limit(const struct api_req *q)
+{
+	double m = q->limit[0] > q->limit[1] ? q->limit[0] : q->limit[1];
+
+	return m >= 1 && m < 1e12 ? (int64_t)m : 0;
 }
 
 /* What is held back before the first token is bounded (SPEC 5), and the
@@ -1327,6 +1354,11 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 		log_request(&rl, teamauth_code(v), -1,
 			    clock_mono_ms() - rl.t0);
 		goto out;
+	}
+	if (in->team != NULL) {
+		/* What bounds its cost, for its budget hold. */
+		in->team->admit.prompt_max = (int64_t)in->len;
+		in->team->admit.out_max = out_limit(&rl.req);
 	}
 	route_request(&rl);
 	if (in->team != NULL && in->team->admit.verdict != TK_OK) {

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "failover.h"
+#include "hold.h"
 #include "ledger.h"
 #include "log.h"
 #include "memo.h"
@@ -566,6 +567,81 @@ seen_mark(struct store *s, const char *model, int64_t now)
 }
 
 /*
+ * The budget holds of a key with a budget (hold.h), at admission: what
+ * its requests in flight hold counts as spent in day and month; when
+ * that leaves nothing, or the table is full, the request is refused as
+ * over its concurrency (429: the budget is free again as they end).
+ * Else *hp (malloc'd, the caller frees) gets its hold added (when it
+ * has an id), for hold_put once it is admitted.
+ */
+static enum orgw_err
+hold_check(struct store *s, struct state_admit *ad, const char *model,
+	   struct teamkey_use *day, struct teamkey_use *month,
+	   struct holds **hp)
+{
+	struct holds *h;
+	struct rec_cands cands;
+	bool have;
+	char k[KEY_MAX], *v = NULL;
+	double held;
+	enum orgw_err err;
+
+	*hp = NULL;
+	snprintf(k, sizeof(k), "%s%s", STATE_HOLD_PREFIX, ad->key->name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if ((h = malloc(sizeof(*h))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	/* Damaged text starts the table again: the record is soft. */
+	(void)holds_decode(v, h);
+	free(v);
+	held = holds_total(h, ad->now_ms);
+	day->spend_usd += held;
+	month->spend_usd += held;
+	if (teamkey_check_budget(ad->key, day, month) != TK_OK) {
+		ad->verdict = TK_CONCURRENT;
+		ad->retry_after_s = 1;
+		free(h);
+		return ORGW_OK;
+	}
+	if (ad->hold == NULL) {
+		free(h);
+		return ORGW_OK;
+	}
+	if ((err = read_cands(s, model, &cands, &have)) != ORGW_OK) {
+		free(h);
+		return err;
+	}
+	ad->held_usd = ledger_hold_estimate(have ? &cands : NULL,
+					    score_hhmm(ad->now_ms / 1000),
+					    ad->prompt_max, ad->out_max,
+					    ad->ceiling_usd);
+	record_cands_clear(&cands);
+	if (!holds_add(h, ad->hold, ad->now_ms + ad->lease_ms,
+		       ad->held_usd)) {
+		ad->verdict = TK_CONCURRENT;
+		ad->retry_after_s = 1;
+		free(h);
+		return ORGW_OK;
+	}
+	*hp = h;
+	return ORGW_OK;
+}
+
+/* Writes the holds of ad's key. */
+static enum orgw_err
+hold_put(struct store *s, const struct state_admit *ad,
+	 const struct holds *h)
+{
+	char k[KEY_MAX];
+
+	snprintf(k, sizeof(k), "%s%s", STATE_HOLD_PREFIX, ad->key->name);
+	return store_put_text(s, k, holds_encode(h));
+}
+
+/*
  * A team key's request admitted or refused (teamkey_rate_admit) against
  * its TEAMKEY_RATE:<name> record, in the route transaction.  Damaged
  * text starts the minute and the leases afresh: the record is soft.
@@ -573,9 +649,10 @@ seen_mark(struct store *s, const char *model, int64_t now)
  * nothing.
  */
 static enum orgw_err
-admit(struct store *s, struct state_admit *ad)
+admit(struct store *s, struct state_admit *ad, const char *model)
 {
 	struct teamkey_rate *r;
+	struct holds *h = NULL;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
@@ -596,6 +673,12 @@ admit(struct store *s, struct state_admit *ad)
 
 		teamkey_rate_use(r, ad->now_ms / 1000, &day, &month);
 		ad->verdict = teamkey_check_budget(ad->key, &day, &month);
+		if (ad->verdict == TK_OK &&
+		    (err = hold_check(s, ad, model, &day, &month, &h)) !=
+			    ORGW_OK) {
+			free(r);
+			return err;
+		}
 	}
 	if (ad->verdict == TK_OK)
 		ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms,
@@ -603,6 +686,9 @@ admit(struct store *s, struct state_admit *ad)
 						 &ad->retry_after_s);
 	if (ad->verdict == TK_OK && (ad->key->rpm > 0 || ad->key->concurrent > 0))
 		err = store_put_text(s, k, teamkey_rate_encode(r));
+	if (err == ORGW_OK && ad->verdict == TK_OK && h != NULL)
+		err = hold_put(s, ad, h);
+	free(h);
 	free(r);
 	return err;
 }
@@ -614,7 +700,7 @@ do_route(struct store *s, void *arg)
 	enum orgw_err err;
 
 	if (a->admit != NULL) {
-		if ((err = admit(s, a->admit)) != ORGW_OK)
+		if ((err = admit(s, a->admit, a->model)) != ORGW_OK)
 			return err;
 		if (a->admit->verdict != TK_OK)
 			return ORGW_OK;
@@ -680,6 +766,8 @@ state_route(const struct orgw_conf *c, const char *model,
 	if (ad != NULL) {
 		ad->verdict = TK_OK;
 		ad->retry_after_s = 0;
+		ad->held_usd = 0;
+		ad->ceiling_usd = c->price_ceiling_usd_per_mtok / 1e6;
 		if (ad->key->rpm > 0 || ad->key->concurrent > 0 ||
 		    ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0)
 			a.admit = ad;
@@ -695,6 +783,7 @@ state_route(const struct orgw_conf *c, const char *model,
 		 * not enforced, and the request is not refused for it. */
 		a.admit->verdict = TK_OK;
 		a.admit->lease = NULL;
+		a.admit->hold = NULL;
 	}
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",
@@ -1293,6 +1382,32 @@ batch_lease(struct store *s, const struct finish_job *j)
 	return err;
 }
 
+/* Drops job j's budget hold, if it has one: in the transaction that
+ * adds its spend (batch_lease), so an admission never sees both or
+ * neither. */
+static enum orgw_err
+batch_hold(struct store *s, const struct finish_job *j)
+{
+	struct holds *h;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	if (j->d.key_name == NULL || j->d.hold == NULL)
+		return ORGW_OK;
+	snprintf(k, sizeof(k), "%s%s", STATE_HOLD_PREFIX, j->d.key_name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if ((h = malloc(sizeof(*h))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	if (holds_decode(v, h) == ORGW_OK && holds_drop(h, j->d.hold))
+		err = store_put_text(s, k, holds_encode(h));
+	free(h);
+	free(v);
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1314,8 +1429,9 @@ do_finish_batch(struct store *s, void *arg)
 		if ((err = batch_model(s, b, j)) == ORGW_OK &&
 		    (err = batch_cell(s, b, j)) == ORGW_OK &&
 		    (err = batch_hit(s, b, j)) == ORGW_OK &&
-		    (err = batch_ok(s, b, j)) == ORGW_OK)
-			err = batch_lease(s, j);
+		    (err = batch_ok(s, b, j)) == ORGW_OK &&
+		    (err = batch_lease(s, j)) == ORGW_OK)
+			err = batch_hold(s, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 

@@ -74,6 +74,8 @@ struct state_route {
  * lost record forgets a minute's count and leases that expire anyway.
  */
 #define STATE_RATE_PREFIX "TEAMKEY_RATE:"
+/* What a key's requests in flight hold of its budget (hold.h). */
+#define STATE_HOLD_PREFIX "TEAMKEY_HOLD:"
 
 /* A team key's request, admitted in the route transaction. */
 struct state_admit {
@@ -86,8 +88,18 @@ struct state_admit {
 	 * the budget is checked against, raised to the spend of the
 	 * requests that ended since (teamkey_rate_use). */
 	const struct teamkey_use *day, *month;
+	/* A key with a budget: the request's hold id (its lease id; set
+	 * to NULL when none was taken), and what bounds its cost: its
+	 * body's bytes and its output limit (0: none), priced at the
+	 * model's dearest stored prices, else at ceiling_usd a token
+	 * (ledger_hold_estimate).  held_usd: what it holds. */
+	const char *hold;
+	int64_t prompt_max, out_max;
+	double ceiling_usd, held_usd;
 	enum teamkey_verdict verdict;	/* TK_OK, TK_BUDGET, TK_RPM or
-					 * TK_CONCURRENT */
+					 * TK_CONCURRENT (also: the rest
+					 * of the budget is held by
+					 * requests in flight) */
 	int64_t retry_after_s;		/* for a refusal */
 };
 
@@ -108,8 +120,12 @@ struct state_admit {
  * budget against the keys store already).  The request's state_finish
  * gives the lease back and adds its spend to the record in the same
  * transaction (d->key_name, d->lease, d->key_budget), so a budget is
- * overshot only by requests in flight when it was reached: at most the
- * key's concurrency limit.
+ * overshot only by requests in flight when it was reached.  A key with
+ * a budget also holds the most each request can cost (hold.h) from its
+ * admission to its state_finish (d->hold), and a request is admitted
+ * only while spend plus holds is below the budget: with every hold at
+ * least its request's cost, the budget is overshot by less than the
+ * cost of one request, whatever the concurrency.
  */
 enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  bool client_provider, int64_t now,

@@ -101,6 +101,7 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	       const char *model, const char *const *models, size_t n)
 {
 	enum teamkey_verdict v;
+	bool budget = t->key.budget_day_usd > 0 || t->key.budget_month_usd > 0;
 
 	v = teamkey_check_key(&t->key, clock_now_s(), model, models, n);
 	if (v != TK_OK)
@@ -113,10 +114,12 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	t->admit.lease_ms = c->request_timeout_ms;
 	t->admit.day = &t->day;
 	t->admit.month = &t->month;
-	/* No lease without a random id: refused as over the limit. */
-	if (t->key.concurrent > 0 && !lease_make(t->lease))
+	/* No lease without a random id: refused as over the limit.  A
+	 * budget's hold (hold.h) goes by the same id. */
+	if ((t->key.concurrent > 0 || budget) && !lease_make(t->lease))
 		return TK_CONCURRENT;
 	t->admit.lease = t->key.concurrent > 0 ? t->lease : NULL;
+	t->admit.hold = budget ? t->lease : NULL;
 	return TK_OK;
 }
 

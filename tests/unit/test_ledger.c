@@ -767,6 +767,31 @@ test_money_estimate(void)
 			 ledger_ceiling_cost(-1, 5, 10) == 0);
 }
 
+/* A budget hold: the body's bytes and the output limit at the dearest
+ * candidate's prices, the output limit from the endpoints when the
+ * request sets none, the ceiling when no price is known. */
+static void
+test_hold_estimate(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	int hhmm = score_hhmm(MONEY_DAY + 12 * 3600);
+
+	money_cands(&c, v);
+	v[0].terms.discount = 0;
+	v[0].max_completion_tokens = 8192;
+	v[1].max_completion_tokens = 65536;
+	T_ASSERT("hold: prompt bytes and max_tokens at the dearest prices",
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 1000, 1),
+			4000 * 1e-6 + 1000 * 2e-6));
+	T_ASSERT("hold: no max_tokens: the largest endpoint output limit",
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 0, 1),
+			4000 * 1e-6 + 65536 * 2e-6));
+	T_ASSERT("hold: no price known: the ceiling",
+		 T_NEAR(ledger_hold_estimate(NULL, hhmm, 4000, 0, 1e-5),
+			(4000 + LEDGER_HOLD_OUT_DEFAULT) * 1e-5));
+}
+
 /* A team key's spend: the ledger's cost with usage, else the billed. */
 static void
 test_key_spend(void)
@@ -795,5 +820,6 @@ main(void)
 	test_money_price();
 	test_money_estimate();
 	test_key_spend();
+	test_hold_estimate();
 	return T_REPORT();
 }
