@@ -776,8 +776,9 @@ ledger_ceiling_cost(double usd_per_token, int64_t prompt, int64_t completion)
 
 double
 ledger_hold_estimate(const struct rec_cands *c, int hhmm, int64_t prompt_max,
-		     int64_t out_max, double ceiling_usd)
+		     int64_t out_max, double ceiling_usd, const char **basis)
 {
+	const char *dummy;
 	int64_t most = 0;
 	double usd;
 	size_t i;
@@ -789,8 +790,12 @@ ledger_hold_estimate(const struct rec_cands *c, int hhmm, int64_t prompt_max,
 		out_max = most;
 	if (out_max <= 0)
 		out_max = LEDGER_HOLD_OUT_DEFAULT;
+	if (basis == NULL)
+		basis = &dummy;
+	*basis = LEDGER_BASIS_MODEL_MAX;
 	if (ledger_dearest(c, hhmm, prompt_max, 0, 0, out_max, &usd))
 		return usd;
+	*basis = LEDGER_BASIS_CEILING;
 	return ledger_ceiling_cost(ceiling_usd, prompt_max, out_max);
 }
 

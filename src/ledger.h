@@ -238,11 +238,12 @@ double ledger_ceiling_cost(double usd_per_token, int64_t prompt,
  * out_max output tokens (its output limit; <= 0: the largest
  * max_completion_tokens of the candidates c, else
  * LEDGER_HOLD_OUT_DEFAULT), at the dearest candidate's prices
- * (ledger_dearest), else at ceiling_usd a token.
+ * (ledger_dearest), else at ceiling_usd a token; *basis (basis may be
+ * NULL) the LEDGER_BASIS_* it used.
  */
 double ledger_hold_estimate(const struct rec_cands *c, int hhmm,
 			    int64_t prompt_max, int64_t out_max,
-			    double ceiling_usd);
+			    double ceiling_usd, const char **basis);
 
 /* The request's one outcome: "ok", else what ended it (client_abort,
  * mid_stream, timeout, 5xx, other, 429), else "client_error" (an

@@ -47,6 +47,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "failover.h"
+#include "genq.h"
 #include "jsonscan.h"
 #include "log.h"
 #include "mask.h"
@@ -961,8 +962,8 @@ run_attempt(struct relay *rl)
 	call.on_tick = on_tick;
 	call.on_client_gone = on_client_gone;
 	call.arg = rl;
-	/* Only a team key's request can need its generation looked up. */
-	call.want_generation_id = rl->in->team != NULL;
+	/* An answer cut short has its cost looked up by this id. */
+	call.want_generation_id = true;
 	/* A failover: this attempt goes to another provider than the last
 	 * one (a trip re-locked the model); one per request.  A trip that
 	 * left the request unpinned moved it to no provider. */
@@ -1093,6 +1094,43 @@ answer(struct relay *rl)
 	}
 }
 
+/* The request's output limit in tokens (the larger of its API's two),
+ * 0 when it sets none. */
+static int64_t
+out_limit(const struct api_req *q)
+{
+	double m = q->limit[0] > q->limit[1] ? q->limit[0] : q->limit[1];
+
+	return m >= 1 && m < 1e12 ? (int64_t)m : 0;
+}
+
+/* The look-up of what rl's answer cost (genq.h), and its ledger model
+ * (job->model, set whether or not it is queued). */
+static void
+gen_job(const struct relay *rl, struct genq_job *job)
+{
+	const struct teamauth *t = rl->in->team;
+
+	memset(job, 0, sizeof(*job));
+	snprintf(job->id, sizeof(job->id), "%s", rl->generation_id);
+	snprintf(job->model, sizeof(job->model), "%s",
+		 rl->unknown ? STATE_OTHER_MODEL : rl->req.model);
+	snprintf(job->tag, sizeof(job->tag), "%s", rl->used_tag);
+	job->api = rl->api->name;
+	if (t != NULL) {
+		snprintf(job->key, sizeof(job->key), "%s", t->key.name);
+		job->key_budget = rl->d.key_budget;
+		if (t->admit.hold != NULL)
+			snprintf(job->hold, sizeof(job->hold), "%s",
+				 t->admit.hold);
+		job->prompt_max = t->admit.prompt_max;
+		job->out_max = t->admit.out_max;
+	} else {
+		job->prompt_max = (int64_t)rl->in->len;
+		job->out_max = out_limit(&rl->req);
+	}
+}
+
 /* The request's end: stats, the lag rule, the breaker reset, the log. */
 static void
 bookkeep(struct relay *rl)
@@ -1100,6 +1138,8 @@ bookkeep(struct relay *rl)
 	const struct orgw_io *io = rl->io;
 	const struct api_usage *u = &rl->a.ans.usage;
 	int64_t ttfb = -1, total = clock_mono_ms() - rl->t0;
+	struct genq_job job;
+	bool lookup;
 
 	if (rl->a.t_first)
 		ttfb = rl->a.t_first - rl->t0;
@@ -1141,21 +1181,27 @@ bookkeep(struct relay *rl)
 		rl->d.hold = rl->in->team->admit.hold;
 		rl->d.key_budget = k->budget_day_usd > 0 ||
 				   k->budget_month_usd > 0;
-		/* An answer cut short (its client left, or upstream broke
-		 * off after sending some) is billed without usage reaching
-		 * orgw: looked up while the request still holds its lease,
-		 * since it is in flight until what it cost is known. */
-		if (!u->have && rl->generation_id[0] != '\0' &&
-		    (rl->a.why == AB_GONE || rl->a.content))
-			(void)teamauth_billed(rl->c, rl->generation_id,
-					      &rl->d.key_billed_usd);
+	}
+	/* An answer cut short (its client left, or upstream broke off
+	 * after sending some) is billed without usage reaching orgw: its
+	 * cost is looked up after the request has given its thread and
+	 * lease back, and added then; its budget hold stays until. */
+	lookup = !u->have && rl->generation_id[0] != '\0' &&
+		 (rl->a.why == AB_GONE || rl->a.content);
+	if (lookup) {
+		gen_job(rl, &job);
+		rl->d.hold = NULL;
 	}
 	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
 		     &rl->d,
 		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
-	if (rl->in->team != NULL)
+	/* A request looked up is counted in its key's use with its
+	 * spend, once that is known. */
+	if (rl->in->team != NULL && !lookup)
 		teamauth_finish(rl->c, rl->in->team, &rl->d);
 	log_request(rl, rl->result, ttfb, total);
+	if (lookup && !genq_push(rl->c, &job))
+		genq_settle(rl->c, &job, false, 0);
 }
 
 /*
@@ -1282,16 +1328,6 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 	return relay_error(rl->io, rl->api, status, type, teamauth_code(v),
 			   v == TK_MODEL ? "model" : NULL, msg,
 			   extra[0] ? extra : NULL);
-}
-
-/* The request's output limit in tokens (the larger of its API's two),
- * 0 when it sets none. */
-static int64_t
-out_limit(const struct api_req *q)
-{
-	double m = q->limit[0] > q->limit[1] ? q->limit[0] : q->limit[1];
-
-	return m >= 1 && m < 1e12 ? (int64_t)m : 0;
 }
 
 /* What is held back before the first token is bounded (SPEC 5), and the
@@ -1424,9 +1460,27 @@ relay_plain(const struct orgw_conf *c, const struct orgw_io *io,
 	char url[4096];
 	const char *p;
 	size_t len;
+	enum teamkey_verdict v;
 	int rc, status;
 	int64_t t0 = clock_mono_ms();
 
+	/* A team key's count is held to its rpm and budget too. */
+	if (in->team != NULL && (v = teamauth_check_plain(c, in->team)) !=
+					TK_OK) {
+		struct relay rl;
+
+		memset(&rl, 0, sizeof(rl));
+		rl.c = c;
+		rl.io = io;
+		rl.in = in;
+		rl.api = in->api;
+		rc = team_refuse(&rl, v);
+		log_msg("req",
+			"time=%lld api=%s path=%s status=%d outcome=%s key=%s",
+			(long long)clock_now_s(), in->api->name, upstream_path,
+			rl.final_status, teamauth_code(v), in->team->key.name);
+		return rc;
+	}
 	memset(&pl, 0, sizeof(pl));
 	pl.body.max = PLAIN_MAX_BYTES;
 	if (!upstream_url(c, in, upstream_path, url, sizeof(url)))

@@ -617,7 +617,7 @@ hold_check(struct store *s, struct state_admit *ad, const char *model,
 	ad->held_usd = ledger_hold_estimate(have ? &cands : NULL,
 					    score_hhmm(ad->now_ms / 1000),
 					    ad->prompt_max, ad->out_max,
-					    ad->ceiling_usd);
+					    ad->ceiling_usd, NULL);
 	record_cands_clear(&cands);
 	if (!holds_add(h, ad->hold, ad->now_ms + ad->lease_ms,
 		       ad->held_usd)) {
@@ -707,6 +707,70 @@ do_route(struct store *s, void *arg)
 	}
 	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
 			       a->r);
+}
+
+struct estimate_arg {
+	const char *model;
+	int64_t prompt_max, out_max, now;
+	double ceiling_usd, usd;
+	const char *basis;
+};
+
+static enum orgw_err
+do_estimate(struct store *s, void *arg)
+{
+	struct estimate_arg *a = arg;
+	struct rec_cands cands;
+	bool have;
+	enum orgw_err err;
+
+	if ((err = read_cands(s, a->model, &cands, &have)) != ORGW_OK)
+		return err;
+	a->usd = ledger_hold_estimate(have ? &cands : NULL, score_hhmm(a->now),
+				      a->prompt_max, a->out_max,
+				      a->ceiling_usd, &a->basis);
+	record_cands_clear(&cands);
+	return ORGW_OK;
+}
+
+enum orgw_err
+state_estimate(const struct orgw_conf *c, const char *model,
+	       int64_t prompt_max, int64_t out_max, double *usd,
+	       const char **basis)
+{
+	struct estimate_arg a = {model, prompt_max, out_max, clock_now_s(),
+				 c->price_ceiling_usd_per_mtok / 1e6, 0, NULL};
+	enum orgw_err err;
+
+	if ((err = state_txn(c, false, do_estimate, &a)) == ORGW_OK) {
+		*usd = a.usd;
+		*basis = a.basis;
+	}
+	return err;
+}
+
+static enum orgw_err
+do_admit_plain(struct store *s, void *arg)
+{
+	return admit(s, arg, NULL);
+}
+
+enum orgw_err
+state_admit_plain(const struct orgw_conf *c, struct state_admit *ad)
+{
+	enum orgw_err err;
+
+	ad->verdict = TK_OK;
+	ad->retry_after_s = 0;
+	ad->held_usd = 0;
+	ad->hold = NULL;
+	ad->lease = NULL;
+	if (ad->key->rpm <= 0 && ad->key->budget_day_usd <= 0 &&
+	    ad->key->budget_month_usd <= 0)
+		return ORGW_OK;
+	if ((err = state_txn(c, true, do_admit_plain, ad)) != ORGW_OK)
+		ad->verdict = TK_OK;
+	return err;
 }
 
 /*

@@ -132,6 +132,27 @@ enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  struct state_route *r, struct state_admit *ad);
 
 /*
+ * Admits a team key's request that routes nothing and costs nothing
+ * (count_tokens) in one transaction: counted against ad->key's rpm, and
+ * refused (TK_BUDGET, or TK_CONCURRENT while holds take the rest) when
+ * its budget is spent; no lease and no hold (ad->lease and ad->hold are
+ * set to NULL; ad->key's concurrency is the caller's to leave out).
+ * With the state unavailable, the error and ad->verdict TK_OK, as for
+ * state_route.
+ */
+enum orgw_err state_admit_plain(const struct orgw_conf *c,
+				struct state_admit *ad);
+
+/*
+ * The most a request of model can cost (ledger_hold_estimate at its
+ * stored prices, now): *usd, and *basis the LEDGER_BASIS_* it used.  The
+ * store's error leaves both untouched.
+ */
+enum orgw_err state_estimate(const struct orgw_conf *c, const char *model,
+			     int64_t prompt_max, int64_t out_max, double *usd,
+			     const char **basis);
+
+/*
  * After an inline scoring (res NULL when it failed, with error saying
  * why): writes the candidates (keeping the old ones on failure), marks
  * the model seen (MODEL_SEEN:<model>, SPEC 4 step 2) when its endpoints

@@ -17,6 +17,18 @@
 # get 429 with a Retry-After while the rest of the budget is held (counted
 # as refused_concurrent), 402 once it is spent.
 #
+# Abandoned: a client leaves a stream of a --concurrent 1 key; the
+# generation's figure answers 429 three times, then 404 for 4 s.  The
+# key's next request is served at once (before: 429 until the look-up
+# ended); the figure, when it comes, is the key's spend and the model's
+# /stats cost_usd, counted once.  A look-up that finds nothing (403) is
+# charged the most the request could cost, logged as estimated (before:
+# $0).
+#
+# count_tokens: a key's --rpm counts it (429 over it) and a spent budget
+# refuses it (402), each counted among the key's refusals.  Before: relayed
+# whatever the limits.
+#
 # The figures go out as "# " lines.
 . "$(dirname "$0")/../lib.sh"
 
@@ -114,6 +126,92 @@ reserved() { # BACKEND
 	t_eq "$be: ... once they ended, the next request: 402" 402 "$HTTP_STATUS"
 }
 
+count_tokens() { # BACKEND: count_tokens under the key's rpm and budget
+	local be=$1 k st s ct='{"model":"tk/ct","messages":[{"role":"user","content":"hi"}]}'
+	k=$(newkey "ct-rpm-$be" --models 'tk/*' --rpm 2)
+	# Not across a minute's end (a fixed rpm window would start again).
+	s=$(date +%S)
+	s=${s#0}
+	[ "$s" -le 55 ] || sleep $((61 - s))
+	HTTP_KEY=$k orgw_http POST /v1/messages/count_tokens "$ct"
+	st=$HTTP_STATUS
+	HTTP_KEY=$k orgw_http POST /v1/messages/count_tokens "$ct"
+	st="$st $HTTP_STATUS"
+	HTTP_KEY=$k orgw_http POST /v1/messages/count_tokens "$ct"
+	t_eq "$be: count_tokens on an --rpm 2 key: relayed twice (the double's 404), then 429 in Anthropic's shape" \
+		"404 404 429 rate_limit_error true" \
+		"$st $HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.type') $(test -n "$(http_header retry-after)" && echo true)"
+	t_eq "$be: ... counted as refused_rpm" 1 "$(kstat "ct-rpm-$be" 'k.today.refused_rpm')"
+	k=$(newkey "ct-budget-$be" --models 'tk/*' --budget-usd-day 0.000000001)
+	HTTP_KEY=$k orgw_http POST /v1/chat/completions '{"model":"tk/ct","messages":[{"role":"user","content":"hi"}]}'
+	settle "ct-budget-$be" 1
+	HTTP_KEY=$k orgw_http POST /v1/messages/count_tokens "$ct"
+	t_eq "$be: count_tokens on a spent budget: 402 in Anthropic's shape, counted as refused_budget" \
+		"402 error 1" \
+		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.type') $(kstat "ct-budget-$be" 'k.today.refused_budget')"
+}
+
+# abandoned BACKEND: a client that leaves mid-stream; its generation's
+# figure lags (404) and is rate-limited (429) at first.
+abandoned() {
+	local be=$1 m=tk/gone-$1 k b0 t0 t1 st i spent bill stats_cost
+	local slow='gone\n[double] {\"chunks\":16,\"spacing_ms\":200}'
+	# Scored first (the operator's key): its hold is then priced from
+	# its endpoints, not at the ceiling, and leaves most of $1 free.
+	HTTP_KEY=$ORGW_KEY orgw_http POST /v1/chat/completions "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"warm\"}]}"
+	double_ctl POST config '{"generation_ready_ms":4000,"generation_fault_status":429,"generation_fault_times":3}' >/dev/null
+	k=$(newkey "gone-$be" --models 'tk/*' --concurrent 1 --budget-usd-day 1)
+	b0=$(billed "$m")
+	curl -sS -N --max-time 1.3 -H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
+		--data-binary "{\"model\":\"$m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"$slow\"}]}" \
+		"$ORGW_URL/v1/chat/completions" >/dev/null 2>&1
+	t0=$(date +%s%N)
+	# Its lease is free once orgw sees the client gone (its next write,
+	# 200 ms at most), not after the look-up (4 s and more).
+	for ((i = 0; i < 15; i++)); do
+		HTTP_KEY=$k orgw_http POST /v1/chat/completions "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"next\"}]}"
+		st=$HTTP_STATUS
+		[ "$st" = 200 ] && break
+		sleep 0.1
+	done
+	t1=$((($(date +%s%N) - t0) / 1000000))
+	printf '# %s: a --concurrent 1 key served again %d ms after its client left mid-stream (the look-up lags 4 s)\n' "$be" "$t1"
+	t_check "$be: a client gone mid-stream gives its lease back at once: the key's next request is 200 within 1.5 s ($t1 ms)" \
+		test "$st" = 200 -a "$t1" -le 1500
+	settle "gone-$be" 2
+	double_ctl POST config '{"generation_ready_ms":0,"generation_fault_status":0,"generation_fault_times":0}' >/dev/null
+	bill=$(node -e "process.stdout.write(String($(billed "$m") - $b0))")
+	spent=$(kstat "gone-$be" 'k.today.spend_usd')
+	printf '# %s: abandoned: billed $%s, key spend $%s\n' "$be" "$bill" "$spent"
+	t_check "$be: ... its cost, found after three 429s and 4 s of 404s, is the key's spend: \$$spent = billed \$$bill" \
+		node -e "process.exit(Math.abs($spent - $bill) < 1e-9 && $bill > 0 ? 0 : 1)"
+	t_eq "$be: ... the double met the 429s and then answered the look-up" "3 true" \
+		"$(json_get "$(double_ctl GET stats)" '[j.generation_faults, j.generation_lookups >= 1].join(" ")')"
+	stats_cost=$(json_get "$(orgw_curl /stats)" "j.models['$m'].cost_usd")
+	t_check "$be: ... /stats counts it once: the model's cost_usd \$$stats_cost = all billed for it (the operator's answer too)" \
+		node -e "process.exit(Math.abs($stats_cost - $(billed "$m")) < 1e-9 ? 0 : 1)"
+	t_eq "$be: ... two requests in the key's use, three in /stats (the operator's too)" "2 3" \
+		"$(kstat "gone-$be" 'k.today.requests') $(json_get "$(orgw_curl /stats)" "j.models['$m'].requests")"
+
+	# A look-up that finds nothing (a 403): charged the most it could cost.
+	double_ctl POST config '{"generation_fault_status":403}' >/dev/null
+	k=$(newkey "lost-$be" --models 'tk/*' --budget-usd-day 1)
+	b0=$(billed "$m")
+	curl -sS -N --max-time 1.3 -H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
+		--data-binary "{\"model\":\"$m\",\"stream\":true,\"max_tokens\":100,\"messages\":[{\"role\":\"user\",\"content\":\"$slow\"}]}" \
+		"$ORGW_URL/v1/chat/completions" >/dev/null 2>&1
+	settle "lost-$be" 1
+	double_ctl POST config '{"generation_fault_status":0}' >/dev/null
+	bill=$(node -e "process.stdout.write(String($(billed "$m") - $b0))")
+	spent=$(kstat "lost-$be" 'k.today.spend_usd')
+	printf '# %s: not found: billed $%s, charged $%s\n' "$be" "$bill" "$spent"
+	t_check "$be: a look-up that finds nothing: charged the most it could cost (\$$spent >= billed \$$bill > 0)" \
+		node -e "process.exit($spent >= $bill && $bill > 0 ? 0 : 1)"
+	t_match "$be: ... logged as estimated from the model's dearest endpoint" \
+		"cost_estimated=1 cost_basis=model_max key=lost-$be" \
+		"$(grep "generation .*key=lost-$be" "$ORGW_LOG" | tail -n 1)"
+}
+
 money() { # BACKEND
 	local be=$1
 	price "tk/np404-$be" 0.00007 0.00007 404
@@ -121,6 +219,8 @@ money() { # BACKEND
 	price "tk/npprov-$be" 0.00007 0.00007
 	unpriced "$be" "the client's own provider, never scored" "tk/npprov-$be" '{"provider":{"order":["alpha"]}}'
 	reserved "$be"
+	count_tokens "$be"
+	abandoned "$be"
 }
 
 orgw_start KEYS_SECRET="$SECRET"

@@ -776,20 +776,25 @@ test_hold_estimate(void)
 	struct rec_cands c;
 	struct rec_cand v[2];
 	int hhmm = score_hhmm(MONEY_DAY + 12 * 3600);
+	const char *basis = NULL;
 
 	money_cands(&c, v);
 	v[0].terms.discount = 0;
 	v[0].max_completion_tokens = 8192;
 	v[1].max_completion_tokens = 65536;
 	T_ASSERT("hold: prompt bytes and max_tokens at the dearest prices",
-		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 1000, 1),
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 1000, 1, NULL),
 			4000 * 1e-6 + 1000 * 2e-6));
 	T_ASSERT("hold: no max_tokens: the largest endpoint output limit",
-		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 0, 1),
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 0, 1, NULL),
 			4000 * 1e-6 + 65536 * 2e-6));
-	T_ASSERT("hold: no price known: the ceiling",
-		 T_NEAR(ledger_hold_estimate(NULL, hhmm, 4000, 0, 1e-5),
-			(4000 + LEDGER_HOLD_OUT_DEFAULT) * 1e-5));
+	T_ASSERT("hold: no price known: the ceiling, so named",
+		 T_NEAR(ledger_hold_estimate(NULL, hhmm, 4000, 0, 1e-5, &basis),
+			(4000 + LEDGER_HOLD_OUT_DEFAULT) * 1e-5) &&
+			 strcmp(basis, LEDGER_BASIS_CEILING) == 0);
+	ledger_hold_estimate(&c, hhmm, 1, 1, 1, &basis);
+	T_ASSERT("hold: ...and the dearest endpoint so named",
+		 strcmp(basis, LEDGER_BASIS_MODEL_MAX) == 0);
 }
 
 /* A team key's spend: the ledger's cost with usage, else the billed. */
