@@ -100,7 +100,7 @@ first_due(void)
 
 /* Waits on cv for at most ms (mu held). */
 static void
-wait_ms(int64_t ms)
+wait_for(int64_t ms)
 {
 	struct timespec ts;
 
@@ -132,7 +132,7 @@ drain(void *arg)
 		}
 		now = clock_mono_ms();
 		if (s->next_ms > now) {
-			wait_ms(s->next_ms - now);
+			wait_for(s->next_ms - now);
 			continue;
 		}
 		s->busy = true;
@@ -151,6 +151,7 @@ drain(void *arg)
 		}
 		s->used = false;
 		n_waiting--;
+		pthread_cond_broadcast(&cv);
 		pthread_mutex_unlock(&mu);
 		if (!found && again)
 			log_warn("generation %s: no billed figure within %d s",
@@ -191,7 +192,7 @@ genq_push(const struct orgw_conf *c, const struct genq_job *j)
 			ok = true;
 		}
 	if (ok)
-		pthread_cond_signal(&cv);
+		pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
 	if (!ok)
 		log_warn("generation %s: %s; charged at once as estimated",
@@ -238,13 +239,32 @@ genq_settle(const struct orgw_conf *c, const struct genq_job *j, bool found,
 		 d.key_name ? d.key_name : "");
 }
 
-size_t
-genq_waiting(void)
+void
+genq_finish(int64_t wait_ms)
 {
-	size_t n;
+	struct genq_job job;
+	int64_t end = clock_mono_ms() + wait_ms;
+	size_t i;
 
 	pthread_mutex_lock(&mu);
-	n = n_waiting;
+	while (n_waiting > 0 && clock_mono_ms() < end)
+		wait_for(100);
+	/* What is still waiting is charged as not found. */
+	for (i = 0; i < GENQ_MAX; i++)
+		if (slots[i].used && !slots[i].busy) {
+			job = slots[i].job;
+			slots[i].used = false;
+			n_waiting--;
+			pthread_mutex_unlock(&mu);
+			log_warn("generation %s: the worker ends before its "
+				 "figure came",
+				 job.id);
+			genq_settle(conf, &job, false, 0);
+			pthread_mutex_lock(&mu);
+		}
+	/* One being asked ends within its GET's timeout. */
+	end = clock_mono_ms() + GENQ_GET_TIMEOUT_MS + 1000;
+	while (n_waiting > 0 && clock_mono_ms() < end)
+		wait_for(100);
 	pthread_mutex_unlock(&mu);
-	return n;
 }

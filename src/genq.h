@@ -37,6 +37,9 @@ struct genq_job {
 	int64_t prompt_max, out_max;	/* what bounds its cost (state.h) */
 };
 
+/* How long a worker's end waits for the look-ups it queued. */
+#define GENQ_EXIT_WAIT_MS 10000
+
 /*
  * Queues a copy of j for the background thread (started on first use).
  * False when GENQ_MAX look-ups wait already or the thread could not
@@ -54,7 +57,11 @@ bool genq_push(const struct orgw_conf *c, const struct genq_job *j);
 void genq_settle(const struct orgw_conf *c, const struct genq_job *j,
 		 bool found, double usd);
 
-/* How many look-ups wait now (for tests and the log). */
-size_t genq_waiting(void);
+/*
+ * At the worker process's end: waits up to wait_ms for the look-ups
+ * queued to settle, then settles the rest as not found (charged the
+ * most they could cost), so a worker's exit never loses a spend.
+ */
+void genq_finish(int64_t wait_ms);
 
 #endif

@@ -574,29 +574,60 @@ seen_mark(struct store *s, const char *model, int64_t now)
  * Else *hp (malloc'd, the caller frees) gets its hold added (when it
  * has an id), for hold_put once it is admitted.
  */
+/* The holds of key name into *hp (malloc'd, the caller frees), its key
+ * into k (KEY_MAX bytes).  Damaged text starts the table again: the
+ * record is soft. */
+static enum orgw_err
+hold_read(struct store *s, const char *name, char *k, struct holds **hp)
+{
+	char *v = NULL;
+	enum orgw_err err;
+
+	*hp = NULL;
+	snprintf(k, KEY_MAX, "%s%s", STATE_HOLD_PREFIX, name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if ((*hp = malloc(sizeof(**hp))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	(void)holds_decode(v, *hp);
+	free(v);
+	return ORGW_OK;
+}
+
+/* The most a request of model can cost (ledger_hold_estimate), at the
+ * candidates stored in s; *basis (may be NULL) what it used. */
+static enum orgw_err
+estimate_in(struct store *s, const char *model, int64_t now_s,
+	    int64_t prompt_max, int64_t out_max, double ceiling_usd,
+	    double *usd, const char **basis)
+{
+	struct rec_cands cands;
+	bool have;
+	enum orgw_err err;
+
+	if ((err = read_cands(s, model, &cands, &have)) != ORGW_OK)
+		return err;
+	*usd = ledger_hold_estimate(have ? &cands : NULL, score_hhmm(now_s),
+				    prompt_max, out_max, ceiling_usd, basis);
+	record_cands_clear(&cands);
+	return ORGW_OK;
+}
+
 static enum orgw_err
 hold_check(struct store *s, struct state_admit *ad, const char *model,
 	   struct teamkey_use *day, struct teamkey_use *month,
 	   struct holds **hp)
 {
 	struct holds *h;
-	struct rec_cands cands;
-	bool have;
-	char k[KEY_MAX], *v = NULL;
+	char k[KEY_MAX];
 	double held;
 	enum orgw_err err;
 
 	*hp = NULL;
-	snprintf(k, sizeof(k), "%s%s", STATE_HOLD_PREFIX, ad->key->name);
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
+	if ((err = hold_read(s, ad->key->name, k, &h)) != ORGW_OK)
 		return err;
-	if ((h = malloc(sizeof(*h))) == NULL) {
-		free(v);
-		return ORGW_ENOMEM;
-	}
-	/* Damaged text starts the table again: the record is soft. */
-	(void)holds_decode(v, h);
-	free(v);
 	held = holds_total(h, ad->now_ms);
 	day->spend_usd += held;
 	month->spend_usd += held;
@@ -610,15 +641,12 @@ hold_check(struct store *s, struct state_admit *ad, const char *model,
 		free(h);
 		return ORGW_OK;
 	}
-	if ((err = read_cands(s, model, &cands, &have)) != ORGW_OK) {
+	if ((err = estimate_in(s, model, ad->now_ms / 1000, ad->prompt_max,
+			       ad->out_max, ad->ceiling_usd, &ad->held_usd,
+			       NULL)) != ORGW_OK) {
 		free(h);
 		return err;
 	}
-	ad->held_usd = ledger_hold_estimate(have ? &cands : NULL,
-					    score_hhmm(ad->now_ms / 1000),
-					    ad->prompt_max, ad->out_max,
-					    ad->ceiling_usd, NULL);
-	record_cands_clear(&cands);
 	if (!holds_add(h, ad->hold, ad->now_ms + ad->lease_ms,
 		       ad->held_usd)) {
 		ad->verdict = TK_CONCURRENT;
@@ -720,17 +748,9 @@ static enum orgw_err
 do_estimate(struct store *s, void *arg)
 {
 	struct estimate_arg *a = arg;
-	struct rec_cands cands;
-	bool have;
-	enum orgw_err err;
 
-	if ((err = read_cands(s, a->model, &cands, &have)) != ORGW_OK)
-		return err;
-	a->usd = ledger_hold_estimate(have ? &cands : NULL, score_hhmm(a->now),
-				      a->prompt_max, a->out_max,
-				      a->ceiling_usd, &a->basis);
-	record_cands_clear(&cands);
-	return ORGW_OK;
+	return estimate_in(s, a->model, a->now, a->prompt_max, a->out_max,
+			   a->ceiling_usd, &a->usd, &a->basis);
 }
 
 enum orgw_err
@@ -1453,22 +1473,16 @@ static enum orgw_err
 batch_hold(struct store *s, const struct finish_job *j)
 {
 	struct holds *h;
-	char k[KEY_MAX], *v = NULL;
+	char k[KEY_MAX];
 	enum orgw_err err;
 
 	if (j->d.key_name == NULL || j->d.hold == NULL)
 		return ORGW_OK;
-	snprintf(k, sizeof(k), "%s%s", STATE_HOLD_PREFIX, j->d.key_name);
-	if ((err = store_get(s, k, &v)) != ORGW_OK)
+	if ((err = hold_read(s, j->d.key_name, k, &h)) != ORGW_OK)
 		return err;
-	if ((h = malloc(sizeof(*h))) == NULL) {
-		free(v);
-		return ORGW_ENOMEM;
-	}
-	if (holds_decode(v, h) == ORGW_OK && holds_drop(h, j->d.hold))
+	if (holds_drop(h, j->d.hold))
 		err = store_put_text(s, k, holds_encode(h));
 	free(h);
-	free(v);
 	return err;
 }
 

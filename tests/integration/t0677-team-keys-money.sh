@@ -17,13 +17,13 @@
 # get 429 with a Retry-After while the rest of the budget is held (counted
 # as refused_concurrent), 402 once it is spent.
 #
-# Abandoned: a client leaves a stream of a --concurrent 1 key; the
-# generation's figure answers 429 three times, then 404 for 4 s.  The
-# key's next request is served at once (before: 429 until the look-up
-# ended); the figure, when it comes, is the key's spend and the model's
-# /stats cost_usd, counted once.  A look-up that finds nothing (403) is
-# charged the most the request could cost, logged as estimated (before:
-# $0).
+# Abandoned: a client leaves a stream of a --concurrent 1 key while the
+# generation's figure lags 4 s: the key's next request is served at once
+# (before: 429 until the look-up ended).  Another's look-up answers 429
+# three times first (before: given up, $0).  Each figure, when it comes,
+# is its key's spend and in the model's /stats cost_usd, counted once.  A
+# look-up that finds nothing (403) is charged the most the request could
+# cost, logged as estimated (before: $0).
 #
 # count_tokens: a key's --rpm counts it (429 over it) and a spent budget
 # refuses it (402), each counted among the key's refusals.  Before: relayed
@@ -151,24 +151,41 @@ count_tokens() { # BACKEND: count_tokens under the key's rpm and budget
 		"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.type') $(kstat "ct-budget-$be" 'k.today.refused_budget')"
 }
 
-# abandoned BACKEND: a client that leaves mid-stream; its generation's
-# figure lags (404) and is rate-limited (429) at first.
-abandoned() {
-	local be=$1 m=tk/gone-$1 k b0 t0 t1 st i spent bill stats_cost
+# leave KEY MODEL [EXTRA]: a slow stream (16 words 200 ms apart) its
+# client leaves after 1.3 s.
+leave() {
 	local slow='gone\n[double] {\"chunks\":16,\"spacing_ms\":200}'
-	# Scored first (the operator's key): its hold is then priced from
-	# its endpoints, not at the ceiling, and leaves most of $1 free.
+	curl -sS -N --max-time 1.3 -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+		--data-binary "{\"model\":\"$2\",\"stream\":true${3:-},\"messages\":[{\"role\":\"user\",\"content\":\"$slow\"}]}" \
+		"$ORGW_URL/v1/chat/completions" >/dev/null 2>&1
+}
+# spent_billed BACKEND WHAT NAME MODEL B0: the key's spend = what the
+# double billed for the model since B0.
+spent_billed() {
+	local bill spent
+	bill=$(node -e "process.stdout.write(String($(billed "$4") - $5))")
+	spent=$(kstat "$3" 'k.today.spend_usd')
+	printf '# %s: %s: billed $%s, key spend $%s\n' "$1" "$2" "$bill" "$spent"
+	t_check "$1: ... $2: the key's spend \$$spent = billed \$$bill" \
+		node -e "process.exit(Math.abs($spent - $bill) < 1e-9 && $bill > 0 ? 0 : 1)"
+}
+
+# abandoned BACKEND: clients that leave mid-stream.
+abandoned() {
+	local be=$1 m=tk/gone-$1 k b0 t0 t1 st i bill spent stats_cost
+	# Scored first (the operator's key): a hold is then priced from the
+	# endpoints, not at the ceiling, and leaves most of $1 free.
 	HTTP_KEY=$ORGW_KEY orgw_http POST /v1/chat/completions "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"warm\"}]}"
-	double_ctl POST config '{"generation_ready_ms":4000,"generation_fault_status":429,"generation_fault_times":3}' >/dev/null
+
+	# The generation's figure lags 4 s (404 until then).
+	double_ctl POST config '{"generation_ready_ms":4000}' >/dev/null
 	k=$(newkey "gone-$be" --models 'tk/*' --concurrent 1 --budget-usd-day 1)
 	b0=$(billed "$m")
-	curl -sS -N --max-time 1.3 -H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
-		--data-binary "{\"model\":\"$m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"$slow\"}]}" \
-		"$ORGW_URL/v1/chat/completions" >/dev/null 2>&1
+	leave "$k" "$m"
 	t0=$(date +%s%N)
 	# Its lease is free once orgw sees the client gone (its next write,
 	# 200 ms at most), not after the look-up (4 s and more).
-	for ((i = 0; i < 15; i++)); do
+	for ((i = 0; i < 30; i++)); do
 		HTTP_KEY=$k orgw_http POST /v1/chat/completions "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"next\"}]}"
 		st=$HTTP_STATUS
 		[ "$st" = 200 ] && break
@@ -179,27 +196,28 @@ abandoned() {
 	t_check "$be: a client gone mid-stream gives its lease back at once: the key's next request is 200 within 1.5 s ($t1 ms)" \
 		test "$st" = 200 -a "$t1" -le 1500
 	settle "gone-$be" 2
-	double_ctl POST config '{"generation_ready_ms":0,"generation_fault_status":0,"generation_fault_times":0}' >/dev/null
-	bill=$(node -e "process.stdout.write(String($(billed "$m") - $b0))")
-	spent=$(kstat "gone-$be" 'k.today.spend_usd')
-	printf '# %s: abandoned: billed $%s, key spend $%s\n' "$be" "$bill" "$spent"
-	t_check "$be: ... its cost, found after three 429s and 4 s of 404s, is the key's spend: \$$spent = billed \$$bill" \
-		node -e "process.exit(Math.abs($spent - $bill) < 1e-9 && $bill > 0 ? 0 : 1)"
+	spent_billed "$be" "its cost found after 4 s of 404s" "gone-$be" "$m" "$b0"
+
+	# The look-up answers 429 three times first.
+	double_ctl POST config '{"generation_ready_ms":0,"generation_fault_status":429,"generation_fault_times":3}' >/dev/null
+	k=$(newkey "busy-$be" --models 'tk/*' --budget-usd-day 1)
+	b0=$(billed "$m")
+	leave "$k" "$m"
+	settle "busy-$be" 1
+	spent_billed "$be" "its cost found after three 429s" "busy-$be" "$m" "$b0"
 	t_eq "$be: ... the double met the 429s and then answered the look-up" "3 true" \
 		"$(json_get "$(double_ctl GET stats)" '[j.generation_faults, j.generation_lookups >= 1].join(" ")')"
 	stats_cost=$(json_get "$(orgw_curl /stats)" "j.models['$m'].cost_usd")
-	t_check "$be: ... /stats counts it once: the model's cost_usd \$$stats_cost = all billed for it (the operator's answer too)" \
+	t_check "$be: /stats counts them once: the model's cost_usd \$$stats_cost = all billed for it" \
 		node -e "process.exit(Math.abs($stats_cost - $(billed "$m")) < 1e-9 ? 0 : 1)"
-	t_eq "$be: ... two requests in the key's use, three in /stats (the operator's too)" "2 3" \
-		"$(kstat "gone-$be" 'k.today.requests') $(json_get "$(orgw_curl /stats)" "j.models['$m'].requests")"
+	t_eq "$be: ... each counted once in its key's use, four requests in /stats" "2 1 4" \
+		"$(kstat "gone-$be" 'k.today.requests') $(kstat "busy-$be" 'k.today.requests') $(json_get "$(orgw_curl /stats)" "j.models['$m'].requests")"
 
 	# A look-up that finds nothing (a 403): charged the most it could cost.
-	double_ctl POST config '{"generation_fault_status":403}' >/dev/null
+	double_ctl POST config '{"generation_fault_status":403,"generation_fault_times":0}' >/dev/null
 	k=$(newkey "lost-$be" --models 'tk/*' --budget-usd-day 1)
 	b0=$(billed "$m")
-	curl -sS -N --max-time 1.3 -H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
-		--data-binary "{\"model\":\"$m\",\"stream\":true,\"max_tokens\":100,\"messages\":[{\"role\":\"user\",\"content\":\"$slow\"}]}" \
-		"$ORGW_URL/v1/chat/completions" >/dev/null 2>&1
+	leave "$k" "$m" ',"max_tokens":100'
 	settle "lost-$be" 1
 	double_ctl POST config '{"generation_fault_status":0}' >/dev/null
 	bill=$(node -e "process.stdout.write(String($(billed "$m") - $b0))")
