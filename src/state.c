@@ -566,14 +566,6 @@ seen_mark(struct store *s, const char *model, int64_t now)
 	return store_put_text(s, k, record_model_seen_encode(now));
 }
 
-/*
- * The budget holds of a key with a budget (hold.h), at admission: what
- * its requests in flight hold counts as spent in day and month; when
- * that leaves nothing, or the table is full, the request is refused as
- * over its concurrency (429: the budget is free again as they end).
- * Else *hp (malloc'd, the caller frees) gets its hold added (when it
- * has an id), for hold_put once it is admitted.
- */
 /* The holds of key name into *hp (malloc'd, the caller frees), its key
  * into k (KEY_MAX bytes).  Damaged text starts the table again: the
  * record is soft. */
@@ -615,6 +607,14 @@ estimate_in(struct store *s, const char *model, int64_t now_s,
 	return ORGW_OK;
 }
 
+/*
+ * The budget holds of a key with a budget (hold.h), at admission: what
+ * its requests in flight hold counts as spent in day and month; when
+ * that leaves nothing, or the table is full, the request is refused as
+ * over its concurrency (429: the budget is free again as they end).
+ * Else *hp (malloc'd, the caller frees) gets its hold added (when it
+ * has an id), for hold_put once it is admitted.
+ */
 static enum orgw_err
 hold_check(struct store *s, struct state_admit *ad, const char *model,
 	   struct teamkey_use *day, struct teamkey_use *month,
