@@ -65,7 +65,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
-	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c
+	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c src/hold.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers check-shipped cppcheck lint install fuzz \
 	dist man uninstall deb

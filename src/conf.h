@@ -47,6 +47,9 @@ struct orgw_conf {
 	double lock_margin;		/* idle lock moves only past this */
 	double cache_bonus;		/* > 0 */
 	double min_uptime;		/* percent 0..100 */
+	/* USD a million tokens: what an answer costs when neither its
+	 * usage nor any stored price says (ledger_price). */
+	double price_ceiling_usd_per_mtok;
 	int64_t slow_threshold_ms;
 	int64_t upstream_timeout_ms;
 	int64_t request_timeout_ms;	/* a whole request, not retried */

@@ -200,11 +200,51 @@ bool ledger_render_finish(cJSON *stats, int64_t now);
  * score_uncached_cost() at the UTC hhmm of d->now, or d->cost_usd when
  * no price is known (nothing saved).  An answer with usage but no cost
  * (d->cost_known false) is priced from that candidate's prices
- * (score_estimate_cost): d->cost_usd and d->cost_estimated.  No usage:
+ * (score_estimate_cost), else from the dearest candidate's
+ * (ledger_dearest), else at d->price_ceiling_usd a token: d->cost_usd,
+ * d->cost_estimated and d->cost_basis (never $0 for want of a price,
+ * so a budget cannot be spent unseen).  No usage:
  * money_tag NULL.  d->money_tag borrows from d->tag, c, or a static
  * string.
  */
 void ledger_price(struct stats_delta *d, const struct rec_cands *c);
+
+/* What d->cost_basis names: where an estimated cost came from. */
+#define LEDGER_BASIS_ENDPOINT "endpoint"	/* the serving endpoint's prices */
+#define LEDGER_BASIS_MODEL_MAX "model_max"	/* the model's dearest endpoint */
+#define LEDGER_BASIS_CEILING "ceiling"	/* PRICE_CEILING_USD_PER_MTOK */
+
+/*
+ * The highest score_estimate_cost() of the counts among the candidates
+ * c (may be NULL) at utc hhmm, into *out: what the request cost at
+ * most, whichever of them served it.  False, *out untouched, when no
+ * candidate has a readable price.
+ */
+bool ledger_dearest(const struct rec_cands *c, int hhmm, int64_t prompt,
+		    int64_t cached, int64_t cache_write, int64_t completion,
+		    double *out);
+
+/* prompt + completion tokens (negative: 0) at usd_per_token each (not
+ * finite or not positive: 0), the price of last resort. */
+double ledger_ceiling_cost(double usd_per_token, int64_t prompt,
+			   int64_t completion);
+
+/* The output a request may make when neither it nor any endpoint of its
+ * model says. */
+#define LEDGER_HOLD_OUT_DEFAULT 32768
+
+/*
+ * The most a request can cost, for its budget hold (hold.h): prompt_max
+ * prompt tokens (its body's bytes: no token is shorter than a byte) and
+ * out_max output tokens (its output limit; <= 0: the largest
+ * max_completion_tokens of the candidates c, else
+ * LEDGER_HOLD_OUT_DEFAULT), at the dearest candidate's prices
+ * (ledger_dearest), else at ceiling_usd a token; *basis (basis may be
+ * NULL) the LEDGER_BASIS_* it used.
+ */
+double ledger_hold_estimate(const struct rec_cands *c, int hhmm,
+			    int64_t prompt_max, int64_t out_max,
+			    double ceiling_usd, const char **basis);
 
 /* The request's one outcome: "ok", else what ended it (client_abort,
  * mid_stream, timeout, 5xx, other, 429), else "client_error" (an

@@ -85,6 +85,9 @@ struct stats_delta {
 	 * cost_estimated_usd too. */
 	bool cost_known;
 	bool cost_estimated;
+	const char *cost_basis;	/* an estimate's LEDGER_BASIS_*, static */
+	double price_ceiling_usd;	/* a token's price when nothing
+					 * else is known (state_finish) */
 	int64_t ttfb_ms, total_ms;	/* -1 when not measured */
 	/* HIT_RATE_HALF_LIFE_TOKENS: an ok answer of tag, on its pin
 	 * (off_pin 0), with prompt tokens, updates the provider's measured
@@ -107,6 +110,7 @@ struct stats_delta {
 	const char *lease;
 	bool key_budget;	/* the key has a budget: its spend goes
 				 * into TEAMKEY_RATE:<name> too */
+	const char *hold;	/* its budget hold (state.h), or NULL */
 	double key_billed_usd;	/* no usage came: what upstream billed
 				 * (GET /generation), else 0 */
 };

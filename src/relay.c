@@ -47,6 +47,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "failover.h"
+#include "genq.h"
 #include "jsonscan.h"
 #include "log.h"
 #include "mask.h"
@@ -852,8 +853,12 @@ route_request(struct relay *rl)
 	int64_t now = clock_now_s();
 	enum orgw_err e;
 
-	if (!rl->req.has_provider &&
-	    unknown_recent(rl->req.model, clock_mono_ms())) {
+	bool unknown = !rl->req.has_provider &&
+		       unknown_recent(rl->req.model, clock_mono_ms());
+
+	/* A team key's request is admitted (its limits, its budget hold)
+	 * even for a model known to have no endpoints. */
+	if (unknown && rl->in->team == NULL) {
 		rl->unknown = true;
 		rl->route.kind = ROUTE_UNPINNED;
 		return;
@@ -862,6 +867,11 @@ route_request(struct relay *rl)
 		    &rl->route, rl->in->team ? &rl->in->team->admit : NULL);
 	if (rl->in->team != NULL && rl->in->team->admit.verdict != TK_OK)
 		return;
+	if (unknown) {
+		rl->unknown = true;
+		rl->route.kind = ROUTE_UNPINNED;
+		return;
+	}
 	if (rl->route.kind != ROUTE_SCORED)
 		return;
 	e = scorerun_fetch(rl->c, rl->req.model, SCORERUN_INLINE_TIMEOUT_MS,
@@ -895,7 +905,13 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 {
 	char m[ORGW_MODEL_MAX * 4], asked[ORGW_MODEL_MAX * 4 + 8];
 	const struct api_usage *u = &rl->a.ans.usage;
+	char basis[32];
 
+	/* Where an estimated cost came from (ledger.h). */
+	basis[0] = '\0';
+	if (rl->d.cost_estimated && rl->d.cost_basis != NULL)
+		snprintf(basis, sizeof(basis), " cost_basis=%s",
+			 rl->d.cost_basis);
 	asked[0] = '\0';
 	if (rl->req.asked[0] != '\0') {
 		snprintf(asked, sizeof(asked), " alias_of=");
@@ -904,7 +920,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 	log_msg("req",
 		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
 		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
-		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s "
+		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s%s "
 		"stream=%d outcome=%s%s%s",
 		(long long)clock_now_s(), rl->api->name,
 		log_safe(m, sizeof(m), rl->req.model), asked,
@@ -914,6 +930,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
+		basis,
 		rl->req.stream ? 1 : 0, outcome,
 		rl->in->team ? " key=" : "",
 		rl->in->team ? rl->in->team->key.name : "");
@@ -1042,8 +1059,8 @@ run_attempt(struct relay *rl)
 	call.on_tick = on_tick;
 	call.on_client_gone = on_client_gone;
 	call.arg = rl;
-	/* Only a team key's request can need its generation looked up. */
-	call.want_generation_id = rl->in->team != NULL;
+	/* An answer cut short has its cost looked up by this id. */
+	call.want_generation_id = true;
 	/* A failover: this attempt goes to another provider than the last
 	 * one (a trip re-locked the model); one per request.  A trip that
 	 * left the request unpinned moved it to no provider. */
@@ -1178,6 +1195,43 @@ answer(struct relay *rl)
 	}
 }
 
+/* The request's output limit in tokens (the larger of its API's two),
+ * 0 when it sets none. */
+static int64_t
+out_limit(const struct api_req *q)
+{
+	double m = q->limit[0] > q->limit[1] ? q->limit[0] : q->limit[1];
+
+	return m >= 1 && m < 1e12 ? (int64_t)m : 0;
+}
+
+/* The look-up of what rl's answer cost (genq.h), and its ledger model
+ * (job->model, set whether or not it is queued). */
+static void
+gen_job(const struct relay *rl, struct genq_job *job)
+{
+	const struct teamauth *t = rl->in->team;
+
+	memset(job, 0, sizeof(*job));
+	snprintf(job->id, sizeof(job->id), "%s", rl->generation_id);
+	snprintf(job->model, sizeof(job->model), "%s",
+		 rl->unknown ? STATE_OTHER_MODEL : rl->req.model);
+	snprintf(job->tag, sizeof(job->tag), "%s", rl->used_tag);
+	job->api = rl->api->name;
+	if (t != NULL) {
+		snprintf(job->key, sizeof(job->key), "%s", t->key.name);
+		job->key_budget = rl->d.key_budget;
+		if (t->admit.hold != NULL)
+			snprintf(job->hold, sizeof(job->hold), "%s",
+				 t->admit.hold);
+		job->prompt_max = t->admit.prompt_max;
+		job->out_max = t->admit.out_max;
+	} else {
+		job->prompt_max = (int64_t)rl->in->len;
+		job->out_max = out_limit(&rl->req);
+	}
+}
+
 /* The request's end: stats, the lag rule, the breaker reset, the log. */
 static void
 bookkeep(struct relay *rl)
@@ -1185,6 +1239,8 @@ bookkeep(struct relay *rl)
 	const struct orgw_io *io = rl->io;
 	const struct api_usage *u = &rl->a.ans.usage;
 	int64_t ttfb = -1, total = clock_mono_ms() - rl->t0;
+	struct genq_job job;
+	bool lookup;
 
 	if (rl->a.t_first)
 		ttfb = rl->a.t_first - rl->t0;
@@ -1223,23 +1279,30 @@ bookkeep(struct relay *rl)
 
 		rl->d.key_name = k->name;
 		rl->d.lease = rl->in->team->admit.lease;
+		rl->d.hold = rl->in->team->admit.hold;
 		rl->d.key_budget = k->budget_day_usd > 0 ||
 				   k->budget_month_usd > 0;
-		/* An answer cut short (its client left, or upstream broke
-		 * off after sending some) is billed without usage reaching
-		 * orgw: looked up while the request still holds its lease,
-		 * since it is in flight until what it cost is known. */
-		if (!u->have && rl->generation_id[0] != '\0' &&
-		    (rl->a.why == AB_GONE || rl->a.content))
-			(void)teamauth_billed(rl->c, rl->generation_id,
-					      &rl->d.key_billed_usd);
+	}
+	/* An answer cut short (its client left, or upstream broke off
+	 * after sending some) is billed without usage reaching orgw: its
+	 * cost is looked up after the request has given its thread and
+	 * lease back, and added then; its budget hold stays until. */
+	lookup = !u->have && rl->generation_id[0] != '\0' &&
+		 (rl->a.why == AB_GONE || rl->a.content);
+	if (lookup) {
+		gen_job(rl, &job);
+		rl->d.hold = NULL;
 	}
 	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
 		     &rl->d,
 		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
-	if (rl->in->team != NULL)
+	/* A request looked up is counted in its key's use with its
+	 * spend, once that is known. */
+	if (rl->in->team != NULL && !lookup)
 		teamauth_finish(rl->c, rl->in->team, &rl->d);
 	log_request(rl, rl->result, ttfb, total);
+	if (lookup && !genq_push(rl->c, &job))
+		genq_settle(rl->c, &job, false, 0);
 }
 
 /*
@@ -1291,6 +1354,13 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			 (long long)(t->admit.retry_after_s > 0 ?
 					     t->admit.retry_after_s :
 					     1));
+		if (v == TK_CONCURRENT && t->key.concurrent == 0) {
+			snprintf(msg, sizeof(msg),
+				 "what is left of this key's budget is held "
+				 "by its requests in flight; retry after "
+				 "Retry-After seconds");
+			break;
+		}
 		snprintf(msg, sizeof(msg), v == TK_RPM ?
 			 "this key's limit of %lld requests a minute is "
 			 "reached; retry after Retry-After seconds" :
@@ -1372,6 +1442,11 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 			    clock_mono_ms() - rl.t0);
 		goto out;
 	}
+	if (in->team != NULL) {
+		/* What bounds its cost, for its budget hold. */
+		in->team->admit.prompt_max = (int64_t)in->len;
+		in->team->admit.out_max = out_limit(&rl.req);
+	}
 	route_request(&rl);
 	if (in->team != NULL && in->team->admit.verdict != TK_OK) {
 		rc = team_refuse(&rl, in->team->admit.verdict);
@@ -1438,9 +1513,27 @@ relay_plain(const struct orgw_conf *c, const struct orgw_io *io,
 	char url[4096];
 	const char *p;
 	size_t len;
+	enum teamkey_verdict v;
 	int rc, status;
 	int64_t t0 = clock_mono_ms();
 
+	/* A team key's count is held to its rpm and budget too. */
+	if (in->team != NULL && (v = teamauth_check_plain(c, in->team)) !=
+					TK_OK) {
+		struct relay rl;
+
+		memset(&rl, 0, sizeof(rl));
+		rl.c = c;
+		rl.io = io;
+		rl.in = in;
+		rl.api = in->api;
+		rc = team_refuse(&rl, v);
+		log_msg("req",
+			"time=%lld api=%s path=%s status=%d outcome=%s key=%s",
+			(long long)clock_now_s(), in->api->name, upstream_path,
+			rl.final_status, teamauth_code(v), in->team->key.name);
+		return rc;
+	}
 	memset(&pl, 0, sizeof(pl));
 	pl.body.max = PLAIN_MAX_BYTES;
 	if (!upstream_url(c, in, upstream_path, url, sizeof(url)))

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "failover.h"
+#include "hold.h"
 #include "ledger.h"
 #include "log.h"
 #include "memo.h"
@@ -565,6 +566,109 @@ seen_mark(struct store *s, const char *model, int64_t now)
 	return store_put_text(s, k, record_model_seen_encode(now));
 }
 
+/* The holds of key name into *hp (malloc'd, the caller frees), its key
+ * into k (KEY_MAX bytes).  Damaged text starts the table again: the
+ * record is soft. */
+static enum orgw_err
+hold_read(struct store *s, const char *name, char *k, struct holds **hp)
+{
+	char *v = NULL;
+	enum orgw_err err;
+
+	*hp = NULL;
+	key2(k, SK_TEAMKEY_HOLD, name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if ((*hp = malloc(sizeof(**hp))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	(void)holds_decode(v, *hp);
+	free(v);
+	return ORGW_OK;
+}
+
+/* The most a request of model can cost (ledger_hold_estimate), at the
+ * candidates stored in s; *basis (may be NULL) what it used. */
+static enum orgw_err
+estimate_in(struct store *s, const char *model, int64_t now_s,
+	    int64_t prompt_max, int64_t out_max, double ceiling_usd,
+	    double *usd, const char **basis)
+{
+	struct rec_cands cands;
+	bool have;
+	enum orgw_err err;
+
+	if ((err = read_cands(s, model, &cands, &have)) != ORGW_OK)
+		return err;
+	*usd = ledger_hold_estimate(have ? &cands : NULL, score_hhmm(now_s),
+				    prompt_max, out_max, ceiling_usd, basis);
+	record_cands_clear(&cands);
+	return ORGW_OK;
+}
+
+/*
+ * The budget holds of a key with a budget (hold.h), at admission: what
+ * its requests in flight hold counts as spent in day and month; when
+ * that leaves nothing, or the table is full, the request is refused as
+ * over its concurrency (429: the budget is free again as they end).
+ * Else *hp (malloc'd, the caller frees) gets its hold added (when it
+ * has an id), for hold_put once it is admitted.
+ */
+static enum orgw_err
+hold_check(struct store *s, struct state_admit *ad, const char *model,
+	   struct teamkey_use *day, struct teamkey_use *month,
+	   struct holds **hp)
+{
+	struct holds *h;
+	char k[KEY_MAX];
+	double held;
+	enum orgw_err err;
+
+	*hp = NULL;
+	if ((err = hold_read(s, ad->key->name, k, &h)) != ORGW_OK)
+		return err;
+	held = holds_total(h, ad->now_ms);
+	day->spend_usd += held;
+	month->spend_usd += held;
+	if (teamkey_check_budget(ad->key, day, month) != TK_OK) {
+		ad->verdict = TK_CONCURRENT;
+		ad->retry_after_s = 1;
+		free(h);
+		return ORGW_OK;
+	}
+	if (ad->hold == NULL) {
+		free(h);
+		return ORGW_OK;
+	}
+	if ((err = estimate_in(s, model, ad->now_ms / 1000, ad->prompt_max,
+			       ad->out_max, ad->ceiling_usd, &ad->held_usd,
+			       NULL)) != ORGW_OK) {
+		free(h);
+		return err;
+	}
+	if (!holds_add(h, ad->hold, ad->now_ms + ad->lease_ms,
+		       ad->held_usd)) {
+		ad->verdict = TK_CONCURRENT;
+		ad->retry_after_s = 1;
+		free(h);
+		return ORGW_OK;
+	}
+	*hp = h;
+	return ORGW_OK;
+}
+
+/* Writes the holds of ad's key. */
+static enum orgw_err
+hold_put(struct store *s, const struct state_admit *ad,
+	 const struct holds *h)
+{
+	char k[KEY_MAX];
+
+	key2(k, SK_TEAMKEY_HOLD, ad->key->name);
+	return store_put_text(s, k, holds_encode(h));
+}
+
 /*
  * A team key's request admitted or refused (teamkey_rate_admit) against
  * its TEAMKEY_RATE:<name> record, in the route transaction.  Damaged
@@ -573,9 +677,10 @@ seen_mark(struct store *s, const char *model, int64_t now)
  * nothing.
  */
 static enum orgw_err
-admit(struct store *s, struct state_admit *ad)
+admit(struct store *s, struct state_admit *ad, const char *model)
 {
 	struct teamkey_rate *r;
+	struct holds *h = NULL;
 	char k[KEY_MAX], *v = NULL;
 	enum orgw_err err;
 
@@ -596,6 +701,12 @@ admit(struct store *s, struct state_admit *ad)
 
 		teamkey_rate_use(r, ad->now_ms / 1000, &day, &month);
 		ad->verdict = teamkey_check_budget(ad->key, &day, &month);
+		if (ad->verdict == TK_OK &&
+		    (err = hold_check(s, ad, model, &day, &month, &h)) !=
+			    ORGW_OK) {
+			free(r);
+			return err;
+		}
 	}
 	if (ad->verdict == TK_OK)
 		ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms,
@@ -603,6 +714,9 @@ admit(struct store *s, struct state_admit *ad)
 						 &ad->retry_after_s);
 	if (ad->verdict == TK_OK && (ad->key->rpm > 0 || ad->key->concurrent > 0))
 		err = store_put_text(s, k, teamkey_rate_encode(r));
+	if (err == ORGW_OK && ad->verdict == TK_OK && h != NULL)
+		err = hold_put(s, ad, h);
+	free(h);
 	free(r);
 	return err;
 }
@@ -614,13 +728,69 @@ do_route(struct store *s, void *arg)
 	enum orgw_err err;
 
 	if (a->admit != NULL) {
-		if ((err = admit(s, a->admit)) != ORGW_OK)
+		if ((err = admit(s, a->admit, a->model)) != ORGW_OK)
 			return err;
 		if (a->admit->verdict != TK_OK)
 			return ORGW_OK;
 	}
 	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
 			       a->r);
+}
+
+struct estimate_arg {
+	const char *model;
+	int64_t prompt_max, out_max, now;
+	double ceiling_usd, usd;
+	const char *basis;
+};
+
+static enum orgw_err
+do_estimate(struct store *s, void *arg)
+{
+	struct estimate_arg *a = arg;
+
+	return estimate_in(s, a->model, a->now, a->prompt_max, a->out_max,
+			   a->ceiling_usd, &a->usd, &a->basis);
+}
+
+enum orgw_err
+state_estimate(const struct orgw_conf *c, const char *model,
+	       int64_t prompt_max, int64_t out_max, double *usd,
+	       const char **basis)
+{
+	struct estimate_arg a = {model, prompt_max, out_max, clock_now_s(),
+				 c->price_ceiling_usd_per_mtok / 1e6, 0, NULL};
+	enum orgw_err err;
+
+	if ((err = state_txn(c, false, do_estimate, &a)) == ORGW_OK) {
+		*usd = a.usd;
+		*basis = a.basis;
+	}
+	return err;
+}
+
+static enum orgw_err
+do_admit_plain(struct store *s, void *arg)
+{
+	return admit(s, arg, NULL);
+}
+
+enum orgw_err
+state_admit_plain(const struct orgw_conf *c, struct state_admit *ad)
+{
+	enum orgw_err err;
+
+	ad->verdict = TK_OK;
+	ad->retry_after_s = 0;
+	ad->held_usd = 0;
+	ad->hold = NULL;
+	ad->lease = NULL;
+	if (ad->key->rpm <= 0 && ad->key->budget_day_usd <= 0 &&
+	    ad->key->budget_month_usd <= 0)
+		return ORGW_OK;
+	if ((err = state_txn(c, true, do_admit_plain, ad)) != ORGW_OK)
+		ad->verdict = TK_OK;
+	return err;
 }
 
 /*
@@ -680,6 +850,8 @@ state_route(const struct orgw_conf *c, const char *model,
 	if (ad != NULL) {
 		ad->verdict = TK_OK;
 		ad->retry_after_s = 0;
+		ad->held_usd = 0;
+		ad->ceiling_usd = c->price_ceiling_usd_per_mtok / 1e6;
 		if (ad->key->rpm > 0 || ad->key->concurrent > 0 ||
 		    ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0)
 			a.admit = ad;
@@ -695,6 +867,7 @@ state_route(const struct orgw_conf *c, const char *model,
 		 * not enforced, and the request is not refused for it. */
 		a.admit->verdict = TK_OK;
 		a.admit->lease = NULL;
+		a.admit->hold = NULL;
 	}
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",
@@ -1293,6 +1466,26 @@ batch_lease(struct store *s, const struct finish_job *j)
 	return err;
 }
 
+/* Drops job j's budget hold, if it has one: in the transaction that
+ * adds its spend (batch_lease), so an admission never sees both or
+ * neither. */
+static enum orgw_err
+batch_hold(struct store *s, const struct finish_job *j)
+{
+	struct holds *h;
+	char k[KEY_MAX];
+	enum orgw_err err;
+
+	if (j->d.key_name == NULL || j->d.hold == NULL)
+		return ORGW_OK;
+	if ((err = hold_read(s, j->d.key_name, k, &h)) != ORGW_OK)
+		return err;
+	if (holds_drop(h, j->d.hold))
+		err = store_put_text(s, k, holds_encode(h));
+	free(h);
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1314,8 +1507,9 @@ do_finish_batch(struct store *s, void *arg)
 		if ((err = batch_model(s, b, j)) == ORGW_OK &&
 		    (err = batch_cell(s, b, j)) == ORGW_OK &&
 		    (err = batch_hit(s, b, j)) == ORGW_OK &&
-		    (err = batch_ok(s, b, j)) == ORGW_OK)
-			err = batch_lease(s, j);
+		    (err = batch_ok(s, b, j)) == ORGW_OK &&
+		    (err = batch_lease(s, j)) == ORGW_OK)
+			err = batch_hold(s, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 
@@ -1395,6 +1589,7 @@ state_finish(const struct orgw_conf *c, const char *model,
 	job.model = model;
 	job.d = *d;
 	job.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;
+	job.d.price_ceiling_usd = c->price_ceiling_usd_per_mtok / 1e6;
 	job.ok_tag = ok_tag;
 	pthread_mutex_lock(&finish_mu);
 	*finish_tail = &job;
@@ -1409,6 +1604,7 @@ state_finish(const struct orgw_conf *c, const char *model,
 	if (job.err == ORGW_OK && job.d.cost_estimated) {
 		d->cost_usd = job.d.cost_usd;
 		d->cost_estimated = true;
+		d->cost_basis = job.d.cost_basis;
 	}
 	/* What it would have cost uncached, for its team key's savings. */
 	d->uncached_usd = job.err == ORGW_OK ? job.d.uncached_usd : 0;

@@ -75,6 +75,8 @@ struct state_route {
  * lost record forgets a minute's count and leases that expire anyway.
  */
 #define STATE_RATE_PREFIX STATEKEY_P_TEAMKEY_RATE
+/* What a key's requests in flight hold of its budget (hold.h). */
+#define STATE_HOLD_PREFIX STATEKEY_P_TEAMKEY_HOLD
 
 /* A team key's request, admitted in the route transaction. */
 struct state_admit {
@@ -87,8 +89,18 @@ struct state_admit {
 	 * the budget is checked against, raised to the spend of the
 	 * requests that ended since (teamkey_rate_use). */
 	const struct teamkey_use *day, *month;
+	/* A key with a budget: the request's hold id (its lease id; set
+	 * to NULL when none was taken), and what bounds its cost: its
+	 * body's bytes and its output limit (0: none), priced at the
+	 * model's dearest stored prices, else at ceiling_usd a token
+	 * (ledger_hold_estimate).  held_usd: what it holds. */
+	const char *hold;
+	int64_t prompt_max, out_max;
+	double ceiling_usd, held_usd;
 	enum teamkey_verdict verdict;	/* TK_OK, TK_BUDGET, TK_RPM or
-					 * TK_CONCURRENT */
+					 * TK_CONCURRENT (also: the rest
+					 * of the budget is held by
+					 * requests in flight) */
 	int64_t retry_after_s;		/* for a refusal */
 };
 
@@ -109,12 +121,37 @@ struct state_admit {
  * budget against the keys store already).  The request's state_finish
  * gives the lease back and adds its spend to the record in the same
  * transaction (d->key_name, d->lease, d->key_budget), so a budget is
- * overshot only by requests in flight when it was reached: at most the
- * key's concurrency limit.
+ * overshot only by requests in flight when it was reached.  A key with
+ * a budget also holds the most each request can cost (hold.h) from its
+ * admission to its state_finish (d->hold), and a request is admitted
+ * only while spend plus holds is below the budget: with every hold at
+ * least its request's cost, the budget is overshot by less than the
+ * cost of one request, whatever the concurrency.
  */
 enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  bool client_provider, int64_t now,
 			  struct state_route *r, struct state_admit *ad);
+
+/*
+ * Admits a team key's request that routes nothing and costs nothing
+ * (count_tokens) in one transaction: counted against ad->key's rpm, and
+ * refused (TK_BUDGET, or TK_CONCURRENT while holds take the rest) when
+ * its budget is spent; no lease and no hold (ad->lease and ad->hold are
+ * set to NULL; ad->key's concurrency is the caller's to leave out).
+ * With the state unavailable, the error and ad->verdict TK_OK, as for
+ * state_route.
+ */
+enum orgw_err state_admit_plain(const struct orgw_conf *c,
+				struct state_admit *ad);
+
+/*
+ * The most a request of model can cost (ledger_hold_estimate at its
+ * stored prices, now): *usd, and *basis the LEDGER_BASIS_* it used.  The
+ * store's error leaves both untouched.
+ */
+enum orgw_err state_estimate(const struct orgw_conf *c, const char *model,
+			     int64_t prompt_max, int64_t out_max, double *usd,
+			     const char **basis);
 
 /*
  * After an inline scoring (res NULL when it failed, with error saying

@@ -49,6 +49,9 @@ static const struct statekey_family families[] = {
 				"away"),
 	[SK_TEAMKEY_RATE] = ROW(STATEKEY_P_TEAMKEY_RATE, 1, 0,
 				"a team key's minute count and leases"),
+	[SK_TEAMKEY_HOLD] = ROW(STATEKEY_P_TEAMKEY_HOLD, 1, 0,
+				"what a team key's requests in flight hold of "
+				"its budget"),
 	[SK_TEAMKEY] = ROW(STATEKEY_P_TEAMKEY, 1, D, "a team key's record"),
 	[SK_TEAMKEY_HASH] = ROW(STATEKEY_P_TEAMKEY_HASH, 1, D,
 				"keyed hash of a team key, to its name"),

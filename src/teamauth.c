@@ -1,7 +1,6 @@
 /*
  * teamauth.c - a team key on the request path (teamauth.h).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +15,6 @@
 #include "log.h"
 #include "store.h"
 #include "teamauth.h"
-#include "upstream.h"
-
-/* How long a generation is looked up while it answers 404: OpenRouter's
- * stats lag the stream's end by a few seconds. */
-#define GEN_WAIT_MS 20000
-#define GEN_FIRST_PAUSE_MS 250
-#define GEN_MAX_PAUSE_MS 4000
-#define GEN_TIMEOUT_MS 10000
-#define GEN_MAX_BYTES (256u * 1024)
 
 struct find_arg {
 	const char *secret, *plain;
@@ -101,6 +91,7 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	       const char *model, const char *const *models, size_t n)
 {
 	enum teamkey_verdict v;
+	bool budget = t->key.budget_day_usd > 0 || t->key.budget_month_usd > 0;
 
 	v = teamkey_check_key(&t->key, clock_now_s(), model, models, n);
 	if (v != TK_OK)
@@ -113,11 +104,38 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	t->admit.lease_ms = c->request_timeout_ms;
 	t->admit.day = &t->day;
 	t->admit.month = &t->month;
-	/* No lease without a random id: refused as over the limit. */
-	if (t->key.concurrent > 0 && !lease_make(t->lease))
+	/* No lease without a random id: refused as over the limit.  A
+	 * budget's hold (hold.h) goes by the same id. */
+	if ((t->key.concurrent > 0 || budget) && !lease_make(t->lease))
 		return TK_CONCURRENT;
 	t->admit.lease = t->key.concurrent > 0 ? t->lease : NULL;
+	t->admit.hold = budget ? t->lease : NULL;
 	return TK_OK;
+}
+
+enum teamkey_verdict
+teamauth_check_plain(const struct orgw_conf *c, struct teamauth *t)
+{
+	struct teamkey *k;
+	enum teamkey_verdict v;
+
+	if ((v = teamkey_check_budget(&t->key, &t->day, &t->month)) != TK_OK)
+		return v;
+	/* Its rpm and budget, not its concurrency: it holds nothing. */
+	if ((k = malloc(sizeof(*k))) == NULL)
+		return TK_CONCURRENT;
+	*k = t->key;
+	k->concurrent = 0;
+	memset(&t->admit, 0, sizeof(t->admit));
+	t->admit.key = k;
+	t->admit.now_ms = clock_now_ms();
+	t->admit.lease_ms = c->request_timeout_ms;
+	t->admit.day = &t->day;
+	t->admit.month = &t->month;
+	(void)state_admit_plain(c, &t->admit);
+	t->admit.key = &t->key;
+	free(k);
+	return t->admit.verdict;
 }
 
 struct use_arg {
@@ -178,54 +196,17 @@ teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 	use_add(c, t->key.name, now_s, &u);
 }
 
-/*
- * What upstream billed for generation id: GET /generation?id=, asked
- * again while it answers 404 (not ready yet) for up to GEN_WAIT_MS.
- * False when no figure came.
- */
-bool
-teamauth_billed(const struct orgw_conf *c, const char *id, double *usd)
+void
+teamauth_spend(const struct orgw_conf *c, const char *name, int64_t now_s,
+	       int64_t requests, double usd)
 {
-	char url[4096], *body = NULL;
-	size_t len = 0;
-	long status = 0;
-	int64_t give_up = clock_mono_ms() + GEN_WAIT_MS;
-	int64_t pause = GEN_FIRST_PAUSE_MS;
-	cJSON *o, *cost;
-	bool ok = false;
+	struct teamkey_use u;
 
-	snprintf(url, sizeof(url), "%s/generation?id=%s", c->upstream_url, id);
-	for (;;) {
-		free(body);
-		body = NULL;
-		if (upstream_get(url, c->openrouter_api_key, GEN_TIMEOUT_MS,
-				 GEN_MAX_BYTES, &body, &len,
-				 &status) == ORGW_OK &&
-		    status == 200)
-			break;
-		if ((status != 404 && status != 0 && status < 500) ||
-		    clock_mono_ms() + pause >= give_up) {
-			free(body);
-			log_warn("generation %s: no billed figure (status "
-				 "%ld)",
-				 id, status);
-			return false;
-		}
-		clock_sleep_us(pause * 1000);
-		pause = pause * 2 > GEN_MAX_PAUSE_MS ? GEN_MAX_PAUSE_MS :
-						       pause * 2;
-	}
-	o = cJSON_ParseWithLength(body, len);
-	cost = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(o, "data"), "total_cost");
-	if (cJSON_IsNumber(cost) && isfinite(cost->valuedouble) &&
-	    cost->valuedouble >= 0) {
-		*usd = cost->valuedouble;
-		ok = true;
-	}
-	cJSON_Delete(o);
-	free(body);
-	return ok;
+	memset(&u, 0, sizeof(u));
+	u.requests = requests;
+	u.spend_usd = usd;
+	u.last_used = now_s;
+	use_add(c, name, now_s, &u);
 }
 
 void

@@ -61,17 +61,24 @@ enum teamkey_verdict teamauth_check(const struct orgw_conf *c,
 				    struct teamauth *t, const char *model,
 				    const char *const *models, size_t n);
 
+/*
+ * What t's key allows for a request that costs nothing
+ * (count_tokens): TK_BUDGET when its budget is spent, TK_RPM over its
+ * rpm (the request is counted in it), TK_OK; never a lease.  t->admit
+ * holds the retry time of a refusal.
+ */
+enum teamkey_verdict teamauth_check_plain(const struct orgw_conf *c,
+					  struct teamauth *t);
+
 /* Counts one refusal of t's request (verdict) in its use. */
 void teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		      enum teamkey_verdict verdict, int64_t now_s);
 
-/*
- * What upstream billed for a generation whose answer brought no usage
- * (its client left, upstream cut it): GET /api/v1/generation?id=, asked
- * again while it answers 404 (OpenRouter's figures lag the stream's end
- * by seconds), for up to 20 s.  False (logged) when no figure came.
- */
-bool teamauth_billed(const struct orgw_conf *c, const char *id, double *usd);
+/* Adds requests and usd to the use of key name today and this month:
+ * a request whose cost was learnt after it ended (genq.h), counted in
+ * its key's use once that is known. */
+void teamauth_spend(const struct orgw_conf *c, const char *name,
+		    int64_t now_s, int64_t requests, double usd);
 
 /*
  * The request's end, after its state_finish: adds d (its tokens, and

@@ -52,6 +52,7 @@
 #include "fcgi_io.h"
 #include "gateway.h"
 #include "load.h"
+#include "genq.h"
 #include "log.h"
 #include "slots.h"
 #include "upstream.h"
@@ -332,6 +333,8 @@ workers_serve(const struct orgw_conf *c, const char *conf_err,
 	slots_drain();
 	for (i = 0; i < n; i++)
 		pthread_join(tid[i], NULL);
+	/* What answers cut short cost is added before the process ends. */
+	genq_finish(GENQ_EXIT_WAIT_MS);
 	rc = n > 0 ? 0 : 1;
 out:
 	slots_close();

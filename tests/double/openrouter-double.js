@@ -90,6 +90,8 @@ const DEFAULTS = Object.freeze({
   random_seed: 0,             // 0 = Math.random; N = a fixed sequence (repeatable soak runs)
   clock_offset_ms: 0,         // added to the wall clock for time-of-day prices (utc_start/utc_end)
   generation_ready_ms: 0,     // GET /generation answers 404 for this long after a generation ends
+  generation_fault_status: 0, // non-zero: GET /generation answers this status (429, 404, 403...)
+  generation_fault_times: 0,  // ... for this many look-ups, then as usual (0 = every one)
   // Messages API (POST /messages) and Responses API (POST /responses); see README
   messages_keepalive: 'comment', // keep-alives on a Messages stream: 'comment' | 'ping' | 'both'
   messages_stream_cost: false,   // message_delta usage also carries cost, is_byok, cost_details
@@ -493,7 +495,8 @@ let inflight = 0;
 function resetStats() {
   stats = { total: 0, paths: Object.create(null), apis: Object.create(null), tags: Object.create(null),
     models: Object.create(null), statuses: Object.create(null), faults: Object.create(null), closed_by_client: 0,
-    generations: 0, billed_usd: 0, billed_by_model: Object.create(null) };
+    generations: 0, billed_usd: 0, billed_by_model: Object.create(null),
+    generation_faults: 0, generation_lookups: 0 };
 }
 resetStats();
 const bump = (o, k) => { o[k] = (o[k] || 0) + 1; };
@@ -1814,6 +1817,16 @@ function handleGeneration(ctx, query) {
   if (authState(ctx.req.headers.authorization) !== 'ok') return sendJson(ctx, 401, ERR_401);
   const id = query ? new URLSearchParams(query).get('id') : null;
   if (!id) return sendJson(ctx, 400, errBody(400, 'Missing required query parameter: id'));
+  if (cfg.generation_fault_status &&
+      (cfg.generation_fault_times === 0 || stats.generation_faults < cfg.generation_fault_times)) {
+    stats.generation_faults++;
+    {
+      const st = cfg.generation_fault_status;
+      const extra = st === 429 ? { 'Retry-After': '1' } : undefined;
+      return sendJson(ctx, st, errBody(st, st === 429 ? 'Rate limit exceeded' : st === 404 ? `Generation ${id} not found` : 'Error'), extra);
+    }
+  }
+  stats.generation_lookups++;
   const slot = genSlot.get(id);
   const r = slot === undefined ? null : genRecord(slot);
   if (!r || nowMs() < r.endedAt + cfg.generation_ready_ms) return sendJson(ctx, 404, errBody(404, `Generation ${id} not found`));

@@ -726,14 +726,75 @@ test_money_estimate(void)
 	T_ASSERT("estimate: no cache prices: all input at the prompt price",
 		 d.cost_estimated &&
 			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
-	/* No candidate, no price: nothing estimated. */
+	/* Unattributed: the dearest candidate with a price (di/fp8 has
+	 * no completion price, so ds), never $0. */
 	d.cost_estimated = false;
 	d.cost_usd = 0;
 	d.tag = NULL;
 	d.served = "";
 	ledger_price(&d, &c);
-	T_ASSERT("estimate: unattributed: no estimate, cost 0",
-		 !d.cost_estimated && d.cost_usd == 0);
+	T_ASSERT("estimate: unattributed: the model's dearest endpoint",
+		 d.cost_estimated && d.cost_basis != NULL &&
+			 strcmp(d.cost_basis, LEDGER_BASIS_MODEL_MAX) == 0 &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	v[1].terms.base_kind[SCORE_COMPLETION] = SCORE_PRICE_OK;
+	v[1].terms.base[SCORE_COMPLETION] = 4e-6;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: ... the dearer of two for these counts",
+		 T_NEAR(d.cost_usd, 1000 * 3e-7 + 50 * 4e-6 > 1000 * 1e-6 +
+					    50 * 2e-6 ?
+				    1000 * 3e-7 + 50 * 4e-6 :
+				    1000 * 1e-6 + 50 * 2e-6));
+	/* No stored price at all (an endpoints fetch that 404s, the
+	 * client's own provider on an unscored model): the ceiling. */
+	d.price_ceiling_usd = 1e-4;
+	d.cost_estimated = false;
+	d.cost_usd = 0;
+	ledger_price(&d, NULL);
+	T_ASSERT("estimate: no price known: the ceiling, marked, not $0",
+		 d.cost_estimated && d.cost_basis != NULL &&
+			 strcmp(d.cost_basis, LEDGER_BASIS_CEILING) == 0 &&
+			 T_NEAR(d.cost_usd, 1050 * 1e-4));
+	d.tag = "ds";
+	d.price_ceiling_usd = 0;
+	ledger_price(&d, &c);
+	T_ASSERT("estimate: the pin's own prices come first",
+		 strcmp(d.cost_basis, LEDGER_BASIS_ENDPOINT) == 0 &&
+			 T_NEAR(d.cost_usd, 1000 * 1e-6 + 50 * 2e-6));
+	T_ASSERT("ceiling: negative counts and a bad price are 0",
+		 T_NEAR(ledger_ceiling_cost(1e-6, -5, 10), 1e-5) &&
+			 ledger_ceiling_cost(NAN, 5, 10) == 0 &&
+			 ledger_ceiling_cost(-1, 5, 10) == 0);
+}
+
+/* A budget hold: the body's bytes and the output limit at the dearest
+ * candidate's prices, the output limit from the endpoints when the
+ * request sets none, the ceiling when no price is known. */
+static void
+test_hold_estimate(void)
+{
+	struct rec_cands c;
+	struct rec_cand v[2];
+	int hhmm = score_hhmm(MONEY_DAY + 12 * 3600);
+	const char *basis = NULL;
+
+	money_cands(&c, v);
+	v[0].terms.discount = 0;
+	v[0].max_completion_tokens = 8192;
+	v[1].max_completion_tokens = 65536;
+	T_ASSERT("hold: prompt bytes and max_tokens at the dearest prices",
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 1000, 1, NULL),
+			4000 * 1e-6 + 1000 * 2e-6));
+	T_ASSERT("hold: no max_tokens: the largest endpoint output limit",
+		 T_NEAR(ledger_hold_estimate(&c, hhmm, 4000, 0, 1, NULL),
+			4000 * 1e-6 + 65536 * 2e-6));
+	T_ASSERT("hold: no price known: the ceiling, so named",
+		 T_NEAR(ledger_hold_estimate(NULL, hhmm, 4000, 0, 1e-5, &basis),
+			(4000 + LEDGER_HOLD_OUT_DEFAULT) * 1e-5) &&
+			 strcmp(basis, LEDGER_BASIS_CEILING) == 0);
+	ledger_hold_estimate(&c, hhmm, 1, 1, 1, &basis);
+	T_ASSERT("hold: ...and the dearest endpoint so named",
+		 strcmp(basis, LEDGER_BASIS_MODEL_MAX) == 0);
 }
 
 /* A team key's spend: the ledger's cost with usage, else the billed. */
@@ -764,5 +825,6 @@ main(void)
 	test_money_price();
 	test_money_estimate();
 	test_key_spend();
+	test_hold_estimate();
 	return T_REPORT();
 }

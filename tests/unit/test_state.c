@@ -729,6 +729,32 @@ admit_one(const struct teamkey *k, int64_t now_ms, const char *lease,
 	return ad.verdict;
 }
 
+/* admit_one with a budget hold of id, for a body of prompt_max bytes
+ * and an output limit out_max: its verdict, *held what it holds. */
+static enum teamkey_verdict
+admit_held(const struct teamkey *k, int64_t now_ms, const char *id,
+	   int64_t prompt_max, int64_t out_max, double *held)
+{
+	static const struct teamkey_use none;
+	struct state_admit ad;
+	struct state_route r;
+
+	memset(&ad, 0, sizeof(ad));
+	ad.key = k;
+	ad.hold = id;
+	ad.prompt_max = prompt_max;
+	ad.out_max = out_max;
+	ad.now_ms = now_ms;
+	ad.lease_ms = 600000;
+	ad.day = &none;
+	ad.month = &none;
+	if (state_route(&conf, M, false, now_ms / 1000, &r, &ad) != ORGW_OK)
+		return TK_UNKNOWN;
+	if (held != NULL)
+		*held = ad.held_usd;
+	return ad.verdict;
+}
+
 /* A team key's request ends: its lease back, usd spent. */
 static enum orgw_err
 finish_key(const char *name, const char *lease, bool budget, double usd)
@@ -747,6 +773,56 @@ finish_key(const char *name, const char *lease, bool budget, double usd)
 	d.lease = lease;
 	d.key_budget = budget;
 	return state_finish(&conf, M, &d, NULL);
+}
+
+/*
+ * Budget holds: an admitted request holds the most it can cost, a
+ * request finds the budget held by those in flight refused (429, as
+ * over its concurrency) though nothing is spent yet, and a finish
+ * drops its hold in the transaction that adds its spend.
+ */
+static void
+test_admit_holds(struct teamkey *k, int64_t now_ms)
+{
+	struct stats_delta d;
+	double held = 0, first, total;
+	char *v;
+
+	store_mem_reset();
+	k->concurrent = 0;
+	k->budget_day_usd = 1.0;
+	T_ASSERT("hold: the first request is admitted, holding > 0",
+		 admit_held(k, now_ms, "aa01", 1000, 100000, &held) == TK_OK &&
+			 held > 0);
+	first = total = held;
+	T_ASSERT("hold: ...its hold is in the state",
+		 (v = get(STATE_HOLD_PREFIX "team")) != NULL &&
+			 strstr(v, "\"aa01\"") != NULL);
+	free(v);
+	while (total < 1.0 && admit_held(k, now_ms, "aa02", 1000, 100000,
+					 &held) == TK_OK)
+		total += held;
+	T_ASSERT("hold: admitted while spend plus holds is under the budget, "
+		 "then 429 with nothing spent",
+		 admit_held(k, now_ms, "aa03", 1000, 100000, NULL) ==
+				 TK_CONCURRENT &&
+			 total >= 1.0 && total < 1.0 + first);
+	memset(&d, 0, sizeof(d));
+	d.api = "chat";
+	d.requests = d.ok = 1;
+	d.now = now_ms / 1000;
+	d.usage = d.cost_known = true;
+	d.cost_usd = 0.001;
+	d.key_name = "team";
+	d.key_budget = true;
+	d.hold = "aa01";
+	T_ASSERT("hold: a finish drops its hold: the next is admitted",
+		 state_finish(&conf, M, &d, NULL) == ORGW_OK &&
+			 admit_held(k, now_ms, "aa04", 1000, 100000, NULL) ==
+				 TK_OK);
+	T_ASSERT("hold: holds lapse after their lease time",
+		 admit_held(k, now_ms + 600001, "aa05", 1000, 100000, NULL) ==
+			 TK_OK);
 }
 
 /*
@@ -836,6 +912,7 @@ test_admit(void)
 	T_ASSERT("admit: the mirror of another day does not count",
 		 admit_one(&k, now_ms + 86400000, NULL, &day, &month, NULL) ==
 			 TK_OK);
+	test_admit_holds(&k, now_ms + 2 * 86400000);
 }
 
 int

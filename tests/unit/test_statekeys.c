@@ -98,6 +98,7 @@ test_spelling(void)
 		{SK_METRICS_OLD, "a/b", NULL, "METRICS:a/b"},
 		{SK_LOST_UPDATES, NULL, NULL, "LOST_UPDATES"},
 		{SK_TEAMKEY_RATE, "team", NULL, "TEAMKEY_RATE:team"},
+		{SK_TEAMKEY_HOLD, "team", NULL, "TEAMKEY_HOLD:team"},
 		{SK_TEAMKEY, "team", NULL, "TEAMKEY:team"},
 		{SK_TEAMKEY_HASH, "ab01", NULL, "TEAMKEY_HASH:ab01"},
 		{SK_TEAMKEY_USE, "team", "2026-12", "TEAMKEY_USE:team:2026-12"},
