@@ -38,6 +38,7 @@
 #include "dump.h"
 #include "keyadmin.h"
 #include "keystore.h"
+#include "state.h"
 #include "store.h"
 #include "teamkey.h"
 
@@ -58,6 +59,7 @@ enum verb {
 	V_VERIFY,
 	V_EXPORT,
 	V_IMPORT,
+	V_RELEASE,
 };
 
 /* What each sub-command takes. */
@@ -79,6 +81,7 @@ static const struct verb_def {
 	{"verify", V_VERIFY, false, false, false, false},
 	{"export", V_EXPORT, false, false, false, false},
 	{"import", V_IMPORT, false, false, false, true},
+	{"release", V_RELEASE, true, false, false, false},
 };
 
 /* Which limit options were given. */
@@ -115,6 +118,8 @@ keyadmin_usage(FILE *f)
 	      "its use is kept\n"
 	      "  key rotate NAME        a new key for NAME, printed once; "
 	      "the old one refused\n"
+	      "  key release NAME       give back NAME's concurrency leases "
+	      "(a worker gone)\n"
 	      "  key verify             read a key on stdin, print the name "
 	      "it is (exit 1: none)\n"
 	      "  key export             every key record and use window as "
@@ -601,6 +606,28 @@ run_edit(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
 				e.k.expires <= e.now ?
 			" (it has expired)" :
 			"");
+	return KEYADMIN_EXIT_OK;
+}
+
+/* key release NAME: the leases live in the routing state, so a key that
+ * is gone from the keys store can still be released. */
+static int
+run_release(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
+{
+	enum orgw_err err;
+	size_t n = 0;
+
+	if ((err = state_rate_release(c, cmd->name, &n)) != ORGW_OK) {
+		fprintf(stderr, "orgw-score: key release: state %s unusable: "
+			"%s\n",
+			c->state_backend == CONF_BACKEND_REDIS ? "(redis)" :
+								 c->state_path,
+			orgw_strerror(err));
+		return KEYADMIN_EXIT_FAILED;
+	}
+	fprintf(stderr, "orgw-score: key %s: %zu concurrency lease%s "
+		"released\n",
+		cmd->name, n, n == 1 ? "" : "s");
 	return KEYADMIN_EXIT_OK;
 }
 
@@ -1303,6 +1330,8 @@ keyadmin_run(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
 		return run_export(c);
 	case V_IMPORT:
 		return run_import(c, cmd);
+	case V_RELEASE:
+		return run_release(c, cmd);
 	case V_SET:
 	case V_DISABLE:
 	case V_ENABLE:

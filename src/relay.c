@@ -1369,6 +1369,15 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			 (long long)(v == TK_RPM ? t->key.rpm :
 						   t->key.concurrent));
 		break;
+	case TK_UNAVAILABLE:
+		type = "server_error";
+		snprintf(extra, sizeof(extra), "Retry-After: %lld\r\n",
+			 (long long)STATE_UNAVAILABLE_RETRY_S);
+		snprintf(msg, sizeof(msg),
+			 "the gateway cannot record this key's limits or "
+			 "spend now (its state store refuses writes); retry "
+			 "after Retry-After seconds");
+		break;
 	case TK_OK:
 	case TK_UNKNOWN:
 		snprintf(msg, sizeof(msg), "incorrect API key provided");

@@ -20,6 +20,10 @@
  *   only by the slot's owner (its threads), the peak is an atomic max.
  * - The pid is written last when claiming and cleared first when
  *   leaving, so a reader never counts a half-written slot.
+ * - The table has a random id (host), drawn by the first claimer: a
+ *   team key's concurrency lease records it with its worker's pid and
+ *   start time, and a worker of the same table judges whether that
+ *   worker is gone (slots_owner_gone) the way it judges a slot.
  *
  * Ownership: the mapping and the slot index are process-wide, set by
  * slots_open() before any thread starts and read-only after; they live
@@ -32,6 +36,7 @@
  */
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -88,7 +93,12 @@ struct table {
 	 * (slots_writer_waiting), CLOCK_MONOTONIC ms, 0: none.  Also in
 	 * what was padding. */
 	_Atomic int64_t writer_wants_ms;
-	uint32_t pad[6];
+	/* This table's id, drawn when the file is made (also in what was
+	 * padding): a team key's concurrency lease names it with its
+	 * worker's pid and start time, so a host judges only its own
+	 * workers' leases (slots_owner_gone). */
+	_Atomic int64_t host;
+	uint32_t pad[4];
 	struct slot slot[SLOTS_MAX];
 	/* Bytes each slot's process holds for request bodies, answers and
 	 * their parse (slots_mem_take).  After the slots, so an older
@@ -166,6 +176,20 @@ slot_alive(size_t i, int32_t pid)
 	return true;
 }
 
+/* A table id: 48 random bits (a record holds numbers up to 10^15),
+ * never 0.  Without randomness, the time and pid: distinct enough
+ * between the few tables that share one state. */
+static int64_t
+host_draw(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = (uint64_t)clock_mono_ms() * 7919u ^ (uint64_t)getpid();
+	v &= (1ULL << 48) - 1;
+	return v == 0 ? 1 : (int64_t)v;
+}
+
 /* Claims a slot under the file lock (tab mapped). */
 static void
 claim(unsigned threads, unsigned long long start)
@@ -178,6 +202,8 @@ claim(unsigned threads, unsigned long long start)
 		memset(tab, 0, sizeof(*tab));
 		atomic_store(&tab->magic, SLOTS_MAGIC);
 	}
+	if (atomic_load(&tab->host) == 0)
+		atomic_store(&tab->host, host_draw());
 	for (i = 0; i < SLOTS_MAX; i++) {
 		int32_t pid;
 
@@ -498,4 +524,33 @@ slots_writer_pending(int64_t within_ms)
 		return false;
 	at = atomic_load(&tab->writer_wants_ms);
 	return at != 0 && clock_mono_ms() - at < within_ms;
+}
+
+bool
+slots_self(int64_t *host, int64_t *pid, int64_t *start)
+{
+	if (!shared || mine == NULL)
+		return false;
+	*host = atomic_load(&tab->host);
+	*pid = atomic_load(&mine->pid);
+	*start = (int64_t)atomic_load(&mine->start);
+	return *host != 0 && *pid > 0;
+}
+
+bool
+slots_owner_gone(int64_t host, int64_t pid, int64_t start)
+{
+	unsigned long long st;
+
+	/* Another host's worker (or no table here): its host judges it,
+	 * or its lease's time ends it. */
+	if (!shared || host == 0 || host != atomic_load(&tab->host) ||
+	    pid <= 0 || pid > INT32_MAX)
+		return false;
+	if (kill((pid_t)pid, 0) == -1 && errno == ESRCH)
+		return true;
+	/* The pid lives: gone only when it is another process now.  An
+	 * unreadable /proc (hidepid) trusts kill(), as slot_alive does. */
+	st = start_of((pid_t)pid);
+	return st != 0 && start != 0 && st != (unsigned long long)start;
 }

@@ -98,4 +98,20 @@ void slots_writer_waiting(bool waiting);
 bool slots_writer_pending(int64_t within_ms);
 bool slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms);
 
+/*
+ * The owner a team key's concurrency lease records (teamkey.h): this
+ * host's table id, this process's pid and start time.  False (nothing
+ * to record) without a shared table (CGI, the scorer).
+ */
+bool slots_self(int64_t *host, int64_t *pid, int64_t *start);
+
+/*
+ * True when the lease owner (host, pid, start) is a worker of this
+ * host's table that is gone: no process with that pid, or one that
+ * started at another time (the pid reused).  False for another host's
+ * table, an unknown owner (host 0) or a live worker.  A system call or
+ * two (kill, /proc/PID/stat); thread-safe.
+ */
+bool slots_owner_gone(int64_t host, int64_t pid, int64_t start);
+
 #endif

@@ -33,6 +33,7 @@
 #include "redisconf.h"
 #include "reqval.h"
 #include "score.h"
+#include "slots.h"
 #include "state.h"
 #include "store.h"
 #include "teamkey.h"
@@ -669,10 +670,25 @@ hold_put(struct store *s, const struct state_admit *ad,
 	return store_put_text(s, k, holds_encode(h));
 }
 
+/* True when lease l's worker is gone (slots.h), logged for the key of
+ * the admission arg. */
+static bool
+lease_gone(void *arg, const struct teamkey_lease *l)
+{
+	const struct state_admit *ad = arg;
+
+	if (!slots_owner_gone(l->host, l->pid, l->start))
+		return false;
+	log_warn("team key %s: lease of worker %lld given back: the worker "
+		 "is gone",
+		 ad->key->name, (long long)l->pid);
+	return true;
+}
+
 /*
  * A team key's request admitted or refused (teamkey_rate_admit) against
  * its TEAMKEY_RATE:<name> record, in the route transaction.  Damaged
- * text starts the minute and the leases afresh: the record is soft.
+ * text starts the window and the leases afresh: the record is soft.
  * Written only when the request is admitted, so a refusal writes
  * nothing.
  */
@@ -682,6 +698,8 @@ admit(struct store *s, struct state_admit *ad, const char *model)
 	struct teamkey_rate *r;
 	struct holds *h = NULL;
 	char k[KEY_MAX], *v = NULL;
+	int64_t host, pid, start, now_ms;
+	bool by_rate = false;
 	enum orgw_err err;
 
 	ad->verdict = TK_OK;
@@ -696,6 +714,15 @@ admit(struct store *s, struct state_admit *ad, const char *model)
 	if (v != NULL && teamkey_rate_decode(v, r) != ORGW_OK)
 		memset(r, 0, sizeof(*r));
 	free(v);
+	/* The rpm window and the leases are timed by the store's clock
+	 * (Redis's TIME), so hosts with skewed clocks share one window; a
+	 * key with only a budget needs no time of it. */
+	now_ms = ad->now_ms;
+	if ((ad->key->rpm > 0 || ad->key->concurrent > 0) &&
+	    (err = store_now_ms(s, ad->now_ms, &now_ms)) != ORGW_OK) {
+		free(r);
+		return err;
+	}
 	if (ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0) {
 		struct teamkey_use day = *ad->day, month = *ad->month;
 
@@ -708,16 +735,80 @@ admit(struct store *s, struct state_admit *ad, const char *model)
 			return err;
 		}
 	}
-	if (ad->verdict == TK_OK)
-		ad->verdict = teamkey_rate_admit(ad->key, r, ad->now_ms,
+	if (ad->verdict == TK_OK) {
+		ad->verdict = teamkey_rate_admit(ad->key, r, now_ms,
 						 ad->lease, ad->lease_ms,
 						 &ad->retry_after_s);
-	if (ad->verdict == TK_OK && (ad->key->rpm > 0 || ad->key->concurrent > 0))
+		by_rate = true;
+	}
+	/* At the limit, a lease whose worker this host saw die (kill -9,
+	 * a crash) is given back now rather than when its time ends: only
+	 * then, since asking costs a system call or two per lease.  A
+	 * refusal for the budget's holds (hold_check) is not the leases'
+	 * to lift. */
+	if (by_rate && ad->verdict == TK_CONCURRENT &&
+	    teamkey_rate_drop(r, lease_gone, (void *)ad) > 0)
+		ad->verdict = teamkey_rate_admit(ad->key, r, now_ms,
+						 ad->lease, ad->lease_ms,
+						 &ad->retry_after_s);
+	if (ad->verdict == TK_OK && ad->lease != NULL &&
+	    ad->key->concurrent > 0 && slots_self(&host, &pid, &start))
+		(void)teamkey_rate_own(r, ad->lease, host, pid, start);
+	/* Written for a key with only a budget too: its admission must
+	 * show that the state records, or its spend could not be either
+	 * (a store that refuses writes refuses this one, and the request
+	 * with it). */
+	if (ad->verdict == TK_OK)
 		err = store_put_text(s, k, teamkey_rate_encode(r));
 	if (err == ORGW_OK && ad->verdict == TK_OK && h != NULL)
 		err = hold_put(s, ad, h);
 	free(h);
 	free(r);
+	return err;
+}
+
+struct release_args {
+	const char *name;
+	size_t n;
+};
+
+static enum orgw_err
+do_rate_release(struct store *s, void *arg)
+{
+	struct release_args *a = arg;
+	struct teamkey_rate *r;
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	a->n = 0;
+	snprintf(k, sizeof(k), "%s%s", STATE_RATE_PREFIX, a->name);
+	if ((err = store_get(s, k, &v)) != ORGW_OK || v == NULL)
+		return err;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(v);
+		return ORGW_ENOMEM;
+	}
+	/* A damaged record holds nothing to keep: it goes. */
+	if (teamkey_rate_decode(v, r) != ORGW_OK) {
+		err = store_del(s, k);
+	} else if (r->n_leases > 0) {
+		a->n = r->n_leases;
+		r->n_leases = 0;
+		err = store_put_text(s, k, teamkey_rate_encode(r));
+	}
+	free(r);
+	free(v);
+	return err;
+}
+
+enum orgw_err
+state_rate_release(const struct orgw_conf *c, const char *name, size_t *n)
+{
+	struct release_args a = {name, 0};
+	enum orgw_err err;
+
+	err = state_txn(c, true, do_rate_release, &a);
+	*n = err == ORGW_OK ? a.n : 0;
 	return err;
 }
 
@@ -863,11 +954,17 @@ state_route(const struct orgw_conf *c, const char *model,
 		return ORGW_OK;
 	err = state_txn(c, true, do_route, &a);
 	if (err != ORGW_OK && a.admit != NULL) {
-		/* The limits are soft state: with the state away they are
-		 * not enforced, and the request is not refused for it. */
-		a.admit->verdict = TK_OK;
+		/* Fail closed: a key with limits or a budget is served only
+		 * when its admission was recorded, else nothing would hold
+		 * its rpm, its leases or its spend (a full disk, Redis at
+		 * maxmemory, a lock held too long). */
+		a.admit->verdict = TK_UNAVAILABLE;
+		a.admit->retry_after_s = STATE_UNAVAILABLE_RETRY_S;
 		a.admit->lease = NULL;
 		a.admit->hold = NULL;
+		log_warn("state unavailable (%s): team key %s refused",
+			 orgw_strerror(err), a.admit->key->name);
+		return err;
 	}
 	if (err != ORGW_OK) {
 		log_warn("state unavailable (%s): routing %s unpinned",

@@ -83,7 +83,9 @@ struct state_admit {
 	const struct teamkey *key;	/* its limits (rpm, concurrent) */
 	const char *lease;		/* the request's lease id; set to
 					 * NULL when none was taken */
-	int64_t now_ms;			/* unix ms */
+	int64_t now_ms;			/* unix ms, the host's (the rpm
+					 * window and the leases take the
+					 * store's, store_now_ms) */
 	int64_t lease_ms;		/* a lease expires this long after */
 	/* Its use as the keys store had it when the request came, which
 	 * the budget is checked against, raised to the spend of the
@@ -104,6 +106,10 @@ struct state_admit {
 	int64_t retry_after_s;		/* for a refusal */
 };
 
+/* The Retry-After of a team key refused because the state could not
+ * record its admission. */
+#define STATE_UNAVAILABLE_RETRY_S 5
+
 /*
  * Steps 4 to 7 of SPEC section 4 for model: decides and writes the lock
  * (one model's keys only: the cost does not grow with the number of
@@ -116,9 +122,10 @@ struct state_admit {
  * refused (TK_BUDGET) when it is spent; a key with an rpm or
  * concurrency limit counts the request and takes its lease there
  * (teamkey_rate_admit); a refusal (ad->verdict) writes nothing and
- * leaves r unpinned.  With the state unavailable these are not
- * enforced (ad->verdict TK_OK, ad->lease NULL; the caller checked the
- * budget against the keys store already).  The request's state_finish
+ * leaves r unpinned.  With the state unavailable (the transaction
+ * failed: no lock in time, writes refused) the request is refused
+ * (ad->verdict TK_UNAVAILABLE, ad->lease NULL): what is not recorded
+ * cannot be held.  The request's state_finish
  * gives the lease back and adds its spend to the record in the same
  * transaction (d->key_name, d->lease, d->key_budget), so a budget is
  * overshot only by requests in flight when it was reached.  A key with
@@ -152,6 +159,17 @@ enum orgw_err state_admit_plain(const struct orgw_conf *c,
 enum orgw_err state_estimate(const struct orgw_conf *c, const char *model,
 			     int64_t prompt_max, int64_t out_max, double *usd,
 			     const char **basis);
+
+/*
+ * Gives back every concurrency lease of team key name, held or not
+ * (orgw-score key release NAME, for a lease whose worker is on a host
+ * that cannot judge it); the requests in flight run on, unlimited.  The
+ * rpm window and the spend of ended requests stay.  *n: how many were
+ * released.  The state's error, or ORGW_OK (also when the key holds
+ * none).
+ */
+enum orgw_err state_rate_release(const struct orgw_conf *c, const char *name,
+				 size_t *n);
 
 /*
  * After an inline scoring (res NULL when it failed, with error saying

@@ -56,6 +56,19 @@ store_get(struct store *s, const char *key, char **val)
 }
 
 enum orgw_err
+store_now_ms(struct store *s, int64_t host_ms, int64_t *ms)
+{
+	enum orgw_err err;
+
+	*ms = host_ms;
+	if (s->ops->now_ms == NULL)
+		return ORGW_OK;
+	if ((err = s->ops->now_ms(s, ms)) != ORGW_OK)
+		*ms = host_ms;
+	return err;
+}
+
+enum orgw_err
 store_put(struct store *s, const char *key, const char *val)
 {
 	enum orgw_err err = s->ops->put(s, key, val);

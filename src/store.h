@@ -92,6 +92,16 @@ enum orgw_err store_close(struct store *s);
 void store_exact_outcome(struct store *s);
 
 /*
+ * The time for a window shared by every host (a team key's rpm): the
+ * store's clock in unix ms into *ms, read inside transaction s, so hosts
+ * whose own clocks differ count in one window.  Redis: its TIME (the
+ * same server for every host).  GDBM and the in-memory store: host_ms,
+ * the caller's clock (one host's file has no other).  ORGW_EIO (*ms
+ * host_ms) when the store did not answer.
+ */
+enum orgw_err store_now_ms(struct store *s, int64_t host_ms, int64_t *ms);
+
+/*
  * Ends the transaction without committing what is still buffered
  * (Redis: nothing of it is written; GDBM writes through, so what was
  * put is kept), freeing s.  NULL is a no-op.

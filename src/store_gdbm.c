@@ -874,6 +874,7 @@ static void gd_abort(struct store *base);
 
 static const struct store_ops gd_ops = {
 	gd_get, gd_put, gd_del, gd_each, gd_commit, gd_abort,
+	NULL,	/* one host's file: its clock is the only one */
 };
 
 enum orgw_err

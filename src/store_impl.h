@@ -33,6 +33,9 @@ struct store_ops {
 			      void *arg);
 	enum orgw_err (*commit)(struct store *s);
 	void (*abort)(struct store *s);
+	/* The store's own time in unix ms (store_now_ms); NULL: it has
+	 * none but the caller's. */
+	enum orgw_err (*now_ms)(struct store *s, int64_t *ms);
 };
 
 struct store {

@@ -1164,8 +1164,48 @@ rd_abort(struct store *base)
 	txn_free(s);
 }
 
+/*
+ * Redis's TIME: seconds and microseconds as two strings.  One server's
+ * clock for every host, so a window counted across hosts is one window
+ * whatever their own clocks say.  Not WATCHed (it changes nothing), but
+ * read between the transaction's WATCH and its EXEC: a conflict runs it
+ * again with the time read again.
+ */
+static enum orgw_err
+rd_now_ms(struct store *base, int64_t *ms)
+{
+	struct store_redis *s = (struct store_redis *)base;
+	const char *argv[1] = {"TIME"};
+	redisReply *r;
+	long long sec, usec;
+	char *end1, *end2;
+	enum orgw_err err = ORGW_EIO;
+
+	if ((r = cmd_strs(s->rc, 1, argv)) == NULL)
+		return ORGW_EIO;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    r->element[1]->type == REDIS_REPLY_STRING) {
+		errno = 0;
+		sec = strtoll(r->element[0]->str, &end1, 10);
+		usec = strtoll(r->element[1]->str, &end2, 10);
+		if (errno == 0 && *end1 == '\0' && *end2 == '\0' &&
+		    sec > 0 && sec < 100000000000LL && usec >= 0 &&
+		    usec < 1000000) {
+			*ms = (int64_t)sec * 1000 + usec / 1000;
+			err = ORGW_OK;
+		}
+	}
+	if (err != ORGW_OK)
+		log_err("state: redis TIME: %s",
+			r->type == REDIS_REPLY_ERROR ? r->str :
+						       "unexpected reply");
+	freeReplyObject(r);
+	return err;
+}
+
 static const struct store_ops rd_ops = {
-	rd_get, rd_put, rd_del, rd_each, rd_commit, rd_abort,
+	rd_get, rd_put, rd_del, rd_each, rd_commit, rd_abort, rd_now_ms,
 };
 
 enum orgw_err

@@ -1,6 +1,16 @@
 /*
  * teamauth.c - a team key on the request path (teamauth.h).
+ *
+ * Spend billed and not recorded: when the keys store refuses the write
+ * of a request's use (a full disk, Redis at maxmemory, a lock held too
+ * long), the use is kept in this process (pending[], under pending_mu,
+ * at most PENDING_MAX key-days) and settled before that key's next
+ * admission here; a key with limits or a budget is refused while it
+ * cannot be.  A worker that ends (recycled, killed) loses what it kept,
+ * and says so in its log when it keeps it.
  */
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +106,12 @@ teamauth_check(const struct orgw_conf *c, struct teamauth *t,
 	v = teamkey_check_key(&t->key, clock_now_s(), model, models, n);
 	if (v != TK_OK)
 		return v;
+	/* What this key spent and could not record comes first; while it
+	 * cannot be, a key with limits or a budget is not served. */
+	if (!teamauth_settle(c, t, clock_now_s()) &&
+	    (t->key.rpm > 0 || t->key.concurrent > 0 ||
+	     t->key.budget_day_usd > 0 || t->key.budget_month_usd > 0))
+		return TK_UNAVAILABLE;
 	if ((v = teamkey_check_budget(&t->key, &t->day, &t->month)) != TK_OK)
 		return v;
 	memset(&t->admit, 0, sizeof(t->admit));
@@ -155,18 +171,122 @@ do_use_add(struct store *s, void *arg)
 	return keystore_use_add(s, a->name, a->now_s, a->u);
 }
 
-static void
+static enum orgw_err
 use_add(const struct orgw_conf *c, const char *name, int64_t now_s,
 	const struct teamkey_use *u)
 {
 	struct use_arg a = {name, now_s, u};
+
+	return keystore_txn(c, true, do_use_add, &a);
+}
+
+/* Key-days of use kept while the keys store refuses writes: a worker
+ * serves a few dozen keys at most, and each day's use is one entry. */
+#define PENDING_MAX 64
+
+struct pending {
+	char name[TEAMKEY_NAME_MAX + 1];	/* "": free */
+	int64_t now_s;		/* in the UTC day the use is counted in */
+	struct teamkey_use u;
+};
+
+static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pending pending[PENDING_MAX];
+
+/* Keeps u (of name, at now_s) to be settled; false when the table is
+ * full.  Merged with what the key already has kept for that day. */
+static bool
+pending_keep(const char *name, int64_t now_s, const struct teamkey_use *u)
+{
+	char day[11], d[11];
+	struct pending *free_e = NULL;
+	size_t i;
+	bool ok = true;
+
+	teamkey_day(now_s, day);
+	pthread_mutex_lock(&pending_mu);
+	for (i = 0; i < PENDING_MAX; i++) {
+		struct pending *e = &pending[i];
+
+		if (e->name[0] == '\0') {
+			if (free_e == NULL)
+				free_e = e;
+			continue;
+		}
+		teamkey_day(e->now_s, d);
+		if (strcmp(e->name, name) == 0 && strcmp(d, day) == 0) {
+			teamkey_use_add(&e->u, u);
+			goto out;
+		}
+	}
+	if (free_e == NULL) {
+		ok = false;
+		goto out;
+	}
+	snprintf(free_e->name, sizeof(free_e->name), "%s", name);
+	free_e->now_s = now_s;
+	free_e->u = *u;
+out:
+	pthread_mutex_unlock(&pending_mu);
+	return ok;
+}
+
+/* Takes out one entry of name into *out; false when it has none. */
+static bool
+pending_take(const char *name, struct pending *out)
+{
+	size_t i;
+	bool found = false;
+
+	pthread_mutex_lock(&pending_mu);
+	for (i = 0; i < PENDING_MAX && !found; i++)
+		if (pending[i].name[0] != '\0' &&
+		    strcmp(pending[i].name, name) == 0) {
+			*out = pending[i];
+			memset(&pending[i], 0, sizeof(pending[i]));
+			found = true;
+		}
+	pthread_mutex_unlock(&pending_mu);
+	return found;
+}
+
+bool
+teamauth_settle(const struct orgw_conf *c, struct teamauth *t, int64_t now_s)
+{
+	struct pending e;
+	char day[11], month[8], d[11], m[8];
 	enum orgw_err err;
 
-	if ((err = keystore_txn(c, true, do_use_add, &a)) != ORGW_OK)
-		log_err("keys store: use of key %s not counted (%s): "
-			"requests=%lld spend_usd=%.8f",
-			name, orgw_strerror(err), (long long)u->requests,
-			u->spend_usd);
+	teamkey_day(now_s, day);
+	teamkey_month(now_s, month);
+	while (pending_take(t->key.name, &e)) {
+		if ((err = use_add(c, e.name, e.now_s, &e.u)) != ORGW_OK) {
+			/* Back in the table (another thread may have
+			 * filled its room meanwhile). */
+			if (pending_keep(e.name, e.now_s, &e.u))
+				log_warn("keys store: kept use of key %s still "
+					 "not recorded (%s)",
+					 e.name, orgw_strerror(err));
+			else
+				log_err("keys store: use of key %s not counted "
+					"(%s), no room to keep it: requests=%lld "
+					"spend_usd=%.8f",
+					e.name, orgw_strerror(err),
+					(long long)e.u.requests, e.u.spend_usd);
+			return false;
+		}
+		log_info("keys store: kept use of key %s recorded: "
+			 "requests=%lld spend_usd=%.8f",
+			 e.name, (long long)e.u.requests, e.u.spend_usd);
+		/* t's use was read before this went in. */
+		teamkey_day(e.now_s, d);
+		teamkey_month(e.now_s, m);
+		if (strcmp(d, day) == 0)
+			teamkey_use_add(&t->day, &e.u);
+		if (strcmp(m, month) == 0)
+			teamkey_use_add(&t->month, &e.u);
+	}
+	return true;
 }
 
 void
@@ -174,6 +294,7 @@ teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		 enum teamkey_verdict verdict, int64_t now_s)
 {
 	struct teamkey_use u;
+	enum orgw_err err;
 
 	memset(&u, 0, sizeof(u));
 	switch (verdict) {
@@ -191,9 +312,36 @@ teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		break;
 	case TK_OK:
 	case TK_UNKNOWN:
+	case TK_UNAVAILABLE:	/* the store refuses writes already */
 		return;
 	}
-	use_add(c, t->key.name, now_s, &u);
+	if ((err = use_add(c, t->key.name, now_s, &u)) != ORGW_OK)
+		log_err("keys store: refusal of key %s not counted (%s)",
+			t->key.name, orgw_strerror(err));
+}
+
+/* Adds u to key name's use, or keeps it in this worker to be settled
+ * when the keys store refuses the write: spend billed is never
+ * dropped while there is room to keep it. */
+static void
+use_record(const struct orgw_conf *c, const char *name, int64_t now_s,
+	   const struct teamkey_use *u)
+{
+	enum orgw_err err;
+
+	if ((err = use_add(c, name, now_s, u)) == ORGW_OK)
+		return;
+	if (pending_keep(name, now_s, u))
+		log_warn("keys store: use of key %s not recorded (%s), kept "
+			 "in this worker until it can be: requests=%lld "
+			 "spend_usd=%.8f",
+			 name, orgw_strerror(err), (long long)u->requests,
+			 u->spend_usd);
+	else
+		log_err("keys store: use of key %s not counted (%s), no "
+			"room to keep it: requests=%lld spend_usd=%.8f",
+			name, orgw_strerror(err), (long long)u->requests,
+			u->spend_usd);
 }
 
 void
@@ -206,7 +354,7 @@ teamauth_spend(const struct orgw_conf *c, const char *name, int64_t now_s,
 	u.requests = requests;
 	u.spend_usd = usd;
 	u.last_used = now_s;
-	use_add(c, name, now_s, &u);
+	use_record(c, name, now_s, &u);
 }
 
 void
@@ -225,7 +373,7 @@ teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
 	if (d->usage && d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
 		u.saved_usd = d->uncached_usd - d->cost_usd;
 	u.last_used = d->now;
-	use_add(c, t->key.name, d->now, &u);
+	use_record(c, t->key.name, d->now, &u);
 }
 
 int
@@ -241,6 +389,8 @@ teamauth_status(enum teamkey_verdict v)
 		return 429;
 	case TK_UNKNOWN:
 		return 401;
+	case TK_UNAVAILABLE:
+		return 503;
 	case TK_OK:
 		break;
 	}
@@ -261,6 +411,8 @@ teamauth_code(enum teamkey_verdict v)
 		return "concurrency_limit_exceeded";
 	case TK_UNKNOWN:
 		return "invalid_api_key";
+	case TK_UNAVAILABLE:
+		return "state_unavailable";
 	case TK_OK:
 		break;
 	}

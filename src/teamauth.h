@@ -52,8 +52,10 @@ enum teamauth_who teamauth_identify_key(const struct orgw_conf *c,
 
 /*
  * What t's key allows for a request of model (and the ids of its
- * "models" array, models[0..n)): TK_MODEL (403), TK_BUDGET (402) from
- * the use read when it came, or TK_OK.  Fills t->admit for the route
+ * "models" array, models[0..n)): TK_MODEL (403), TK_UNAVAILABLE (503)
+ * for a key with limits or a budget whose unrecorded spend could not be
+ * settled (teamauth_settle), TK_BUDGET (402) from the use read when it
+ * came and the spend settled, or TK_OK.  Fills t->admit for the route
  * transaction, with a fresh lease id when the key has a concurrency
  * limit.
  */
@@ -70,6 +72,17 @@ enum teamkey_verdict teamauth_check(const struct orgw_conf *c,
 enum teamkey_verdict teamauth_check_plain(const struct orgw_conf *c,
 					  struct teamauth *t);
 
+/*
+ * Records what t's key spent in this worker and could not record when
+ * it ended (teamauth_finish kept it: the keys store refused the write)
+ * into the keys store, and adds it to t->day and t->month where those
+ * are now_s's day and month.  True when nothing of the key is kept any
+ * more; false (logged, still kept) when the store refused again.
+ * teamauth_check calls it first.  Thread-safe.
+ */
+bool teamauth_settle(const struct orgw_conf *c, struct teamauth *t,
+		     int64_t now_s);
+
 /* Counts one refusal of t's request (verdict) in its use. */
 void teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		      enum teamkey_verdict verdict, int64_t now_s);
@@ -85,7 +98,8 @@ void teamauth_spend(const struct orgw_conf *c, const char *name,
  * its cost and savings as the ledger counted them; without usage,
  * d->key_billed_usd) to t's use of today and this month in the keys
  * store, once: on Redis a commit whose answer was lost is settled, not
- * run again.
+ * run again.  When the store refuses the write, the use is kept in this
+ * worker (bounded) for teamauth_settle.
  */
 void teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
 		     const struct stats_delta *d);

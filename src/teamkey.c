@@ -589,6 +589,8 @@ teamkey_verdict_name(enum teamkey_verdict v)
 		return "rpm";
 	case TK_CONCURRENT:
 		return "concurrent";
+	case TK_UNAVAILABLE:
+		return "unavailable";
 	}
 	return "unknown";
 }
@@ -660,8 +662,10 @@ rate_ok(const struct teamkey_rate *r)
 {
 	size_t i;
 
-	if (!int_ok(r->minute) || !int_ok(r->count) ||
-	    r->n_leases > TEAMKEY_LEASES_MAX || !int_ok(r->day) ||
+	for (i = 0; i < TEAMKEY_RPM_SLOTS; i++)
+		if (!int_ok(r->slots[i]))
+			return false;
+	if (!int_ok(r->slot) || r->n_leases > TEAMKEY_LEASES_MAX || !int_ok(r->day) ||
 	    !int_ok(r->month) || !dbl_ok(r->spent_day) ||
 	    !dbl_ok(r->spent_month))
 		return false;
@@ -669,7 +673,9 @@ rate_ok(const struct teamkey_rate *r)
 		if (memchr(r->leases[i].id, '\0', sizeof(r->leases[i].id)) ==
 			    NULL ||
 		    !lease_id_ok(r->leases[i].id) ||
-		    !int_ok(r->leases[i].until_ms))
+		    !int_ok(r->leases[i].until_ms) ||
+		    !int_ok(r->leases[i].host) || !int_ok(r->leases[i].pid) ||
+		    !int_ok(r->leases[i].start))
 			return false;
 	return true;
 }
@@ -677,7 +683,7 @@ rate_ok(const struct teamkey_rate *r)
 char *
 teamkey_rate_encode(const struct teamkey_rate *r)
 {
-	cJSON *o, *arr = NULL;
+	cJSON *o, *arr = NULL, *win = NULL;
 	bool ok;
 	size_t i;
 
@@ -685,8 +691,16 @@ teamkey_rate_encode(const struct teamkey_rate *r)
 		return NULL;
 	o = cJSON_CreateObject();
 	ok = o != NULL && add_int(o, "v", TK_VERSION) &&
-	     add_int(o, "minute", r->minute) && add_int(o, "count", r->count) &&
-	     add_int(o, "day", r->day) && add_dbl(o, "spent_day", r->spent_day) &&
+	     add_int(o, "slot", r->slot) &&
+	     (win = cJSON_AddArrayToObject(o, "window")) != NULL;
+	for (i = 0; ok && i < TEAMKEY_RPM_SLOTS; i++) {
+		cJSON *n = cJSON_CreateNumber((double)r->slots[i]);
+
+		ok = n != NULL && cJSON_AddItemToArray(win, n);
+		if (!ok)
+			cJSON_Delete(n);
+	}
+	ok = ok && add_int(o, "day", r->day) && add_dbl(o, "spent_day", r->spent_day) &&
 	     add_int(o, "month", r->month) &&
 	     add_dbl(o, "spent_month", r->spent_month) &&
 	     (arr = cJSON_AddArrayToObject(o, "leases")) != NULL;
@@ -700,6 +714,11 @@ teamkey_rate_encode(const struct teamkey_rate *r)
 		}
 		ok = cJSON_AddStringToObject(l, "id", r->leases[i].id) &&
 		     add_int(l, "until_ms", r->leases[i].until_ms);
+		/* The owner only when known: a record stays small. */
+		if (ok && r->leases[i].host != 0)
+			ok = add_int(l, "host", r->leases[i].host) &&
+			     add_int(l, "pid", r->leases[i].pid) &&
+			     add_int(l, "start", r->leases[i].start);
 	}
 	return finish(o, ok);
 }
@@ -708,10 +727,25 @@ static bool
 rate_from(const cJSON *o, struct teamkey_rate *r)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "leases");
+	const cJSON *win = cJSON_GetObjectItemCaseSensitive(o, "window");
 	const cJSON *l;
+	size_t i = 0;
 
-	if (!int_get(o, "minute", false, &r->minute) ||
-	    !int_get(o, "count", false, &r->count) ||
+	/* A record of the fixed minute ("minute", "count") reads as an
+	 * empty window: the record is soft, and that minute ends anyway. */
+	if (win != NULL) {
+		if (!cJSON_IsArray(win) ||
+		    cJSON_GetArraySize(win) != TEAMKEY_RPM_SLOTS)
+			return false;
+		cJSON_ArrayForEach(l, win)
+		{
+			if (!cJSON_IsNumber(l) || !dbl_ok(l->valuedouble) ||
+			    l->valuedouble != floor(l->valuedouble))
+				return false;
+			r->slots[i++] = (int64_t)l->valuedouble;
+		}
+	}
+	if (!int_get(o, "slot", false, &r->slot) ||
 	    !int_get(o, "day", false, &r->day) ||
 	    !dbl_get(o, "spent_day", false, &r->spent_day) ||
 	    !int_get(o, "month", false, &r->month) ||
@@ -729,7 +763,10 @@ rate_from(const cJSON *o, struct teamkey_rate *r)
 		if (!cJSON_IsObject(l) ||
 		    !str_copy(cJSON_GetObjectItemCaseSensitive(l, "id"), d->id,
 			      sizeof(d->id)) ||
-		    !int_get(l, "until_ms", true, &d->until_ms))
+		    !int_get(l, "until_ms", true, &d->until_ms) ||
+		    !int_get(l, "host", false, &d->host) ||
+		    !int_get(l, "pid", false, &d->pid) ||
+		    !int_get(l, "start", false, &d->start))
 			return false;
 		r->n_leases++;
 	}
@@ -768,12 +805,67 @@ ceil_s(int64_t ms, int64_t lo, int64_t hi)
 	return s < lo ? lo : s > hi ? hi : s;
 }
 
+/* Moves r's window to the slot of now_ms: the slots that left it are
+ * zeroed.  A now before r->slot (a clock stepped back) counts in the
+ * newest slot: nothing leaves the window early. */
+static void
+window_move(struct teamkey_rate *r, int64_t now_ms)
+{
+	int64_t slot = div_floor(now_ms, TEAMKEY_RPM_SLOT_MS), d;
+
+	if (slot <= r->slot)
+		return;
+	d = slot - r->slot;
+	if (d >= TEAMKEY_RPM_SLOTS) {
+		memset(r->slots, 0, sizeof(r->slots));
+	} else {
+		memmove(&r->slots[d], &r->slots[0],
+			(size_t)(TEAMKEY_RPM_SLOTS - d) * sizeof(r->slots[0]));
+		memset(r->slots, 0, (size_t)d * sizeof(r->slots[0]));
+	}
+	r->slot = slot;
+}
+
+int64_t
+teamkey_rate_count(const struct teamkey_rate *r, int64_t now_ms)
+{
+	struct teamkey_rate w;
+	int64_t n = 0;
+	size_t i;
+
+	memcpy(w.slots, r->slots, sizeof(w.slots));
+	w.slot = r->slot;
+	window_move(&w, now_ms);
+	for (i = 0; i < TEAMKEY_RPM_SLOTS; i++)
+		n = count_add(n, w.slots[i]);
+	return n;
+}
+
+/* The ms until r's window (moved to now_ms) holds fewer than rpm: the
+ * oldest slots leave it one by one, slot s when now reaches the start
+ * of slot s + TEAMKEY_RPM_SLOTS. */
+static int64_t
+window_wait_ms(const struct teamkey_rate *r, int64_t now_ms, int64_t rpm)
+{
+	int64_t n = teamkey_rate_count(r, now_ms);
+	size_t i;
+
+	for (i = TEAMKEY_RPM_SLOTS; i-- > 0 && n >= rpm;) {
+		n -= r->slots[i];
+		if (n < rpm)
+			return (r->slot - (int64_t)i + TEAMKEY_RPM_SLOTS) *
+				       TEAMKEY_RPM_SLOT_MS -
+			       now_ms;
+	}
+	return TEAMKEY_RPM_SLOTS * TEAMKEY_RPM_SLOT_MS;
+}
+
 enum teamkey_verdict
 teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 		   int64_t now_ms, const char *lease_id, int64_t lease_ms,
 		   int64_t *retry_after_s)
 {
-	int64_t minute = div_floor(now_ms, 60000), count, first, retry = 0;
+	int64_t first, retry = 0;
 	enum teamkey_verdict v = TK_OK;
 	size_t i, n = 0;
 
@@ -786,9 +878,10 @@ teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 			r->leases[n++] = r->leases[i];
 	r->n_leases = n;
 
-	count = r->minute == minute ? r->count : 0;
-	if (k->rpm > 0 && count >= k->rpm) {
-		retry = ceil_s((minute + 1) * 60000 - now_ms, 1, 60);
+	window_move(r, now_ms);
+	if (k->rpm > 0 && teamkey_rate_count(r, now_ms) >= k->rpm) {
+		retry = ceil_s(window_wait_ms(r, now_ms, k->rpm), 1,
+			       TEAMKEY_RPM_SLOTS * TEAMKEY_RPM_SLOT_MS / 1000);
 		v = TK_RPM;
 	} else if (k->concurrent > 0 &&
 		   ((int64_t)n >= k->concurrent || n >= TEAMKEY_LEASES_MAX ||
@@ -802,8 +895,7 @@ teamkey_rate_admit(const struct teamkey *k, struct teamkey_rate *r,
 		retry = n ? ceil_s(first - now_ms, 1, 60) : 1;
 		v = TK_CONCURRENT;
 	} else {
-		r->minute = minute;
-		r->count = count_add(count, 1);
+		r->slots[0] = count_add(r->slots[0], 1);
 		if (k->concurrent > 0) {
 			struct teamkey_lease *l = &r->leases[r->n_leases++];
 
@@ -844,6 +936,43 @@ teamkey_rate_release(struct teamkey_rate *r, const char *lease_id)
 			return true;
 		}
 	return false;
+}
+
+bool
+teamkey_rate_own(struct teamkey_rate *r, const char *lease_id, int64_t host,
+		 int64_t pid, int64_t start)
+{
+	size_t i;
+
+	if (lease_id == NULL || !int_ok(host) || !int_ok(pid) ||
+	    !int_ok(start))
+		return false;
+	for (i = r->n_leases < TEAMKEY_LEASES_MAX ? r->n_leases :
+						      TEAMKEY_LEASES_MAX;
+	     i-- > 0;)
+		if (strcmp(r->leases[i].id, lease_id) == 0) {
+			r->leases[i].host = host;
+			r->leases[i].pid = pid;
+			r->leases[i].start = start;
+			return true;
+		}
+	return false;
+}
+
+size_t
+teamkey_rate_drop(struct teamkey_rate *r,
+		  bool (*gone)(void *arg, const struct teamkey_lease *l),
+		  void *arg)
+{
+	size_t i, n = 0, held = r->n_leases < TEAMKEY_LEASES_MAX ?
+					r->n_leases :
+					TEAMKEY_LEASES_MAX;
+
+	for (i = 0; i < held; i++)
+		if (!gone(arg, &r->leases[i]))
+			r->leases[n++] = r->leases[i];
+	r->n_leases = n;
+	return held - n;
 }
 
 /* The windows of now_s: unix day, and year * 12 + month - 1. */

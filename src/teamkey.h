@@ -146,12 +146,14 @@ enum teamkey_verdict {
 	TK_MODEL,		/* 403 model_not_allowed */
 	TK_BUDGET,		/* 402 budget_exceeded */
 	TK_RPM,			/* 429, Retry-After */
-	TK_CONCURRENT		/* 429, Retry-After */
+	TK_CONCURRENT,		/* 429, Retry-After */
+	TK_UNAVAILABLE		/* 503: the state cannot record what the
+				 * key's limits or budget need */
 };
 
 /* A static name of v for logs and labels ("ok", "unknown", "model",
- * "budget", "rpm", "concurrent": the refused_* of struct teamkey_use);
- * never NULL. */
+ * "budget", "rpm", "concurrent": the refused_* of struct teamkey_use;
+ * "unavailable"); never NULL. */
 const char *teamkey_verdict_name(enum teamkey_verdict v);
 
 /*
@@ -184,11 +186,25 @@ enum teamkey_verdict teamkey_check_budget(const struct teamkey *k,
 struct teamkey_lease {
 	char id[TEAMKEY_LEASE_ID_MAX + 1];	/* the request's lease id */
 	int64_t until_ms;	/* it expires then, held or not */
+	/* The worker process that holds it: its host's worker table
+	 * (slots.h), pid and start time; host 0 when not known (an older
+	 * record, a worker without a table). */
+	int64_t host, pid, start;
 };
 
+/*
+ * The rpm window slides: it counts what was admitted in the slot of now
+ * and the TEAMKEY_RPM_SLOTS - 1 slots before it, at least the last 60 s
+ * (at most 65), so no 60 s ever hold more than rpm requests, whatever
+ * minute boundary they straddle, and the record stays the same size
+ * whatever the rpm.
+ */
+#define TEAMKEY_RPM_SLOT_MS 5000
+#define TEAMKEY_RPM_SLOTS 13	/* 60 s of slots and the slot of now */
+
 struct teamkey_rate {
-	int64_t minute;		/* now_ms / 60000 (unix minute) of the count */
-	int64_t count;		/* requests admitted in that minute */
+	int64_t slot;		/* now_ms / TEAMKEY_RPM_SLOT_MS of slots[0] */
+	int64_t slots[TEAMKEY_RPM_SLOTS];	/* admitted in slot - i */
 	struct teamkey_lease leases[TEAMKEY_LEASES_MAX];
 	size_t n_leases;
 	/* What the requests that gave their lease back spent, in the
@@ -207,18 +223,23 @@ struct teamkey_rate {
 char *teamkey_rate_encode(const struct teamkey_rate *r);
 enum orgw_err teamkey_rate_decode(const char *text, struct teamkey_rate *r);
 
+/* The requests r's window holds at now_ms (its slot and the
+ * TEAMKEY_RPM_SLOTS - 1 before). */
+int64_t teamkey_rate_count(const struct teamkey_rate *r, int64_t now_ms);
+
 /*
  * Admits one request of k at now_ms into r: drops the leases with
- * until_ms <= now_ms, starts the count again when r->minute is not
- * now_ms / 60000, then TK_RPM (*retry_after_s: the seconds to the next
- * minute, at least 1) when k->rpm requests were admitted this minute,
+ * until_ms <= now_ms and the slots that left the window, then TK_RPM
+ * (*retry_after_s: the seconds until enough of them leave it, in 1..65)
+ * when k->rpm requests are in the window (teamkey_rate_count),
  * TK_CONCURRENT (*retry_after_s: the seconds until the first lease
  * ends, in 1..60) when k->concurrent leases are held, the table holds
  * TEAMKEY_LEASES_MAX, or lease_id is not 1..32 hex digits (never admitted
  * without its lease); else counts it, adds the lease id (until now_ms +
  * lease_ms, lease_ms at least 1) when k->concurrent > 0, sets
  * *retry_after_s to 0 and returns TK_OK.  retry_after_s may be NULL.
- * r is changed only on TK_OK (expired leases dropped always).  An id
+ * r is counted in only on TK_OK (expired leases and slots are dropped
+ * always).  An id
  * already held is held twice; each release drops one.
  */
 enum teamkey_verdict teamkey_rate_admit(const struct teamkey *k,
@@ -233,6 +254,18 @@ void teamkey_lease_make(const unsigned char rnd[16],
 
 /* Drops lease id from r; false when it was not there (expired). */
 bool teamkey_rate_release(struct teamkey_rate *r, const char *lease_id);
+
+/* Sets the owner (host, pid, start: each in 0..10^15, else nothing is
+ * set) of the last lease of r with id lease_id; false when r holds no
+ * such lease. */
+bool teamkey_rate_own(struct teamkey_rate *r, const char *lease_id,
+		      int64_t host, int64_t pid, int64_t start);
+
+/* Drops every lease of r for which gone(arg, lease) is true (the caller
+ * asks whether its worker still lives); returns how many it dropped. */
+size_t teamkey_rate_drop(struct teamkey_rate *r,
+			 bool (*gone)(void *arg, const struct teamkey_lease *l),
+			 void *arg);
 
 /* Adds usd (non-finite or negative: nothing) to r's spend of the UTC
  * day and month of now_s, starting a window again when it changed. */

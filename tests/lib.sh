@@ -63,6 +63,8 @@
 #       until the double has logged a request after SEQ whose path contains
 #       PATH (10 s at most; status 1 when none came): a request is in flight
 #       in a worker, however long its client took to start.
+#   double_wait_active N   until the double is answering N requests at once
+#       (5 s at most; status 1 when it is not)
 #   orgw_chat [chat.mjs ARGS...]
 #       node tests/js/chat.mjs --base $ORGW_URL/v1 --key $ORGW_KEY ARGS: one
 #       chat completion through the official OpenAI SDK, one JSON line out.
@@ -745,6 +747,15 @@ double_wait_request() {
 		[ "$(double_ctl GET "log?since=$1" | json_get - \
 			"j.requests.filter((r) => r.path.includes('$2')).length")" -gt 0 ] && return 0
 		sleep 0.1
+	done
+	return 1
+}
+
+double_wait_active() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(double_ctl GET active | json_get - 'j.active.length')" -ge "$1" ] && return 0
+		sleep 0.05
 	done
 	return 1
 }

@@ -143,34 +143,40 @@ fuzz_rate(const char *text, size_t size)
 		need(zero(r, sizeof(*r)));
 		goto out;
 	}
-	need(r->n_leases <= TEAMKEY_LEASES_MAX && r->minute >= 0 &&
-	     r->count >= 0);
+	need(r->n_leases <= TEAMKEY_LEASES_MAX && r->slot >= 0);
+	for (i = 0; i < TEAMKEY_RPM_SLOTS; i++)
+		need(r->slots[i] >= 0);
 	for (i = 0; i < r->n_leases; i++)
 		need(r->leases[i].id[0] != '\0' &&
 		     strlen(r->leases[i].id) <= 32 && r->leases[i].until_ms >= 0);
 	need((s = teamkey_rate_encode(r)) != NULL);
 	need(teamkey_rate_decode(s, back) == ORGW_OK &&
-	     back->minute == r->minute && back->count == r->count &&
+	     back->slot == r->slot &&
+	     memcmp(back->slots, r->slots, sizeof(r->slots)) == 0 &&
 	     back->n_leases == r->n_leases);
 	for (i = 0; i < r->n_leases; i++)
 		need(strcmp(back->leases[i].id, r->leases[i].id) == 0 &&
-		     back->leases[i].until_ms == r->leases[i].until_ms);
+		     back->leases[i].until_ms == r->leases[i].until_ms &&
+		     back->leases[i].host == r->leases[i].host &&
+		     back->leases[i].pid == r->leases[i].pid &&
+		     back->leases[i].start == r->leases[i].start);
 	free(s);
 
-	/* One request in the record's own minute, limits from the size. */
+	/* One request in the record's own slot, limits from the size. */
 	memset(&k, 0, sizeof(k));
 	k.rpm = (int64_t)(size % 7);
 	k.concurrent = (int64_t)(size % 5);
-	/* A minute past what int64_t ms can hold is no clock's: then any. */
-	now = r->minute < INT64_MAX / 60000 - 1 ?
-		      r->minute * 60000 + (int64_t)(size % 60000) :
+	/* A slot past what int64_t ms can hold is no clock's: then any. */
+	now = r->slot < INT64_MAX / TEAMKEY_RPM_SLOT_MS - 1 ?
+		      r->slot * TEAMKEY_RPM_SLOT_MS +
+			      (int64_t)(size % TEAMKEY_RPM_SLOT_MS) :
 		      (int64_t)size;
 	if (teamkey_rate_admit(&k, r, now, "f00d", 30000, &ra) == TK_OK) {
-		need(ra == 0 && r->count >= 1);
+		need(ra == 0 && teamkey_rate_count(r, now) >= 1);
 		if (k.concurrent > 0)
 			need(teamkey_rate_release(r, "f00d"));
 	} else {
-		need(ra >= 1 && ra <= 60);
+		need(ra >= 1 && ra <= 65);
 	}
 	need(r->n_leases <= TEAMKEY_LEASES_MAX);
 	for (i = 0; i < r->n_leases; i++)

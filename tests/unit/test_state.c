@@ -852,13 +852,16 @@ test_admit(void)
 			 admit_one(&k, now_ms + 1, NULL, &none, &none, NULL) ==
 				 TK_OK);
 	writes = store_mem_writes();
-	T_ASSERT("admit: ...refuses the third with Retry-After to the "
-		 "minute's end, writing nothing",
+	T_ASSERT("admit: ...refuses the third with Retry-After to when "
+		 "their slot leaves the sliding window, writing nothing",
 		 admit_one(&k, now_ms + 2, NULL, &none, &none, &retry) ==
 				 TK_RPM &&
-			 retry == 59 && store_mem_writes() == writes);
-	T_ASSERT("admit: ...and admits again the next minute",
+			 retry == 64 && store_mem_writes() == writes);
+	T_ASSERT("admit: ...still refused a minute on",
 		 admit_one(&k, now_ms + 60000, NULL, &none, &none, NULL) ==
+			 TK_RPM);
+	T_ASSERT("admit: ...and admitted once the slot left the window",
+		 admit_one(&k, now_ms + 64000, NULL, &none, &none, NULL) ==
 			 TK_OK);
 
 	store_mem_reset();
@@ -912,7 +915,61 @@ test_admit(void)
 	T_ASSERT("admit: the mirror of another day does not count",
 		 admit_one(&k, now_ms + 86400000, NULL, &day, &month, NULL) ==
 			 TK_OK);
+	writes = store_mem_writes();
+	T_ASSERT("admit: a key with only a budget writes its admission",
+		 admit_one(&k, now_ms + 86400000, NULL, &day, &month, NULL) ==
+				 TK_OK &&
+			 store_mem_writes() == writes + 1);
 	test_admit_holds(&k, now_ms + 2 * 86400000);
+}
+
+/* A state that cannot record refuses the keys with limits or a budget
+ * (TK_UNAVAILABLE, no lease), and still routes the operator's key. */
+static void
+test_admit_unavailable(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const struct teamkey_use none;
+	struct state_admit ad;
+	struct state_route r;
+	struct teamkey k;
+	int64_t now_ms = (int64_t)NOW * 1000 + 1000;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		store_mem_reset();
+		put_cands(ab, 2);
+		put_lock("a", NOW);
+		memset(&k, 0, sizeof(k));
+		snprintf(k.name, sizeof(k.name), "team");
+		if (i == 0)
+			k.rpm = 2;
+		else if (i == 1)
+			k.concurrent = 1;
+		else
+			k.budget_day_usd = 0.01;
+		memset(&ad, 0, sizeof(ad));
+		ad.key = &k;
+		ad.lease = "a1";
+		ad.now_ms = now_ms;
+		ad.lease_ms = 600000;
+		ad.day = &none;
+		ad.month = &none;
+		store_mem_refuse(true);
+		T_ASSERT(i == 0   ? "unavailable: an rpm key is refused" :
+			 i == 1 ? "unavailable: a concurrency key is refused, "
+				  "no lease" :
+				  "unavailable: a budget key is refused",
+			 state_route(&conf, M, false, NOW, &r, &ad) !=
+					 ORGW_OK &&
+				 ad.verdict == TK_UNAVAILABLE &&
+				 ad.lease == NULL && ad.retry_after_s > 0);
+		T_ASSERT("unavailable: ...and the operator's key is routed",
+			 state_route(&conf, M, false, NOW, &r, NULL) !=
+					 ORGW_OK &&
+				 r.kind == ROUTE_UNPINNED);
+		store_mem_refuse(false);
+	}
 }
 
 int
@@ -930,6 +987,7 @@ main(void)
 	test_unseen();
 	test_operator();
 	test_admit();
+	test_admit_unavailable();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();

@@ -926,8 +926,13 @@ test_rate_record(void)
 	static const char *const bad[] = {
 		"",
 		"{}",
-		"{\"v\":1,\"minute\":-1}",
-		"{\"v\":1,\"count\":\"3\"}",
+		"{\"v\":1,\"slot\":-1}",
+		"{\"v\":1,\"window\":3}",
+		"{\"v\":1,\"window\":[1,2]}",
+		"{\"v\":1,\"window\":[0,0,0,0,0,0,0,0,0,0,0,0,-1]}",
+		"{\"v\":1,\"window\":[0,0,0,0,0,0,0,0,0,0,0,0,0.5]}",
+		"{\"v\":1,\"window\":[0,0,0,0,0,0,0,0,0,0,0,0,\"1\"]}",
+		"{\"v\":1,\"window\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0]}",
 		"{\"v\":1,\"leases\":{}}",
 		"{\"v\":1,\"leases\":[1]}",
 		"{\"v\":1,\"leases\":[{\"id\":\"ab\"}]}",
@@ -949,8 +954,9 @@ test_rate_record(void)
 		T_ASSERT("rate: memory", false);
 		goto out;
 	}
-	r->minute = T0_MS / MIN_MS;
-	r->count = 7;
+	r->slot = T0_MS / TEAMKEY_RPM_SLOT_MS;
+	r->slots[0] = 7;
+	r->slots[12] = 2;
 	snprintf(r->leases[0].id, sizeof(r->leases[0].id), "0a1b");
 	r->leases[0].until_ms = T0_MS + 1000;
 	snprintf(r->leases[1].id, sizeof(r->leases[1].id),
@@ -963,22 +969,31 @@ test_rate_record(void)
 					"\"until_ms\":1798761601000}") != NULL);
 	T_ASSERT("rate: round trip",
 		 teamkey_rate_decode(s, back) == ORGW_OK &&
-			 back->minute == r->minute && back->count == 7 &&
+			 back->slot == r->slot && back->slots[0] == 7 &&
+			 back->slots[12] == 2 &&
 			 back->n_leases == 2 &&
 			 strcmp(back->leases[1].id, r->leases[1].id) == 0 &&
 			 back->leases[1].until_ms == T0_MS + 2000);
 	free(s);
 	T_ASSERT("rate: absent members are 0",
 		 teamkey_rate_decode("{\"v\":1}", back) == ORGW_OK &&
-			 back->count == 0 && back->n_leases == 0);
+			 teamkey_rate_count(back, T0_MS) == 0 &&
+			 back->n_leases == 0);
+	T_ASSERT("rate: a fixed minute's record (older) reads as an empty "
+		 "window",
+		 teamkey_rate_decode("{\"v\":1,\"minute\":29979360,"
+				     "\"count\":3}",
+				     back) == ORGW_OK &&
+			 teamkey_rate_count(back, T0_MS) == 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		back->count = 9;
+		back->slots[0] = 9;
 		back->n_leases = 1;
 		snprintf(what, sizeof(what), "rate: damaged text %zu refused",
 			 i);
 		T_ASSERT(what, teamkey_rate_decode(bad[i], back) ==
 					       ORGW_EINVAL &&
-				       back->count == 0 && back->n_leases == 0);
+				       back->slots[0] == 0 &&
+				       back->n_leases == 0);
 	}
 
 	/* TEAMKEY_LEASES_MAX leases decode; one more is refused. */
@@ -1014,7 +1029,7 @@ test_rate_record(void)
 	r->leases[0].id[0] = '\0';
 	T_ASSERT("rate encode: empty lease id", teamkey_rate_encode(r) == NULL);
 	snprintf(r->leases[0].id, sizeof(r->leases[0].id), "ab");
-	r->count = -1;
+	r->slots[3] = -1;
 	T_ASSERT("rate encode: negative count", teamkey_rate_encode(r) == NULL);
 out:
 	free(r);
@@ -1026,7 +1041,7 @@ test_rate_rpm(void)
 {
 	struct teamkey_rate *r = calloc(1, sizeof(*r));
 	struct teamkey k;
-	int64_t ra = -1;
+	int64_t ra = -1, t, in_60s;
 	int i, admitted = 0;
 
 	if (r == NULL) {
@@ -1040,42 +1055,66 @@ test_rate_rpm(void)
 		if (teamkey_rate_admit(&k, r, T0_MS + 1000 * i, NULL, 0, &ra) ==
 		    TK_OK)
 			admitted++;
-	T_ASSERT("rpm: 3 of 5 admitted in one minute",
-		 admitted == 3 && r->count == 3 && r->n_leases == 0);
-	T_ASSERT("rpm: retry after the rest of the minute (56 s at 0:04)",
-		 ra == 56);
-	T_ASSERT("rpm: refused at 0:59.001, retry 1",
-		 teamkey_rate_admit(&k, r, T0_MS + 59001, NULL, 0, &ra) ==
+	T_ASSERT("rpm: 3 of 5 admitted in 4 s",
+		 admitted == 3 && teamkey_rate_count(r, T0_MS + 4000) == 3 &&
+			 r->n_leases == 0);
+	T_ASSERT("rpm: retry when their slot (0:00-0:05) leaves the window "
+		 "(at 1:05: 61 s at 0:04)",
+		 ra == 61);
+	T_ASSERT("rpm: across the minute's end it still slides: refused at "
+		 "1:00.001",
+		 teamkey_rate_admit(&k, r, T0_MS + MIN_MS + 1, NULL, 0, &ra) ==
+				 TK_RPM &&
+			 ra == 5);
+	T_ASSERT("rpm: refused at 1:04.999, retry at least 1",
+		 teamkey_rate_admit(&k, r, T0_MS + 64999, NULL, 0, &ra) ==
 				 TK_RPM &&
 			 ra == 1);
-	T_ASSERT("rpm: refused at 0:59.999, retry at least 1",
-		 teamkey_rate_admit(&k, r, T0_MS + 59999, NULL, 0, &ra) ==
-				 TK_RPM &&
-			 ra == 1);
-	T_ASSERT("rpm: refused at 0:00.500, retry 60 (rounded up)",
-		 teamkey_rate_admit(&k, r, T0_MS + 500, NULL, 0, &ra) ==
-				 TK_RPM &&
-			 ra == 60);
-	T_ASSERT("rpm: a refusal changes nothing",
-		 r->count == 3 && r->minute == T0_MS / MIN_MS);
+	T_ASSERT("rpm: a refusal counts nothing",
+		 teamkey_rate_count(r, T0_MS + 64999) == 3);
 	T_ASSERT("rpm: retry_after_s may be NULL",
 		 teamkey_rate_admit(&k, r, T0_MS + 30000, NULL, 0, NULL) ==
 			 TK_RPM);
-	T_ASSERT("rpm: the next minute starts again",
-		 teamkey_rate_admit(&k, r, T0_MS + MIN_MS, NULL, 0, &ra) ==
+	T_ASSERT("rpm: once their slot left the window (1:05), admitted",
+		 teamkey_rate_admit(&k, r, T0_MS + 65000, NULL, 0, &ra) ==
 				 TK_OK &&
-			 r->count == 1 && r->minute == T0_MS / MIN_MS + 1 &&
-			 ra == 0);
-	T_ASSERT("rpm: a minute much later starts again",
+			 teamkey_rate_count(r, T0_MS + 65000) == 1 && ra == 0);
+	T_ASSERT("rpm: a window much later is empty",
 		 teamkey_rate_admit(&k, r, T0_MS + 90 * MIN_MS + 5, NULL, 0,
 				    &ra) == TK_OK &&
-			 r->count == 1);
+			 teamkey_rate_count(r, T0_MS + 90 * MIN_MS + 5) == 1);
+
+	/* A request every 250 ms for 5 minutes on an rpm-5 key: no 60 s
+	 * ever hold more than 5 admitted, minute boundaries included, and
+	 * the key still gets its 5 a minute (the window is at most 65 s). */
+	{
+		int64_t at[200];
+		int n = 0, j, worst = 0;
+
+		memset(r, 0, sizeof(*r));
+		k.rpm = 5;
+		for (t = T0_MS - 30000; t < T0_MS + 270000; t += 250)
+			if (teamkey_rate_admit(&k, r, t, NULL, 0, NULL) ==
+				    TK_OK &&
+			    n < 200)
+				at[n++] = t;
+		for (i = 0; i < n; i++) {
+			for (j = i, in_60s = 0; j < n && at[j] < at[i] + MIN_MS;
+			     j++)
+				in_60s++;
+			if (in_60s > worst)
+				worst = (int)in_60s;
+		}
+		T_ASSERT("rpm: sliding: at most 5 in any 60 s", worst == 5);
+		T_ASSERT("rpm: ...and at least 5 every 65 s (23 in 300 s)",
+			 n >= 5 * 300 / 65);
+	}
 	k.rpm = 0;
 	for (i = 0, admitted = 0; i < 1000; i++)
 		if (teamkey_rate_admit(&k, r, T0_MS + 90 * MIN_MS + i, NULL, 0,
 				       NULL) == TK_OK)
 			admitted++;
-	T_ASSERT("rpm: 0 is none", admitted == 1000 && r->count == 1001);
+	T_ASSERT("rpm: 0 is none", admitted == 1000);
 	free(r);
 }
 
@@ -1106,7 +1145,8 @@ test_rate_concurrent(void)
 	T_ASSERT("concurrent: third refused, retry when a1 ends (20 s)",
 		 teamkey_rate_admit(&k, r, T0_MS + 10000, "c3", 30000, &ra) ==
 				 TK_CONCURRENT &&
-			 ra == 20 && r->n_leases == 2 && r->count == 2);
+			 ra == 20 && r->n_leases == 2 &&
+			 teamkey_rate_count(r, T0_MS + 10000) == 2);
 	T_ASSERT("concurrent: retry rounds up (29.5 s left -> 20 at 10.5 s)",
 		 teamkey_rate_admit(&k, r, T0_MS + 10500, "c3", 30000, &ra) ==
 				 TK_CONCURRENT &&
@@ -1172,7 +1212,7 @@ test_rate_concurrent(void)
 	T_ASSERT("concurrent: rpm first",
 		 teamkey_rate_admit(&k, r, T0_MS + 1000, "b", 30000, &ra) ==
 				 TK_RPM &&
-			 ra == 59);
+			 ra == 64);
 
 	/* A full table refuses, whatever the limit. */
 	k.rpm = 0;
@@ -1205,11 +1245,91 @@ test_rate_concurrent(void)
 		 teamkey_rate_admit(&k, r, T0_MS, NULL, 30000, &ra) == TK_OK &&
 			 teamkey_rate_admit(&k, r, T0_MS, "bad id", 30000,
 					    &ra) == TK_OK &&
-			 r->n_leases == 0 && r->count == 2);
+			 r->n_leases == 0 &&
+			 teamkey_rate_count(r, T0_MS) == 2);
 	free(r);
 }
 
 /* The spend mirror: windows that roll over, the larger figure read. */
+/* The lease of pid 2 is gone (a fake worker table). */
+static bool
+pid2_gone(void *arg, const struct teamkey_lease *l)
+{
+	(*(int *)arg)++;
+	return l->pid == 2;
+}
+
+/*
+ * A lease names its worker (host, pid, start): kept by the codec (and
+ * left out when unknown), set on the last lease of an id, and a lease
+ * whose worker is gone is dropped, so a key at its limit is admitted
+ * again at once.
+ */
+static void
+test_rate_owner(void)
+{
+	struct teamkey_rate *r = calloc(1, sizeof(*r));
+	struct teamkey_rate *back = calloc(1, sizeof(*back));
+	struct teamkey k;
+	char *text = NULL;
+	int asked = 0;
+
+	if (r == NULL || back == NULL) {
+		T_ASSERT("owner: memory", false);
+		goto out;
+	}
+	full_key(&k);
+	k.rpm = 0;
+	k.concurrent = 2;
+	T_ASSERT("owner: two leases, each owned by its worker",
+		 teamkey_rate_admit(&k, r, T0_MS, "a1", 600000, NULL) ==
+				 TK_OK &&
+			 teamkey_rate_own(r, "a1", 77, 1, 1000) &&
+			 teamkey_rate_admit(&k, r, T0_MS, "b2", 600000, NULL) ==
+				 TK_OK &&
+			 teamkey_rate_own(r, "b2", 77, 2, 2000) &&
+			 r->leases[1].host == 77 && r->leases[1].pid == 2 &&
+			 r->leases[1].start == 2000 && r->leases[0].pid == 1);
+	T_ASSERT("owner: an id not held, or a number out of range, sets "
+		 "nothing",
+		 !teamkey_rate_own(r, "c3", 77, 3, 1) &&
+			 !teamkey_rate_own(r, "a1", -1, 3, 1) &&
+			 !teamkey_rate_own(r, NULL, 77, 3, 1) &&
+			 r->leases[0].pid == 1);
+	text = teamkey_rate_encode(r);
+	T_ASSERT("owner: the codec keeps it",
+		 text != NULL && strstr(text, "\"host\":77") != NULL &&
+			 teamkey_rate_decode(text, back) == ORGW_OK &&
+			 back->n_leases == 2 && back->leases[1].host == 77 &&
+			 back->leases[1].pid == 2 &&
+			 back->leases[1].start == 2000);
+	free(text);
+	T_ASSERT("owner: a record without owners (older) decodes, host 0",
+		 teamkey_rate_decode("{\"v\":1,\"leases\":[{\"id\":\"ab\","
+				     "\"until_ms\":5}]}",
+				     back) == ORGW_OK &&
+			 back->n_leases == 1 && back->leases[0].host == 0);
+	T_ASSERT("owner: a negative pid is refused",
+		 teamkey_rate_decode("{\"v\":1,\"leases\":[{\"id\":\"ab\","
+				     "\"until_ms\":5,\"host\":1,\"pid\":-2,"
+				     "\"start\":1}]}",
+				     back) == ORGW_EINVAL);
+	T_ASSERT("owner: at its limit, the key is refused",
+		 teamkey_rate_admit(&k, r, T0_MS + 1, "c3", 600000, NULL) ==
+			 TK_CONCURRENT);
+	T_ASSERT("owner: the lease of the worker gone is dropped, the other "
+		 "kept",
+		 teamkey_rate_drop(r, pid2_gone, &asked) == 1 && asked == 2 &&
+			 r->n_leases == 1 &&
+			 strcmp(r->leases[0].id, "a1") == 0);
+	T_ASSERT("owner: ...and the key is admitted again at once",
+		 teamkey_rate_admit(&k, r, T0_MS + 1, "c3", 600000, NULL) ==
+			 TK_OK);
+out:
+	free(r);
+	free(back);
+}
+
 static void
 test_rate_spend(void)
 {
@@ -1286,6 +1406,7 @@ main(void)
 	test_rate_record();
 	test_rate_rpm();
 	test_rate_concurrent();
+	test_rate_owner();
 	test_rate_spend();
 	return T_REPORT();
 }
