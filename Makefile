@@ -59,7 +59,7 @@ FUZZ_REPLAY := $(patsubst tests/fuzz/%.c,$(B)/tests/replay_%,$(FUZZ_SRC))
 GATEWAY := cgi-bin/orgw.fcgi
 SCORER  := scheduler/orgw-score
 
-# Core modules must stay free of I/O libraries (STYLE.md 1).
+# Core modules must stay free of I/O libraries (docs/style.md 1).
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
@@ -195,7 +195,7 @@ dist:
 	@ORGW_DEPS_DIST=1 $(DEPS)
 	@sh deploy/build-dist.sh
 
-# libFuzzer targets, FUZZ_TIME seconds each (STYLE.md 9, 11); clang only.
+# libFuzzer targets, FUZZ_TIME seconds each (docs/style.md 9, 11); clang only.
 FUZZ_TIME ?= 60
 fuzz: deps
 	@FUZZ_TIME=$(FUZZ_TIME) sh tests/fuzz/run-fuzz.sh

@@ -1,5 +1,5 @@
 /*
- * orgw-score.c - main() of the scorer (SPEC section 1), run by
+ * orgw-score.c - main() of the scorer (docs/design.md section 1), run by
  * cron every 3 hours (deploy/crontab) or by hand.
  *
  * For every model in MODELS_SEEN plus TARGET_MODEL (or only the --model
@@ -9,7 +9,7 @@
  * lock BEST_PROVIDER.  The work is scorerun_models(): parallel fetches
  * on one libcurl multi handle, no state lock during any fetch, one short
  * exclusive transaction per model.  A non-dry run ends with store_tidy()
- * (recover if needed, gdbm_reorganize; STYLE.md 7).
+ * (recover if needed, gdbm_reorganize; docs/style.md 7).
  *
  * --dry-run writes nothing: MODELS_SEEN is read in a reader transaction
  * (GDBM_READER, never a writer open, which may touch the file), no
@@ -105,7 +105,7 @@ usage(FILE *f)
 	      "\n"
 	      "Fetches every seen and target model's endpoints from "
 	      "OpenRouter,\n"
-	      "scores them (SPEC section 6) and rewrites each model's "
+	      "scores them (docs/design.md section 6) and rewrites each model's "
 	      "ranked candidates.\n"
 	      "Never changes a live lock.\n"
 	      "\n"
@@ -1002,7 +1002,7 @@ load_conf(struct orgw_conf *c, const char *path, bool need_key)
 		fprintf(stderr, "orgw-score: configuration: %s\n", err);
 		return EXIT_USAGE;
 	}
-	/* Without the key OpenRouter hides throughput (OPENROUTER.md 1),
+	/* Without the key OpenRouter hides throughput (docs/upstream.md 1),
 	 * and every score would be 0. */
 	if (need_key && (c->openrouter_api_key == NULL || c->openrouter_api_key[0] == '\0')) {
 		fputs("orgw-score: configuration: OPENROUTER_API_KEY is not "

@@ -133,7 +133,7 @@ api_code_status(const cJSON *code)
 		const char *name;
 		long status;
 	} names[] = {
-		/* OpenAI's and OpenRouter's string codes (OPENROUTER.md 6,
+		/* OpenAI's and OpenRouter's string codes (docs/upstream.md 6,
 		 * 14), and Anthropic's error types (section 13). */
 		{"rate_limit_exceeded", 429},	{"rate_limit_error", 429},
 		{"invalid_request_error", 400}, {"invalid_request", 400},

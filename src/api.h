@@ -1,5 +1,5 @@
 /*
- * api.h - the three generation APIs orgw serves (SPEC section 11) as
+ * api.h - the three generation APIs orgw serves (docs/design.md section 11) as
  * pure adapters over one relay (relay.c).
  *
  * chat completions (OpenAI SDKs, opencode, Aider, Cline), the Anthropic
@@ -10,7 +10,7 @@
  * api_responses.c):
  *   - the request's field names: the required input ("messages" or
  *     "input"), the output limits orgw clamps, extended thinking;
- *   - what one stream event means (SPEC 11's table): held back until a
+ *   - what one stream event means (docs/design.md 11's table): held back until a
  *     token, a token, the answer's end, an upstream error;
  *   - where usage, the serving provider and an error sit in an event or
  *     a non-streamed body, in the API's own units;
@@ -34,7 +34,7 @@ enum api_id {
 };
 #define API_N 3
 
-/* What one upstream stream event is (SPEC 11, "first token", "held
+/* What one upstream stream event is (docs/design.md 11, "first token", "held
  * back", "complete", "upstream error event"). */
 enum api_ev {
 	API_EV_HOLD,	/* no token: held back before the first token (a
@@ -50,7 +50,7 @@ enum api_ev {
 	API_EV_ERROR,	/* an upstream error event */
 };
 
-/* Usage in orgw's units, whatever the API's (SPEC 11, "Accounting"):
+/* Usage in orgw's units, whatever the API's (docs/design.md 11, "Accounting"):
  * prompt counts every input token, cached the part read from a cache,
  * cache_write the part written to one. */
 struct api_usage {

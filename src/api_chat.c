@@ -1,6 +1,6 @@
 /*
- * api_chat.c - the chat-completions adapter (OPENROUTER.md 5 and 6,
- * SPEC 11): OpenAI's chunks, usage and errors.
+ * api_chat.c - the chat-completions adapter (docs/upstream.md 5 and 6,
+ * docs/design.md 11): OpenAI's chunks, usage and errors.
  *
  * A chunk is a token when it carries content, reasoning, a refusal or a
  * tool call; a role-only first chunk (role "assistant", content "") is
@@ -143,8 +143,8 @@ chat_body(const cJSON *o, const char *key, struct api_answer *ans)
 }
 
 /* The chunk that ends a broken stream: an error object and a
- * finish_reason "error" (SPEC 5), in OpenRouter's own form
- * (OPENROUTER.md 5): a numeric code, the HTTP status the failure stands
+ * finish_reason "error" (docs/design.md 5), in OpenRouter's own form
+ * (docs/upstream.md 5): a numeric code, the HTTP status the failure stands
  * for, and orgw's name of it in metadata.error_type.  Clients decide on
  * the number: opencode re-sends a request whose stream ended with a
  * numeric code and gives up on any other. */

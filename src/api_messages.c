@@ -1,6 +1,6 @@
 /*
- * api_messages.c - the Anthropic Messages adapter (OPENROUTER.md 13,
- * SPEC 11).
+ * api_messages.c - the Anthropic Messages adapter (docs/upstream.md 13,
+ * docs/design.md 11).
  *
  * A stream is message_start, ping, then per content block
  * content_block_start, content_block_delta..., content_block_stop, then
@@ -117,7 +117,7 @@ messages_body(const cJSON *o, const char *key, struct api_answer *ans)
 	fold_usage(cJSON_GetObjectItemCaseSensitive(o, "usage"), ans);
 }
 
-/* Anthropic's error type for an HTTP status (SPEC 11). */
+/* Anthropic's error type for an HTTP status (docs/design.md 11). */
 static const char *
 error_type(int status)
 {

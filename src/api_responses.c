@@ -1,5 +1,5 @@
 /*
- * api_responses.c - the Responses adapter (OPENROUTER.md 14, SPEC 11).
+ * api_responses.c - the Responses adapter (docs/upstream.md 14, docs/design.md 11).
  *
  * A stream is "data:" lines (OpenRouter sends no "event:" lines, OpenAI
  * does: both work, the JSON's "type" names the event) with a
@@ -180,7 +180,7 @@ failed_response(const char *msg, const char *model, int64_t now)
 }
 
 /* response.failed, with the sequence number after the last one sent,
- * and no response.completed after it (SPEC 11). */
+ * and no response.completed after it (docs/design.md 11). */
 static char *
 responses_stream_error(int status, const char *code, const char *msg,
 		       const char *model, int64_t now,

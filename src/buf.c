@@ -1,7 +1,7 @@
 /*
  * buf.c - growable byte buffer.  The buffer owns p; every operation keeps
  * p[len] == '\0' once anything was added.  Growth doubles, checked for
- * overflow before adding (STYLE.md 4).
+ * overflow before adding (docs/style.md 4).
  */
 #include <stdarg.h>
 #include <stdlib.h>

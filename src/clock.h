@@ -1,5 +1,5 @@
 /*
- * clock.h - the only place orgw reads the clock (STYLE.md 1), so the
+ * clock.h - the only place orgw reads the clock (docs/style.md 1), so the
  * pure core can take time as an argument.
  *
  * In a test build (clock_test.c linked in), ORGW_TEST_NOW (unix seconds,

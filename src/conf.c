@@ -1,6 +1,6 @@
 /*
  * conf.c - orgw settings: validation of NAME=VALUE pairs into a struct
- * orgw_conf and parsing of config-file text (SPEC section 8), shaped like
+ * orgw_conf and parsing of config-file text (docs/design.md section 8), shaped like
  * cgit configfile.c.
  *
  * Pure: no environment, no file I/O, no clock.  confload.c is the edge
@@ -9,7 +9,7 @@
  * Invariants, for a struct orgw_conf filled by conf_init():
  *  - conf_set() either stores a fully valid value or leaves the struct
  *    exactly as it was; invalid values are refused, never defaulted
- *    (SPEC 8).  Every range is in conf_items[] below.
+ *    (docs/design.md 8).  Every range is in conf_items[] below.
  *  - upstream_url starts with http:// or https://, has a host, contains
  *    only printable ASCII without spaces, and has no trailing '/'.
  *  - state_path is never NULL nor empty.
@@ -75,7 +75,7 @@ enum conf_kind {
 struct conf_item {
 	const char *name;
 	size_t off;		/* offsetof the field in struct orgw_conf */
-	const char *def;	/* SPEC 8 default as text; NULL = unset */
+	const char *def;	/* docs/design.md 8 default as text; NULL = unset */
 	double dlo, dhi;	/* CONF_DOUBLE range */
 	long long ilo, ihi;	/* integer range; per item for CONF_DELAYS */
 	enum conf_kind kind;
@@ -85,7 +85,7 @@ struct conf_item {
 #define CONF_OFF(f) offsetof(struct orgw_conf, f)
 
 /*
- * The settings of SPEC section 8, their defaults and their ranges.
+ * The settings of docs/design.md section 8, their defaults and their ranges.
  * conf_init() applies the defaults through conf_set(), so a default that
  * broke its own range would fail loudly at start.
  */
@@ -790,7 +790,7 @@ conf_set_integer(struct orgw_conf *c, const struct conf_item *it,
 }
 
 /*
- * Fills c with the defaults of SPEC section 8 (conf_items[] above).
+ * Fills c with the defaults of docs/design.md section 8 (conf_items[] above).
  * Returns ORGW_OK, or ORGW_ENOMEM with c holding nothing to free (it is
  * still safe to pass to conf_free()).
  */
@@ -893,7 +893,7 @@ conf_settle(struct orgw_conf *c, char *err, size_t errlen)
 	return ORGW_OK;
 }
 
-/* True when name is one of the settings of SPEC section 8 (not the
+/* True when name is one of the settings of docs/design.md section 8 (not the
  * NAME_FILE forms, which only confload.c knows).  NULL is false. */
 bool
 conf_known(const char *name)
@@ -911,7 +911,7 @@ conf_is_path(const char *name)
 
 /*
  * STATE_MODE: octal digits (a leading 0 optional) naming one of 0600,
- * 0640, 0660 (SPEC 8): the owner reads and writes, the group may when the
+ * 0640, 0660 (docs/design.md 8): the owner reads and writes, the group may when the
  * scorer runs as another user of it, others never.
  */
 static enum orgw_err

@@ -1,5 +1,5 @@
 /*
- * confload.c - the edge of the configuration (SPEC section 8): reads the
+ * confload.c - the edge of the configuration (docs/design.md section 8): reads the
  * ORGW_CONFIG file, the environment and the NAME_FILE secrets, and hands
  * every value to conf_set() in conf.c, which owns all policy.
  *
@@ -55,7 +55,7 @@ struct load_ctx {
 /*
  * getenv() and strerror() are not thread-safe (concurrency-mt-unsafe);
  * conf_load() runs once at start-up before any thread exists, and the
- * gateway uses processes, not threads (STYLE 6).  strerror_r() is not
+ * gateway uses processes, not threads (docs/style.md 6).  strerror_r() is not
  * used because its GNU and XSI forms differ.
  */
 static const char *
@@ -100,7 +100,7 @@ load_secret_by(struct load_ctx *x, const char *name, bool file_form)
  * Reads all of path (at most cap bytes) into a malloc'd, NUL-terminated
  * *out (length *outlen; caller zeroes and frees) and gives its mode.
  * Returns ORGW_OK, ORGW_ENOMEM, or ORGW_EINVAL with "shown: reason" in
- * err: SPEC 8 wants a bad configuration refused at start.  shown names
+ * err: docs/design.md 8 wants a bad configuration refused at start.  shown names
  * the file in messages: its path, or for a NAME_FILE secret the setting's
  * name, since the value of a *_FILE setting is never echoed (it may be a
  * key given by mistake).

@@ -125,7 +125,7 @@ void convcache_init(struct convcache *c);
 
 /*
  * Classifies turn t against prev, the record as the previous turn left
- * it (SPEC "Where a conversation's cache broke"): a break when the turn
+ * it (docs/design.md "Where a conversation's cache broke"): a break when the turn
  * read less than half of what the previous prompt could have given,
  * cached < 0.5 * min(previous prompt, prompt), never on the first turn;
  * its cause the first of moved, prefix_changed, expired (more than ttl_s

@@ -4,7 +4,7 @@
  *   STATE_BACKEND=gdbm orgw-score --dump | STATE_BACKEND=redis orgw-score --load
  * One line per key: {"key":"<key>","value":<value>}, where value is the
  * stored JSON itself when it is an object or an array (every record of
- * SPEC 7), else the stored text as a JSON string.  Pure (cJSON only).
+ * docs/design.md 7), else the stored text as a JSON string.  Pure (cJSON only).
  */
 #ifndef ORGW_DUMP_H
 #define ORGW_DUMP_H

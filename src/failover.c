@@ -1,4 +1,4 @@
-/* failover.c - the failover policy of SPEC section 5; see failover.h. */
+/* failover.c - the failover policy of docs/design.md section 5; see failover.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,7 +39,7 @@ classify_relayed(const struct failover_attempt *a)
 
 /*
  * An error object inside a 200 (an SSE error event, or the body's
- * "error" or choices[].error, OPENROUTER.md 6) by its code: 429 is
+ * "error" or choices[].error, docs/upstream.md 6) by its code: 429 is
  * retried on the provider, another 4xx but 404 and 408 is the client's,
  * anything else a provider failure.  One rule for streams and bodies.
  */

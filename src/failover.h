@@ -1,5 +1,5 @@
 /*
- * failover.h - the failover policy of SPEC section 5, pure.
+ * failover.h - the failover policy of docs/design.md section 5, pure.
  *
  * relay.c runs an attempt (I/O), describes it in a struct failover_attempt
  * and asks this module what it means: relay it, retry the provider after
@@ -66,7 +66,7 @@ enum failover_kind {
 
 /*
  * One finished attempt, as the I/O side saw it.  Times are not in it:
- * what a first token, a first byte, a timeout and a stall are (SPEC
+ * what a first token, a first byte, a timeout and a stall are (docs/design.md
  * section 5, "Real durations") is decided while the attempt runs, and
  * arrives here as why.
  */
@@ -95,7 +95,7 @@ struct failover_verdict {
 	const char *mid_msg;
 };
 
-/* Decides what a finished attempt means (SPEC section 5). */
+/* Decides what a finished attempt means (docs/design.md section 5). */
 struct failover_verdict failover_classify(const struct failover_attempt *a);
 
 /* What the request does after a verdict. */
@@ -156,7 +156,7 @@ int64_t failover_delay_429_ms(int delay_s, int retry_after_s,
 			      int64_t jitter_ms);
 
 /*
- * Lag (SPEC 5): true when a pinned attempt's first token (stream) or
+ * Lag (docs/design.md 5): true when a pinned attempt's first token (stream) or
  * first byte (non-streamed) came later than slow_ms after it started.
  * t_first 0 means none came.  Both times from the same monotonic clock.
  * Unpinned, there is no provider to count it against.
@@ -167,7 +167,7 @@ bool failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
 /*
  * Marks the error class of failure kind k in d (its counter becomes 1):
  * The ledger's errors.<class> count requests that met that error at least
- * once, not the attempts that did (SPEC section 7, README "Stats").
+ * once, not the attempts that did (docs/design.md section 7, README "Stats").
  */
 void failover_count(struct stats_delta *d, enum failover_kind k);
 

@@ -3,7 +3,7 @@
  *
  * FastCGI: libfcgi streams; a failed put or flush means the web server
  * closed the connection (the client left): reported as -1 so the caller
- * stops and aborts upstream (STYLE.md 3: a client disconnect is not a
+ * stops and aborts upstream (docs/style.md 3: a client disconnect is not a
  * provider failure).  CGI: plain read(2)/write(2) on fds 0 and 1.
  */
 #include <sys/socket.h>

@@ -1,7 +1,7 @@
 /*
  * fetchmany.h - many HTTP GETs at once on one libcurl multi handle (an
  * I/O edge, no policy).  Used by a scoring run (scorerun.c) to fetch
- * every model's endpoints in parallel (SPEC section 1).
+ * every model's endpoints in parallel (docs/design.md section 1).
  *
  * Bounds: at most parallel transfers are in flight; each has its own
  * total timeout, counted from the moment it starts (not from the start

@@ -1,5 +1,5 @@
 /*
- * fsafe.c - the checks every file of the state passes (SPEC 8), for the
+ * fsafe.c - the checks every file of the state passes (docs/design.md 8), for the
  * GDBM back-end (store_gdbm.c) and the host's worker table (slots.c):
  * never through a symlink, only a regular file, neither it nor its
  * directory writable by others (sshd's StrictModes), created with

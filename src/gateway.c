@@ -8,7 +8,7 @@
  * (413, 400) counted before any parse, then the handler.  A host's worker threads are shared out before the key is
  * checked (load.h): a generation may not take the last one, and the other
  * paths but /healthz hold a quarter of them at most (503, Retry-After).  Every error is JSON in the shape of the API asked: Anthropic's
- * on the Messages paths, OpenAI's everywhere else (SPEC 2, 11).
+ * on the Messages paths, OpenAI's everywhere else (docs/design.md 2, 11).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -102,7 +102,7 @@ static const struct {
 };
 
 /*
- * Per-process cache of GET /v1/models (SPEC 2: "may be cached"), shared
+ * Per-process cache of GET /v1/models (docs/design.md 2: "may be cached"), shared
  * by the threads under models_mu.  The entry is reference-counted so a
  * thread writes it to its client without holding the mutex while another
  * replaces it.
@@ -309,7 +309,7 @@ handle_models(const struct orgw_io *io, const struct orgw_conf *c,
 		return http_error(io, 502, "upstream_error",
 				  "upstream_unavailable", NULL,
 				  "could not fetch the model list", NULL);
-	/* Every byte relayed from upstream is masked (SPEC 3), the cache
+	/* Every byte relayed from upstream is masked (docs/design.md 3), the cache
 	 * included; a redirect is a gateway error (no Location goes on). */
 	mask_key(c->openrouter_api_key, body, len);
 	if (status >= 300 && status <= 399) {
@@ -777,7 +777,7 @@ header_value_ok(const char *v)
 }
 
 /*
- * The headers forwarded upstream (SPEC 11): the Anthropic ones as the
+ * The headers forwarded upstream (docs/design.md 11): the Anthropic ones as the
  * client sent them, and X-OpenRouter-Metadata, which a Responses request
  * always carries (its answers name the serving provider only there).
  * Each line is formatted into lines[i] (FWD_HEADER_MAX_BYTES + 64 bytes
@@ -1066,7 +1066,7 @@ under(const char *path, const char *seg)
 }
 
 /* The API whose shape a 404 or 405 takes: an API's path and its
- * sub-paths belong to it (SPEC 11). */
+ * sub-paths belong to it (docs/design.md 11). */
 static const struct api *
 api_of_path(const char *path)
 {
@@ -1321,7 +1321,7 @@ orgw_handle(const struct orgw_io *io, const struct orgw_env *env,
 	int status = 0, rc;
 	bool logged = false;
 
-	/* Every request gets one log line (SPEC section 9): the chat proxy
+	/* Every request gets one log line (docs/design.md section 9): the chat proxy
 	 * writes its own, with the model and the route; the rest, the
 	 * refusals before it included, get this one. */
 	rio.status = &status;

@@ -1,5 +1,5 @@
 /*
- * gateway.h - one HTTP request, start to end (SPEC section 2): route
+ * gateway.h - one HTTP request, start to end (docs/design.md section 2): route
  * table, auth, body limits, and the handlers.  Shared by FastCGI mode,
  * CGI mode and the tests through struct orgw_io.
  */

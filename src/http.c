@@ -152,7 +152,7 @@ http_route_path(const struct orgw_env *e, char *dst, size_t n)
 	}
 	/* One leading "/api", then one leading "/v1", each a whole
 	 * segment: https://host, /v1, /api and /api/v1 all work as an OpenAI
-	 * SDK's base URL (SPEC section 2). */
+	 * SDK's base URL (docs/design.md section 2). */
 	if (segment(p, len, "/api")) {
 		p += 4;
 		len -= 4;
@@ -183,7 +183,7 @@ http_content_length(const char *s, unsigned long long *out)
 	char *end;
 
 	*out = 0;
-	/* Digits only (STYLE 5): strtoull alone takes a sign, leading
+	/* Digits only (docs/style.md 5): strtoull alone takes a sign, leading
 	 * space and more. */
 	if (!http_content_length_set(s) || strspn(s, "0123456789") != strlen(s))
 		return ORGW_EINVAL;

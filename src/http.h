@@ -62,7 +62,7 @@ struct orgw_env {
 	char *x_api_key;	/* HTTP_X_API_KEY: Anthropic clients' key */
 	char *content_encoding;	/* HTTP_CONTENT_ENCODING */
 	char *query;		/* QUERY_STRING */
-	/* Forwarded upstream unchanged (SPEC 11). */
+	/* Forwarded upstream unchanged (docs/design.md 11). */
 	char *anthropic_version;	/* HTTP_ANTHROPIC_VERSION */
 	char *anthropic_beta;		/* HTTP_ANTHROPIC_BETA */
 	char *x_anthropic_beta;		/* HTTP_X_ANTHROPIC_BETA */
@@ -88,7 +88,7 @@ void http_env_free(struct orgw_env *e);
  * empty, else REQUEST_URI without its query (and without a SCRIPT_NAME
  * prefix the web server mounted it under), with a leading "/api"
  * segment and then a leading "/v1" segment dropped, so /api/v1/x, /v1/x,
- * /api/x and /x are the same path /x (SPEC section 2).  Writes into dst
+ * /api/x and /x are the same path /x (docs/design.md section 2).  Writes into dst
  * (size n); "" when nothing fits.
  */
 void http_route_path(const struct orgw_env *e, char *dst, size_t n);
@@ -135,14 +135,14 @@ int http_error(const struct orgw_io *io, int status, const char *type,
 
 /*
  * Constant-time check of an "Authorization: Bearer <key>" header
- * against key (SPEC section 3).  False when either is NULL or empty.
+ * against key (docs/design.md section 3).  False when either is NULL or empty.
  */
 bool http_auth_ok(const char *header, const char *key);
 
 /*
  * The client sent key: as "Authorization: Bearer <key>" (OpenAI
  * clients) or as "x-api-key: <key>" (Anthropic clients), each compared
- * in constant time (SPEC sections 3, 11).  False when key is NULL or
+ * in constant time (docs/design.md sections 3, 11).  False when key is NULL or
  * empty.
  */
 bool http_key_ok(const struct orgw_env *e, const char *key);

@@ -1,5 +1,5 @@
 /*
- * ledger.h - what orgw counts (SPEC section 7), pure.
+ * ledger.h - what orgw counts (docs/design.md section 7), pure.
  *
  * A request adds its counts to one small cell: the counters of one
  * model, UTC day, API and provider, stored under

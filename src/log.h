@@ -1,6 +1,6 @@
 /*
  * log.h - stderr logging (the web server's error log).  One line per
- * call; never a key, never message content (SPEC section 9).
+ * call; never a key, never message content (docs/design.md section 9).
  */
 #ifndef ORGW_LOG_H
 #define ORGW_LOG_H

@@ -1,5 +1,5 @@
 /*
- * mask.c - keeps the upstream key out of what orgw relays (SPEC 3).  An
+ * mask.c - keeps the upstream key out of what orgw relays (docs/design.md 3).  An
  * upstream that quotes the key back ("Incorrect API key provided:
  * sk-...") must not hand it to the client, on any path: chat (bodies,
  * stream events, messages orgw decodes and re-sends) and GET /v1/models

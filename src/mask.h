@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 /*
- * The one masking step for every byte orgw relays from upstream (SPEC 3):
+ * The one masking step for every byte orgw relays from upstream (docs/design.md 3):
  * overwrites with '*', in place and at the same length (so the JSON
  * around it stays valid), each copy of key in p[0..n), its characters
  * raw or as JSON escapes ("\u0073k-...").  key NULL or empty, or p

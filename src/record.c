@@ -1,5 +1,5 @@
 /*
- * record.c - JSON codecs for the GDBM values of SPEC section 7.
+ * record.c - JSON codecs for the GDBM values of docs/design.md section 7.
  *
  * Pure.  Encoders build with cJSON and return cJSON_PrintUnformatted()
  * text (members in insertion order), the whole numbers of the records

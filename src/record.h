@@ -1,5 +1,5 @@
 /*
- * record.h - the GDBM value codec (SPEC section 7), pure.
+ * record.h - the GDBM value codec (docs/design.md section 7), pure.
  *
  * Every value is JSON text with a "v" version field so gdbmtool shows
  * it readably.  Decoders accept missing fields (zero) and reject values
@@ -215,7 +215,7 @@ enum orgw_err record_pressure_decode(const char *text,
 				     struct rec_pressure *p);
 
 /*
- * MODEL_SEEN:<model> (one key per model, SPEC 4 step 2): the value
+ * MODEL_SEEN:<model> (one key per model, docs/design.md 4 step 2): the value
  * {"v":1,"first_seen":T}.  encode returns cJSON-allocated text (free
  * with record_free) or NULL; decode gives first_seen (0 when absent),
  * ORGW_EINVAL for text that is not an object.

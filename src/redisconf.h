@@ -1,6 +1,6 @@
 /*
  * redisconf.h - the pure parts of the Redis state back-end: REDIS_URL
- * parsing (SPEC section 8), the retry policy of a write transaction
+ * parsing (docs/design.md section 8), the retry policy of a write transaction
  * that lost a WATCH race, and the key and verdict of the marker that
  * settles a lost EXEC reply.  No I/O, no clock: store_redis.c and
  * state.c call in here, the unit tests table-test it.

@@ -16,10 +16,10 @@
  * message_start and ping, response.created ...) are held until a token
  * follows them, so a client never sees an answer start twice.  Once
  * content has been relayed, a failure ends the client's stream with the
- * API's error event and without its normal end (SPEC sections 5, 11), so
+ * API's error event and without its normal end (docs/design.md sections 5, 11), so
  * a truncated answer never looks finished.
  *
- * Real durations (SPEC 5): a request lasts up to minutes.  The first
+ * Real durations (docs/design.md 5): a request lasts up to minutes.  The first
  * token of a stream is its first chunk with content; the first byte of a
  * non-streamed answer is its first byte, padding included.  Silence, not
  * length, is a timeout; REQUEST_TIMEOUT_MS bounds the whole request.
@@ -27,7 +27,7 @@
  * servers notice a departed client only when they write to it.
  *
  * An id OpenRouter does not know (its endpoints answer 404) leaves no
- * state of its own (SPEC 4 step 2): it goes unpinned, and is counted in
+ * state of its own (docs/design.md 4 step 2): it goes unpinned, and is counted in
  * the one STATE_OTHER_MODEL bucket; each process remembers such ids for
  * UNKNOWN_TTL_MS, so their requests do not each fetch endpoints first.
  *
@@ -163,7 +163,7 @@ pinned_tag(const struct relay *rl)
 	return rl->route.tag[0] ? rl->route.tag : NULL;
 }
 
-/* The X-Orgw-* response headers (SPEC section 2), and upstream's
+/* The X-Orgw-* response headers (docs/design.md section 2), and upstream's
  * X-Generation-Id when the last attempt had one (OpenRouter's own
  * clients look the cost up with it; Messages clients read it as
  * Anthropic's request-id). */
@@ -241,7 +241,7 @@ send_json_head(struct relay *rl)
 }
 
 /* How many of the n bytes at p are the whitespace OpenRouter pads a
- * non-streamed answer with before its JSON (OPENROUTER.md 5). */
+ * non-streamed answer with before its JSON (docs/upstream.md 5). */
 static size_t
 padding_len(const char *p, size_t n)
 {
@@ -262,7 +262,7 @@ upstream_pads(const struct attempt *a)
 }
 
 /*
- * Keeps the client connection from going silent (SPEC 5, "Keeping the
+ * Keeps the client connection from going silent (docs/design.md 5, "Keeping the
  * client connection alive"); called about every 50 ms while upstream
  * works and while a 429 retry waits.  A stream's head goes out after
  * KEEPALIVE_COMMIT_MS, with what was held; a non-streamed answer's only
@@ -309,7 +309,7 @@ on_headers(void *arg, long status, const char *ctype, int retry_after,
 		    strncasecmp(ctype, "text/event-stream", 17) == 0;
 }
 
-/* The upstream key masked in p[0..n) (mask.c, SPEC 3); t0780 and t0800
+/* The upstream key masked in p[0..n) (mask.c, docs/design.md 3); t0780 and t0800
  * check it. */
 static void
 relay_mask(const struct relay *rl, char *p, size_t n)
@@ -534,7 +534,7 @@ on_tick(void *arg, int64_t now)
 		return 1;
 	}
 	/* A stream needs tokens: comments keep its line open but do not
-	 * answer.  A non-streamed answer's padding does (SPEC 5). */
+	 * answer.  A non-streamed answer's padding does (docs/design.md 5). */
 	if (a->t_first == 0 && now - a->t_start >= limit) {
 		a->why = AB_TIMEOUT;
 		return 1;
@@ -658,7 +658,7 @@ send_text(struct relay *rl, char *text)
 }
 
 /* Ends a stream broken after content with the API's error event (no
- * normal end after it, SPEC 5 and 11).  status is what the failure
+ * normal end after it, docs/design.md 5 and 11).  status is what the failure
  * stands for (502, 504, or the upstream error's). */
 static void
 send_stream_error(struct relay *rl, int status, const char *code,
@@ -742,7 +742,7 @@ relay_body(struct relay *rl)
 	char extra[512];
 	int status = (int)(a->status ? a->status : 502);
 
-	/* OpenRouter pads slow responses with whitespace (OPENROUTER.md 5);
+	/* OpenRouter pads slow responses with whitespace (docs/upstream.md 5);
 	 * clients' JSON parsers must not see it. */
 	pad = padding_len(p, len);
 	p += pad;
@@ -801,7 +801,7 @@ relay_failure(struct relay *rl)
  * The ids this process learned OpenRouter does not know (their endpoints
  * answered 404), for UNKNOWN_TTL_MS each: shared by the threads under
  * unknown_mu, the oldest slot reused.  Nothing about them goes into the
- * state (SPEC 4 step 2: invented ids must not grow it).
+ * state (docs/design.md 4 step 2: invented ids must not grow it).
  */
 static pthread_mutex_t unknown_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -844,7 +844,7 @@ unknown_note(const char *model, int64_t now)
 	pthread_mutex_unlock(&unknown_mu);
 }
 
-/* Route the request (SPEC section 4), scoring inline when needed. */
+/* Route the request (docs/design.md section 4), scoring inline when needed. */
 static void
 route_request(struct relay *rl)
 {
@@ -885,7 +885,7 @@ route_request(struct relay *rl)
 	log_safe(m, sizeof(m), rl->req.model);
 	if (e == ORGW_ENOENT) {
 		/* No such model: forwarded unpinned, OpenRouter's answer
-		 * reaches the client, nothing of it is kept (SPEC 4 step
+		 * reaches the client, nothing of it is kept (docs/design.md 4 step
 		 * 2). */
 		log_info("model %s has no endpoints (%s): unpinned, counted "
 			 "as " STATE_OTHER_MODEL,
@@ -1086,7 +1086,7 @@ run_attempt(struct relay *rl)
 	return 0;
 }
 
-/* Runs attempts until one is final or none is left (SPEC 5): a 429
+/* Runs attempts until one is final or none is left (docs/design.md 5): a 429
  * waits and retries the same provider, a failure is counted and fails
  * over.  -1 when out of memory; else 0 with the last verdict in rl->v. */
 static int
@@ -1155,7 +1155,7 @@ answer(struct relay *rl)
 		if (!a->is_sse)
 			rl->rc = relay_body(rl);
 		else if (!a->ans.done && close[0] != '\0')
-			/* Complete after its end event (SPEC 5, 11): the
+			/* Complete after its end event (docs/design.md 5, 11): the
 			 * last event upstream did not send. */
 			rl->rc = send_now(rl, close, strlen(close));
 		break;
@@ -1251,7 +1251,7 @@ bookkeep(struct relay *rl)
 	if (rl->ok) {
 		/* Before a possible re-lock below changes rl->route. */
 		check_served(rl);
-		/* Lag: relayed, but counted toward the breaker (SPEC 5). */
+		/* Lag: relayed, but counted toward the breaker (docs/design.md 5). */
 		if (failover_lagged(rl->used_tag[0] != '\0', rl->a.t_start,
 				    rl->a.t_first, rl->c->slow_threshold_ms)) {
 			failover_count(&rl->d, FK_SLOW);
@@ -1390,7 +1390,7 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			   extra[0] ? extra : NULL);
 }
 
-/* What is held back before the first token is bounded (SPEC 5), and the
+/* What is held back before the first token is bounded (docs/design.md 5), and the
  * bound admits what the API legitimately holds (api.h): Responses' first
  * two events each echo the request's instructions and tools, so its
  * bound is 64 KiB more than twice the request body. */
@@ -1433,7 +1433,7 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 			 &rl.req, err, sizeof(err), &param) != ORGW_OK) {
 		rc = relay_error(io, in->api, 400, "invalid_request_error",
 				 "invalid_request", param, err, NULL);
-		/* Logged too (SPEC 9), as not routed. */
+		/* Logged too (docs/design.md 9), as not routed. */
 		rl.route.kind = ROUTE_UNPINNED;
 		rl.final_status = 400;
 		log_request(&rl, "invalid_request", -1,

@@ -1,5 +1,5 @@
 /*
- * relay.h - the generation APIs' proxy (SPEC sections 4, 5 and 11): one
+ * relay.h - the generation APIs' proxy (docs/design.md sections 4, 5 and 11): one
  * attempt loop and relay for chat completions, Messages and Responses,
  * with provider pinning, 429 backoff, the circuit breaker and stream
  * relay; what differs between the APIs is their adapter (api.h).

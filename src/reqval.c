@@ -5,7 +5,7 @@
  *
  * The client's document goes upstream whole: OpenRouter accepts many
  * fields the gateway has no business checking (tools, reasoning, plugins,
- * ..., OPENROUTER.md sections 5, 13, 14), so only what orgw itself relies on is
+ * ..., docs/upstream.md sections 5, 13, 14), so only what orgw itself relies on is
  * validated here.  cJSON parses the body and gives every value orgw
  * reads; its nesting limit (1000) bounds recursion.  The body sent
  * upstream is not cJSON's reprint, which would cut strings at \u0000 and
@@ -126,7 +126,7 @@ find_members(struct api_req *r, const cJSON *root, const char *const *keys,
 	return NULL;
 }
 
-/* An enabled extended thinking's budget (OPENROUTER.md 13: thinking
+/* An enabled extended thinking's budget (docs/upstream.md 13: thinking
  * {type: "enabled", budget_tokens}), else 0.  What else thinking holds
  * is OpenRouter's to check. */
 static double
@@ -282,7 +282,7 @@ reqval_parse(const struct api *api, const char *body, size_t len,
 		msg = "request body holds a NUL byte";
 		goto out;
 	}
-	/* STYLE.md 5: with require_null_terminated the length counts the
+	/* docs/style.md 5: with require_null_terminated the length counts the
 	 * NUL after the body. */
 	root = cJSON_ParseWithLengthOpts(body, len + 1, NULL, 1);
 	if (root == NULL) {
@@ -374,8 +374,8 @@ reqval_forward_edit(struct api_req *r, const char *pin_tag, int64_t max_out,
 	size_t i, n, cap;
 	bool ok, clamp;
 
-	/* The clamp (SPEC 4 step 8), and extended thinking's budget, which
-	 * must stay below max_tokens (SPEC 11): lowered with it, never
+	/* The clamp (docs/design.md 4 step 8), and extended thinking's budget, which
+	 * must stay below max_tokens (docs/design.md 11): lowered with it, never
 	 * under the minimum; a budget that cannot fit leaves the request
 	 * as the client sent it, and OpenRouter answers. */
 	clamp = max_out > 0;

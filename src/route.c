@@ -1,5 +1,5 @@
 /*
- * route.c - the provider choice of SPEC section 4, steps 3 to 7.
+ * route.c - the provider choice of docs/design.md section 4, steps 3 to 7.
  *
  * Pure: the lock, candidates, cooldowns and the time come in as
  * arguments.  A lock is kept while it is used (renewed on every request)

@@ -1,5 +1,5 @@
 /*
- * route.h - which provider a request goes to (SPEC section 4), pure.
+ * route.h - which provider a request goes to (docs/design.md section 4), pure.
  *
  * The caller reads the lock, the candidates and the cooldowns inside a
  * state transaction, asks route_decide(), and writes back what it says.
@@ -57,7 +57,7 @@ const struct rec_cand *route_next(const struct rec_cands *c,
 
 /*
  * Re-ranks the candidates of c at UTC clock time utc_hhmm from their
- * stored terms (SPEC section 6: when a lock moves, a time-of-day price
+ * stored terms (docs/design.md section 6: when a lock moves, a time-of-day price
  * counts from its first minute), with the formula and order of score.c:
  * each candidate's scored fields become its terms now, the list is
  * sorted best first (ties keep their stored order), and a candidate

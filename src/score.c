@@ -1,7 +1,7 @@
 /*
- * score.c - pure scoring of a model's endpoints (SPEC section 6).
+ * score.c - pure scoring of a model's endpoints (docs/design.md section 6).
  *
- * Input: the body of GET /models/{author}/{slug}/endpoints (OPENROUTER.md
+ * Input: the body of GET /models/{author}/{slug}/endpoints (docs/upstream.md
  * section 1), the current UTC clock as HHMM and the scoring parameters.
  * Output: one struct score_endpoint per input endpoint, carrying every
  * term of the formula, the candidates ranked best first and the excluded
@@ -14,7 +14,7 @@
  *     is untrusted: cJSON turns "1e999" into inf, prices may be garbage,
  *     parameters may be anything, so each step guards instead of trusting.
  *   - Any field may be absent or null; a value of the wrong type is
- *     treated as missing; unknown fields are ignored (OPENROUTER.md
+ *     treated as missing; unknown fields are ignored (docs/upstream.md
  *     section 1, "a parser should accept any field being absent or null").
  *
  * Two steps per endpoint: its JSON is read into struct score_terms
@@ -28,7 +28,7 @@
  * malloc'd; score_result_free() releases it.  Nothing here keeps state
  * between calls, and the cJSON tree never outlives score_endpoints().
  *
- * Ranking (SPEC section 6): has_throughput desc, free desc, score desc,
+ * Ranking (docs/design.md section 6): has_throughput desc, free desc, score desc,
  * cost asc, tag asc, input position asc.  Free endpoints (cost == 0)
  * cannot be divided by, so their score is throughput * bonus and they
  * rank above every paid endpoint with a throughput: "zero cost ranks by
@@ -55,7 +55,7 @@
  */
 #define SCORE_MAX_ENDPOINTS 4096
 
-/* SPEC section 6: cost = effective_input * 0.4 + completion * 0.6. */
+/* docs/design.md section 6: cost = effective_input * 0.4 + completion * 0.6. */
 #define SCORE_INPUT_WEIGHT 0.4
 #define SCORE_OUTPUT_WEIGHT 0.6
 
@@ -135,7 +135,7 @@ exclude(struct score_endpoint *e, const char *reason, const char *fmt, ...)
 }
 
 /*
- * Parses one price: a decimal string (OPENROUTER.md section 12 item 3)
+ * Parses one price: a decimal string (docs/upstream.md section 12 item 3)
  * or, leniently, a JSON number.  The string must be all digits, '.',
  * 'e', 'E', '+' and '-', so strtod's extras (leading blanks, hex floats,
  * "inf", "nan") are refused before it runs, and the end pointer must
@@ -186,7 +186,7 @@ hhmm_parse(const cJSON *j, int *out)
 	return true;
 }
 
-/* The pricing key names of enum score_key (OPENROUTER.md section 1). */
+/* The pricing key names of enum score_key (docs/upstream.md section 1). */
 const char *const score_key_name[SCORE_KEYS] = {"prompt", "completion",
 						"input_cache_read",
 						"input_cache_write"};
@@ -202,16 +202,16 @@ price_kind(const cJSON *j, double *out)
 
 /*
  * The window of override entry ov, when it can apply for ranking.
- * OPENROUTER.md section 2: an entry applies when all its condition
+ * docs/upstream.md section 2: an entry applies when all its condition
  * fields match.  For ranking:
- *   - min_prompt_tokens present: ignored (SPEC section 6); the tier
+ *   - min_prompt_tokens present: ignored (docs/design.md section 6); the tier
  *     depends on the request, which scoring does not know.
  *   - utc_start and utc_end: both needed; one alone, or a bound that is
  *     not a valid HHMM, is a condition we cannot evaluate, so the entry
  *     never applies (rather than applying always).
  *   - no condition field at all: applies always, [0, 2400).
  * A condition field the schema gains later would go unnoticed here and
- * the entry would apply always; re-check OPENROUTER.md when it changes.
+ * the entry would apply always; re-check docs/upstream.md when it changes.
  */
 static bool
 override_window(const cJSON *ov, int *start, int *end)
@@ -286,7 +286,7 @@ score_window_match(int start, int end, int t)
 /*
  * Base price, then every window that matches in order: one that carries
  * the key replaces the value so far, valid or not (later entries win per
- * key, OPENROUTER.md section 2), so a garbage base price is cured by a
+ * key, docs/upstream.md section 2), so a garbage base price is cured by a
  * valid override that applies now and a garbage override poisons it.
  * Then the endpoint-wide discount.  Terms may come from a damaged state
  * record, so the result is checked again.
@@ -531,7 +531,7 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 		copy_str(e->provider_name, sizeof(e->provider_name),
 		         name->valuestring);
 
-	/* The tag is what provider.order takes (SPEC section 4). */
+	/* The tag is what provider.order takes (docs/design.md section 4). */
 	if (cJSON_IsString(tag) && tag->valuestring != NULL &&
 	    tag->valuestring[0] != '\0') {
 		copy_str(e->tag, sizeof(e->tag), tag->valuestring);
@@ -540,7 +540,7 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 	} else
 		exclude(e, "no tag", "tag missing or not a string");
 
-	/* status: 0 is normal, other values undocumented (OPENROUTER.md 1). */
+	/* status: 0 is normal, other values undocumented (docs/upstream.md 1). */
 	if (json_number(json_get(ep, "status"), &d)) {
 		e->status = clamp_int(d);
 		if (d != 0)
@@ -548,7 +548,7 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 	}
 
 	/*
-	 * uptime_last_30m is percent, 0..100 (SPEC section 6, OPENROUTER.md
+	 * uptime_last_30m is percent, 0..100 (docs/design.md section 6, docs/upstream.md
 	 * section 1): 1 means 1 %, not a fraction of one.  A value outside
 	 * 0..100 is nonsense and counts as missing; missing (null) is never
 	 * excluded.
@@ -569,7 +569,7 @@ endpoint_meta(const cJSON *ep, const struct score_params *p,
 		e->terms.has_throughput = true;
 	}
 
-	/* SPEC section 6: the flag, or (when absent) a cheaper cache read,
+	/* docs/design.md section 6: the flag, or (when absent) a cheaper cache read,
 	 * decided at the time the prices are computed. */
 	j = json_get(ep, "supports_implicit_caching");
 	e->terms.implicit_flag = cJSON_IsBool(j) ? cJSON_IsTrue(j) : -1;
@@ -619,7 +619,7 @@ terms_eval(const struct score_terms *t, int hhmm,
 		return;
 	}
 
-	/* SPEC section 6: the flag, or a cheaper cache read without one. */
+	/* docs/design.md section 6: the flag, or a cheaper cache read without one. */
 	if (t->implicit_flag >= 0)
 		e->implicit_cache = t->implicit_flag > 0;
 	else
@@ -714,7 +714,7 @@ score_endpoints(const char *json, size_t len, int utc_hhmm,
 	params_sanitize(p, &pp);
 
 	/*
-	 * STYLE.md 5: parse a NUL-terminated copy, the length counting the
+	 * docs/style.md 5: parse a NUL-terminated copy, the length counting the
 	 * NUL, so cJSON never depends on the caller's buffer being
 	 * terminated.  An embedded NUL stops the parse early; the end check
 	 * refuses it along with trailing garbage.
@@ -729,7 +729,7 @@ score_endpoints(const char *json, size_t len, int utc_hhmm,
 	if (root == NULL || end != buf + len)
 		goto out;
 
-	/* OPENROUTER.md section 1: {"data": {"id", ..., "endpoints": []}} */
+	/* docs/upstream.md section 1: {"data": {"id", ..., "endpoints": []}} */
 	data = json_get(root, "data");
 	eps = json_get(data, "endpoints");
 	if (!cJSON_IsArray(eps))

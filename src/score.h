@@ -1,8 +1,8 @@
 /*
- * score.h - pure scoring of a model's endpoints (SPEC section 6).
+ * score.h - pure scoring of a model's endpoints (docs/design.md section 6).
  *
  * Input is the body of GET /models/{author}/{slug}/endpoints
- * (OPENROUTER.md section 1) and the current UTC time; output is every
+ * (docs/upstream.md section 1) and the current UTC time; output is every
  * endpoint with every term of the formula, ranked best first, with the
  * excluded ones after the included ones and a reason each.
  *
@@ -41,11 +41,11 @@ struct score_params {
 	/* OPENROUTER_API_KEY, borrowed; NULL or "": none.  An endpoint whose
 	 * tag or provider_name holds it is excluded ("secret") with both
 	 * strings withheld, so the key never reaches the state, a header,
-	 * a log line or orgw-score's table (SPEC section 3). */
+	 * a log line or orgw-score's table (docs/design.md section 3). */
 	const char *secret;
 };
 
-/* The price keys the formula reads (OPENROUTER.md section 2). */
+/* The price keys the formula reads (docs/upstream.md section 2). */
 enum score_key {
 	SCORE_PROMPT,		/* "prompt" */
 	SCORE_COMPLETION,	/* "completion" */
@@ -91,7 +91,7 @@ struct score_window {
 /*
  * Everything the formula reads from one endpoint, valid at any time of
  * day: stored with each candidate, so that a lock that moves re-ranks
- * the candidates at the time it moves (SPEC section 6).  Entries with
+ * the candidates at the time it moves (docs/design.md section 6).  Entries with
  * min_prompt_tokens and entries whose window is unreadable never apply
  * and are not kept; an entry without condition is the window [0, 2400).
  */
@@ -170,7 +170,7 @@ void score_result_exclude(struct score_result *r, size_t i,
 			  const char *reason, const char *why);
 
 /*
- * The formula of SPEC section 6 at clock time utc_hhmm, from stored terms
+ * The formula of docs/design.md section 6 at clock time utc_hhmm, from stored terms
  * t, with the hit rate score_hit_pick(p, e->tag) (so e->tag must be set):
  * sets e's prices now, hit rate and its source, effective_input, cost,
  * throughput, implicit
@@ -227,7 +227,7 @@ bool score_uncached_cost(const struct score_terms *t, int utc_hhmm,
 
 /*
  * What one request cost at the prices in force at utc_hhmm, for an
- * answer whose usage did not say (SPEC 11: a streamed Messages answer
+ * answer whose usage did not say (docs/design.md 11: a streamed Messages answer
  * may carry no cost): the prompt tokens neither read from nor written
  * to a cache at the prompt price, cached at input_cache_read, cache
  * writes at input_cache_write (each the prompt price when the endpoint

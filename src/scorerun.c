@@ -76,7 +76,7 @@ scorerun_answer(const struct score_params *p, long status, const char *body,
 
 	memset(res, 0, sizeof(*res));
 	if (status != 200) {
-		/* OPENROUTER.md 1: 403, 404 (unknown model), 500; an id
+		/* docs/upstream.md 1: 403, 404 (unknown model), 500; an id
 		 * that is no valid model id at all is answered 400. */
 		snprintf(err, errlen, "endpoints HTTP %ld", status);
 		return status == 404 || status == 400 ? ORGW_ENOENT :
@@ -129,7 +129,7 @@ struct run_ctx {
 };
 
 /*
- * SPEC section 6: a provider cooling down (PROVIDER_COOLDOWN:<model>:<tag>
+ * docs/design.md section 6: a provider cooling down (PROVIDER_COOLDOWN:<model>:<tag>
  * until > now) is never ranked; orgw-score shows it as "cooling".  Moves
  * such endpoints of res to the excluded ones.  Reads the store in one
  * reader transaction that never repairs it (a dry run leaves the file as
@@ -285,7 +285,7 @@ scorerun_models(const struct orgw_conf *c, struct scorerun_model *v,
 	 * A model id the gateway would not accept, or one that makes an
 	 * over-long URL, is never fetched (nor written): it fails here.
 	 * scorerun_url keeps the id's '/' a path separator, never %2F
-	 * (OPENROUTER.md section 1).
+	 * (docs/upstream.md section 1).
 	 */
 	for (i = 0; i < n; i++) {
 		char *u = urls + k * ulen;

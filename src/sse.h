@@ -5,7 +5,7 @@
  * event and hands every complete event (ended by a blank line, LF or
  * CRLF, per the WHATWG event-stream grammar) to a callback.  OpenRouter
  * sends ": OPENROUTER PROCESSING" comments, "data: {json}" events and a
- * final "data: [DONE]" (OPENROUTER.md section 5).
+ * final "data: [DONE]" (docs/upstream.md section 5).
  */
 #ifndef ORGW_SSE_H
 #define ORGW_SSE_H

@@ -7,7 +7,7 @@
  * aside and recreate) and tries once more; when it still fails the
  * caller degrades (unpinned routing, a lost counter increment is logged).
  *
- * Keys (SPEC section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
+ * Keys (docs/design.md section 7): MODEL_SEEN:<model> (the old MODELS_SEEN list is
  * read by the scorer, which migrates it), BEST_PROVIDER:<model>,
  * PROVIDER_CANDIDATE:<model>, PROVIDER_FAILURE:<model>:<tag>,
  * PROVIDER_COOLDOWN:<model>:<tag>, the ledger's cells
@@ -213,7 +213,7 @@ static enum orgw_err lock_log(struct store *s, const char *model,
 
 /*
  * Writes model's new lock (NULL: drops it) at now.  A move off a lock on
- * another provider counts a lock change in the ledger (SPEC 7; a first
+ * another provider counts a lock change in the ledger (docs/design.md 7; a first
  * lock is none), and every move from one tag to another goes to LOCK_LOG with
  * why.
  */
@@ -378,7 +378,7 @@ lock_log(struct store *s, const char *model, int64_t now, const char *from,
 }
 
 /*
- * Re-ranks cands at now's UTC time (SPEC section 6) before a lock moves,
+ * Re-ranks cands at now's UTC time (docs/design.md section 6) before a lock moves,
  * with the measured hit rates of model (state_hits) where their evidence
  * suffices.  Out of memory keeps the stored order, and hit rates that
  * cannot be read the assumed HIT_RATE: a lock moves either way.
@@ -412,7 +412,7 @@ rerank(struct store *s, const struct orgw_conf *c, const char *model,
 
 /*
  * Moves model's lock off off_tag, at once (a breaker trip, an operator's
- * cool): the best candidate not cooling, re-ranked at now (SPEC 5, 6),
+ * cool): the best candidate not cooling, re-ranked at now (docs/design.md 5, 6),
  * becomes the lock; with none left the lock is dropped and requests go
  * unpinned until a cooldown ends or the scorer finds candidates.  r
  * (may be NULL) gets the route to continue on.  cands is the stored list
@@ -482,7 +482,7 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	 * at the candidates.  So the candidate list, the largest record and
 	 * the costliest to decode, is read only when that first decision
 	 * falls through to steps 5 to 7; the decision taken again with it
-	 * is then the whole of SPEC section 4. */
+	 * is then the whole of docs/design.md section 4. */
 	kind = route_decide(&v, &pick);
 	if (kind != ROUTE_LOCKED && kind != ROUTE_CLIENT) {
 		if ((err = read_cands(s, model, &cands, &have_cands)) !=
@@ -549,7 +549,7 @@ struct route_args {
 };
 
 /*
- * Marks model seen (MODEL_SEEN:<model>, SPEC 4 step 2) once its endpoints
+ * Marks model seen (MODEL_SEEN:<model>, docs/design.md 4 step 2) once its endpoints
  * were fetched: one key per model, so what a request does under the lock
  * does not grow with the number of models.
  */
@@ -1016,7 +1016,7 @@ do_route_scored(struct store *s, void *arg)
 	if (a->res != NULL && (err = seen_mark(s, a->model, a->now)))
 		return err;
 	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
-	/* Locked by this scoring: report it as such (SPEC 4 step 6). */
+	/* Locked by this scoring: report it as such (docs/design.md 4 step 6). */
 	if (err == ORGW_OK && a->r->kind == ROUTE_RELOCKED)
 		a->r->kind = ROUTE_SCORED;
 	if (a->r->kind == ROUTE_SCORED && a->r->tag[0] == '\0')
@@ -1070,7 +1070,7 @@ struct fail_args {
 /*
  * The failed provider cools already (another request tripped it while
  * this one was in flight on it): the request goes on with the model's
- * lock as it is now, as a new request would be routed (SPEC 4 steps 4
+ * lock as it is now, as a new request would be routed (docs/design.md 4 steps 4
  * to 7, a lock on a cooling provider moved at once), so it fails over
  * before anything reached its client instead of spending its attempts on
  * a provider every other request has left.  A model that would need an
@@ -1496,7 +1496,7 @@ batch_ok(struct store *s, struct finish_batch *b, const struct finish_job *j)
  * an earlier answer on it succeeded), or when this answer succeeded,
  * which marks it seen now (a client's own provider object on a model no
  * request scored yet).  Anything else is counted under STATE_OTHER_MODEL
- * (SPEC 4 step 2): invented ids, sent with their own provider object or
+ * (docs/design.md 4 step 2): invented ids, sent with their own provider object or
  * not, leave no ledger cell, hit rate or failure count of their own, so
  * a client cannot grow the state with them.
  */
@@ -1826,7 +1826,7 @@ do_op_cool(struct store *s, void *arg)
 		goto out;
 	}
 	/* The live lock is the provider cooled: move it now, as a breaker
-	 * trip does (SPEC 5), at today's prices (SPEC 6). */
+	 * trip does (docs/design.md 5), at today's prices (docs/design.md 6). */
 	*a->moved = true;
 	err = move_lock(s, a->c, a->model, a->tag, "operator cool", a->now,
 			&cands, have_cands, a->r);

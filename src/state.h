@@ -1,6 +1,6 @@
 /*
  * state.h - the request path's transactions on the shared state
- * (SPEC sections 4, 5 and 7), built from store.c, record.c, route.c and
+ * (docs/design.md sections 4, 5 and 7), built from store.c, record.c, route.c and
  * failover.c.  Each function is one short transaction: read, decide,
  * write, close.  None does network I/O.
  *
@@ -30,7 +30,7 @@ struct store;
 
 /*
  * The one model every request on an id OpenRouter does not know is
- * counted under (SPEC 4 step 2): N sent is still N counted, and invented
+ * counted under (docs/design.md 4 step 2): N sent is still N counted, and invented
  * ids leave no state of their own.  No client can name it: '(' is not
  * in a model id (reqval_model_ok).
  */
@@ -111,7 +111,7 @@ struct state_admit {
 #define STATE_UNAVAILABLE_RETRY_S 5
 
 /*
- * Steps 4 to 7 of SPEC section 4 for model: decides and writes the lock
+ * Steps 4 to 7 of docs/design.md section 4 for model: decides and writes the lock
  * (one model's keys only: the cost does not grow with the number of
  * models).  Returns ORGW_OK with
  * r->kind ROUTE_SCORED when the caller must score inline and then call
@@ -174,7 +174,7 @@ enum orgw_err state_rate_release(const struct orgw_conf *c, const char *name,
 /*
  * After an inline scoring (res NULL when it failed, with error saying
  * why): writes the candidates (keeping the old ones on failure), marks
- * the model seen (MODEL_SEEN:<model>, SPEC 4 step 2) when its endpoints
+ * the model seen (MODEL_SEEN:<model>, docs/design.md 4 step 2) when its endpoints
  * were fetched, and locks the best one unless another worker locked
  * meanwhile.
  */

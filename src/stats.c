@@ -1,5 +1,5 @@
 /*
- * stats.c - the GET /stats document (SPEC section 7): every model the
+ * stats.c - the GET /stats document (docs/design.md section 7): every model the
  * state knows, with its lock, candidates, failure counts, live
  * cooldowns, counters (the ledger's cells and hit rates, with the old
  * release's STATS records added in) and recent lock changes (LOCK_LOG),

@@ -1,5 +1,5 @@
 /*
- * stats.h - the GET /stats document (SPEC section 7).
+ * stats.h - the GET /stats document (docs/design.md section 7).
  */
 #ifndef ORGW_STATS_H
 #define ORGW_STATS_H

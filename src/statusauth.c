@@ -1,7 +1,7 @@
 /*
  * statusauth.c - the /status login token and form parsing (see
  * statusauth.h).  HMAC-SHA256 and the constant-time compare come from
- * OpenSSL's libcrypto (STYLE 0: use the library).  Nothing here is
+ * OpenSSL's libcrypto (docs/style.md 0: use the library).  Nothing here is
  * process-wide state, so it is safe from any thread.
  */
 #include <stdio.h>

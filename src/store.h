@@ -1,6 +1,6 @@
 /*
- * store.h - the shared state store, whatever holds it (SPEC section 7,
- * STYLE.md 7): the back-end boundary.  STATE_BACKEND=gdbm (default: one
+ * store.h - the shared state store, whatever holds it (docs/design.md section 7,
+ * docs/style.md 7): the back-end boundary.  STATE_BACKEND=gdbm (default: one
  * GDBM file, store_gdbm.c) or STATE_BACKEND=redis (one Redis for several
  * gateway hosts, store_redis.c).  Everything above this file (state.c,
  * stats.c, scorerun.c, orgw-score) sees the same transactions:

@@ -969,7 +969,7 @@ store_gdbm_open(struct store **out, const char *path, bool write,
  * GDBM has no flag.  Under the exclusive lock that fsync serialised every
  * worker on the disk: 0.3 to 2 ms each on the ext4 of the bench machine,
  * two write transactions per request, a ceiling near 500 requests/s
- * whatever the cores (bench/RESULTS.md).  The state is soft (SPEC 7): it
+ * whatever the cores (bench/RESULTS.md).  The state is soft (docs/design.md 7): it
  * needs visibility, not durability.  gdbm_store() and gdbm_delete() write
  * through (bucket, directory and header reach the file with write(2)
  * before they return; gdbm_close() itself only syncs and closes), so the

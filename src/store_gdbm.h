@@ -1,6 +1,6 @@
 /*
  * store_gdbm.h - the GDBM back-end of the state store (STATE_BACKEND=gdbm,
- * the default; SPEC section 7, STYLE.md 7): one GDBM file plus a lock
+ * the default; docs/design.md section 7, docs/style.md 7): one GDBM file plus a lock
  * file.  store.c calls it through store_gdbm_backend (store_impl.h); the
  * unit tests call these with a path.
  *
@@ -73,7 +73,7 @@ enum orgw_err store_gdbm_check(const char *path, char *why, size_t n);
 enum orgw_err store_gdbm_repair(const char *path, int64_t timeout_ms);
 
 /*
- * Maintenance for the scorer (STYLE.md 7): recover if needed, then
+ * Maintenance for the scorer (docs/style.md 7): recover if needed, then
  * gdbm_reorganize to reclaim space.  Holds the exclusive lock.
  */
 enum orgw_err store_gdbm_tidy(const char *path, int64_t timeout_ms);

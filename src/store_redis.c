@@ -24,7 +24,7 @@
  * connection (why that is exact: there).  The markers expire after a
  * minute and are never listed, dumped or loaded.
  *
- * Cooldowns (PROVIDER_COOLDOWN:<model>:<tag>) are separate keys in SPEC
+ * Cooldowns (PROVIDER_COOLDOWN:<model>:<tag>) are separate keys in docs/design.md
  * 7, so on Redis they expire (SET ... PXAT at their "until"); the
  * "until" in the value stays authoritative (failover_breaker_cooling),
  * the expiry only removes the key once it is over.

@@ -1,6 +1,6 @@
 /*
  * store_redis.h - the Redis back-end of the state store
- * (STATE_BACKEND=redis): the keys of SPEC section 7 under "orgw:" in the
+ * (STATE_BACKEND=redis): the keys of docs/design.md section 7 under "orgw:" in the
  * database of REDIS_URL, shared by every gateway host.  store.c calls it
  * through store_redis_backend (store_impl.h).
  *

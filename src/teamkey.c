@@ -5,7 +5,7 @@
  *
  * Pure: no clock, no environment, no file.  The HMAC and the
  * constant-time compare are libcrypto's, the globs fnmatch(3)'s, the
- * records cJSON's (STYLE 0).  Nothing here is process-wide state, so
+ * records cJSON's (docs/style.md 0).  Nothing here is process-wide state, so
  * every function is safe from any thread.
  *
  * Decoders are strict where record.c is lenient: a key record grants

@@ -5,7 +5,7 @@
  * connection to OpenRouter stays open (TLS set-up is the largest cost of
  * a cold request).  The transfer runs on a multi handle so the wait can
  * also watch the client's socket: a client that goes away aborts the
- * upstream transfer at once, which stops billing (SPEC section 5).
+ * upstream transfer at once, which stops billing (docs/design.md section 5).
  */
 #ifndef ORGW_UPSTREAM_H
 #define ORGW_UPSTREAM_H
