@@ -15,7 +15,7 @@
 #
 # Rate: a key of --rpm 30, 64 clients started early in a UTC minute, each
 # giving up after 25 tries (about 5 s; started by the minute's 45th second): exactly 30 served in that
-# minute, every 429 with a Retry-After of 1..60 and counted as refused_rpm.
+# minute, every 429 with a Retry-After of 1..65 and counted as refused_rpm.
 #
 # The figures go out as "# " lines.
 . "$(dirname "$0")/../lib.sh"
@@ -70,7 +70,7 @@ budget_load() { # BACKEND BASES
 	over=$((ok - 20))
 	t_check "$be: ... at least the 20 the budget allows were served ($ok)" test "$ok" -ge 20
 	t_check "$be: ... overshoot $over <= --concurrent 8" test "$over" -le 8
-	t_eq "$be: ... every 200 stream whole ([DONE]), each of cost c1; every 429 with a Retry-After of 1..60" \
+	t_eq "$be: ... every 200 stream whole ([DONE]), each of cost c1; every 429 with a Retry-After of 1..65" \
 		"0 $ok 0" "$(r "[j.incomplete, j.costs.filter((c) => Math.abs(c - $c1) < 1e-12).length, j.retry_after_bad].join(' ')")"
 	spent=$(kstat "load-$be" 'k.today.spend_usd')
 	sum=$(r 'j.costs.reduce((a, b) => a + b, 0)')
@@ -103,7 +103,7 @@ rpm_load() { # BACKEND BASES
 	settle "rpm-$be" 30
 	t_eq "$be: ... exactly 30 served, the other $((N - 30)) gave up on 429s" "30 $((N - 30))" \
 		"$(r '[j.ok, j.other.filter((o) => o === "gave up").length].join(" ")')"
-	t_eq "$be: ... every 429 with a Retry-After of 1..60" 0 "$(r 'j.retry_after_bad')"
+	t_eq "$be: ... every 429 with a Retry-After of 1..65" 0 "$(r 'j.retry_after_bad')"
 	t_eq "$be: ... requests 30, refused_rpm = the 429s the clients saw, nothing else refused" \
 		"30 $(r 'j.r429') 0 0" \
 		"$(kstat "rpm-$be" '[k.today.requests, k.today.refused_rpm, k.today.refused_concurrent, k.today.refused_budget].join(" ")')"
