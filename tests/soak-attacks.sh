@@ -115,6 +115,8 @@ done
 # reflected, deltas after the end), in turn; each answer in its own file.
 mkdir -p "$ORGW_T/hostile"
 on hostile && {
+	# Its own model, so the normal traffic's count of $M stays exact.
+	HM=soak/model-h
 	TK=$("$SCORER" --config "$ORGW_CONFIG_FILE" key add soakteam --models 'soak/*' 2>/dev/null)
 	t_match "a team key for the hostile client" '^orgw-' "$TK"
 	(n=0; while [ "$(date +%s)" -lt "$END" ]; do
@@ -122,14 +124,14 @@ on hostile && {
 		k=$ORGW_KEY say=hi code=
 		case $((n % 5)) in
 		0) k=$TK x=',"m\u006fdels":["openai/gpt-5"]' code=y ;;
-		1) k=$TK x=',"models":["'$M'"],"models":["openai/gpt-5"]' code=y ;;
+		1) k=$TK x=',"models":["'$HM'"],"models":["openai/gpt-5"]' code=y ;;
 		2) x=',"stream":true' say='[double] {\"mark\":\"'$UPSTREAM_KEY'\",\"mark_form\":\"split\",\"chunks\":7}' ;;
 		3) x= say='[double] {\"mark\":\"'$UPSTREAM_KEY'\",\"mark_form\":\"u_all\",\"chunks\":5}' ;;
 		4) x=',"stream":true' say='[double] {\"after_end\":3}' ;;
 		esac
 		curl -sS -D - -o - --max-time 10 --interface 127.0.0.5 \
 			-H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
-			--data-binary '{"model":"'$M'","messages":[{"role":"user","content":"'"$say"'"}]'"$x"'}' \
+			--data-binary '{"model":"'$HM'","messages":[{"role":"user","content":"'"$say"'"}]'"$x"'}' \
 			"$ORGW_URL/v1/chat/completions" >"$ORGW_T/hostile/$n" 2>/dev/null
 		[ -n "$code" ] && head -n 1 "$ORGW_T/hostile/$n" | cut -d' ' -f2 >>"$ORGW_T/smuggle.codes"
 	done) &
