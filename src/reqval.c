@@ -257,7 +257,12 @@ reqval_parse(const struct api *api, const char *body, size_t len,
 	if (msg == NULL)
 		e = ORGW_OK;
 out:
-	cJSON_Delete(root);
+	/* Kept for the caller's own reads (the conversation key, the
+	 * fingerprints): a large body is parsed once. */
+	if (e == ORGW_OK)
+		r->tree = root;
+	else
+		cJSON_Delete(root);
 	if (e != ORGW_OK) {
 		reqval_free(r);
 		snprintf(err, errlen, "%s", msg);
@@ -441,4 +446,6 @@ reqval_free(struct api_req *r)
 	free(r->mem);
 	r->mem = NULL;
 	r->n_mem = 0;
+	cJSON_Delete(r->tree);
+	r->tree = NULL;
 }

@@ -14,6 +14,7 @@
 #include "orgw.h"
 
 struct api;
+struct cJSON;
 struct jsonscan_member;
 
 /* A validated request: what orgw read, and where the members it may
@@ -42,6 +43,9 @@ struct api_req {
 					 * null */
 	double budget;			/* thinking.budget_tokens of an
 					 * enabled thinking, else 0 */
+	struct cJSON *tree;		/* the parsed body, owned (reqval_free
+					 * deletes it; the caller may delete
+					 * it earlier and set it NULL) */
 };
 
 /*
