@@ -851,6 +851,9 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.query = env->query;
 	in.headers = hdrs;
 	in.team = team;
+	in.conv.x_session_id = env->x_session_id;
+	in.conv.claude_session_id = env->claude_session_id;
+	in.conv.session_id = env->session_id;
 	if (id == R_COUNT_TOKENS && team != NULL &&
 	    !count_tokens_allowed(&team->key, body.p, body.len)) {
 		buf_free(&body);
