@@ -515,6 +515,26 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	return err;
 }
 
+/* The conversation's view for convroute_decide(): its record (have),
+ * the model's view rv, the pressure read through cc. */
+static void
+conv_view(struct convroute_view *cvw, struct convroute_conv *conv,
+	  const struct route_view *rv, const struct rec_conv *rc, bool have,
+	  const struct orgw_conf *c, struct cool_ctx *cc)
+{
+	memset(cvw, 0, sizeof(*cvw));
+	memset(conv, 0, sizeof(*conv));
+	if (have) {
+		snprintf(conv->tag, sizeof(conv->tag), "%s", rc->tag);
+		conv->last_turn = rc->last_turn;
+	}
+	cvw->rv = rv;
+	cvw->conv = have ? conv : NULL;
+	cvw->idle_seconds = c->conversation_idle_seconds;
+	cvw->pressure = pressured;
+	cvw->pressure_arg = cc;
+}
+
 /* Fills cv's answer from o (the conversation's decision) and says,
  * when asked, whether the pinned endpoint caches only explicitly; cands
  * is read for that when the decision did not read it. */
@@ -587,17 +607,7 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
 	v.lock_margin = c->lock_margin;
 	v.client_provider = client_provider;
-	memset(&cvw, 0, sizeof(cvw));
-	memset(&conv, 0, sizeof(conv));
-	if (have_conv) {
-		snprintf(conv.tag, sizeof(conv.tag), "%s", rc.tag);
-		conv.last_turn = rc.last_turn;
-	}
-	cvw.rv = &v;
-	cvw.conv = have_conv ? &conv : NULL;
-	cvw.idle_seconds = c->conversation_idle_seconds;
-	cvw.pressure = pressured;
-	cvw.pressure_arg = &cc;
+	conv_view(&cvw, &conv, &v, &rc, have_conv, c, &cc);
 	/* Most requests find a live lock (step 4) or bring their own
 	 * provider (step 3), which route_decide() settles before it looks
 	 * at the candidates.  So the candidate list, the largest record and
@@ -793,17 +803,7 @@ route_read_conv(struct store *s, struct route_args *a,
 	if ((err = read_conv(s, a->model, a->conv->hash, &rc, &have)) !=
 	    ORGW_OK)
 		return err;
-	memset(&cvw, 0, sizeof(cvw));
-	memset(&conv, 0, sizeof(conv));
-	if (have) {
-		snprintf(conv.tag, sizeof(conv.tag), "%s", rc.tag);
-		conv.last_turn = rc.last_turn;
-	}
-	cvw.rv = v;
-	cvw.conv = have ? &conv : NULL;
-	cvw.idle_seconds = a->c->conversation_idle_seconds;
-	cvw.pressure = pressured;
-	cvw.pressure_arg = cc;
+	conv_view(&cvw, &conv, v, &rc, have, a->c, cc);
 	convroute_decide(&cvw, &o);
 	if (o.kind != ROUTE_LOCKED || o.needs_cands || o.conversation)
 		return ORGW_OK;
