@@ -373,6 +373,40 @@ pressure_key_name(char *k, const char *model, const char *tag)
 	key3(k, STATE_PRESSURE_PREFIX, model, tag);
 }
 
+/*
+ * A conversation's record decoded, routing part and cache record, kept
+ * in a memo (memo.h): a conversation's next turn usually finds the text
+ * this process wrote at its last one, and decoding it is most of what a
+ * conversation costs a request.  Plain bytes: the memo copies them.
+ */
+struct conv_val {
+	struct rec_conv rc;
+	struct convcache cc;
+};
+static struct memo conv_memo = MEMO_INIT(sizeof(struct conv_val), NULL,
+					 NULL);
+
+/* Decodes text (key k) into *cv; false when it is no conversation
+ * record.  A cache record that does not decode reads as none. */
+static bool
+conv_decode(const char *k, const char *text, struct conv_val *cv)
+{
+	cJSON *cache = NULL;
+
+	if (memo_get(&conv_memo, k, text, cv))
+		return true;
+	if (text == NULL || record_conv_decode(text, &cv->rc, &cache) !=
+				    ORGW_OK) {
+		cJSON_Delete(cache);
+		return false;
+	}
+	if (cache == NULL || convcache_decode(cache, &cv->cc) != ORGW_OK)
+		convcache_init(&cv->cc);
+	cJSON_Delete(cache);
+	memo_put(&conv_memo, k, text, cv);
+	return true;
+}
+
 /* Reads the conversation's record (its routing part); *have false when
  * there is none or it does not decode. */
 static enum orgw_err
@@ -380,6 +414,7 @@ read_conv(struct store *s, const char *model, const char *hash,
 	  struct rec_conv *rc, bool *have)
 {
 	char k[KEY_MAX], *v = NULL;
+	struct conv_val *cv;
 	enum orgw_err err;
 
 	memset(rc, 0, sizeof(*rc));
@@ -387,7 +422,15 @@ read_conv(struct store *s, const char *model, const char *hash,
 	conv_key_name(k, model, hash);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
-	*have = v != NULL && record_conv_decode(v, rc, NULL) == ORGW_OK;
+	if (v != NULL) {
+		if ((cv = malloc(sizeof(*cv))) == NULL) {
+			free(v);
+			return ORGW_ENOMEM;
+		}
+		if ((*have = conv_decode(k, v, cv)))
+			*rc = cv->rc;
+		free(cv);
+	}
 	free(v);
 	return ORGW_OK;
 }
@@ -1597,10 +1640,9 @@ batch_conv(struct store *s, const struct finish_job *j)
 	static const struct fp_list none;
 	struct convcache_verdict vd;
 	struct convcache_turn t;
-	struct convcache *cc = NULL;
-	struct rec_conv rc;
-	cJSON *cache = NULL, *enc = NULL;
-	char k[KEY_MAX], *v = NULL;
+	struct conv_val *cv = NULL;
+	cJSON *enc = NULL;
+	char k[KEY_MAX], *v = NULL, *text;
 	enum orgw_err err;
 
 	if (ct == NULL)
@@ -1615,15 +1657,15 @@ batch_conv(struct store *s, const struct finish_job *j)
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	err = ORGW_ENOMEM;
-	if ((cc = malloc(sizeof(*cc))) == NULL)
+	if ((cv = malloc(sizeof(*cv))) == NULL)
 		goto out;
-	if (v == NULL || record_conv_decode(v, &rc, &cache) != ORGW_OK)
-		memset(&rc, 0, sizeof(rc));
-	if (cache == NULL || convcache_decode(cache, cc) != ORGW_OK)
-		convcache_init(cc);
+	if (!conv_decode(k, v, cv)) {
+		memset(&cv->rc, 0, sizeof(cv->rc));
+		convcache_init(&cv->cc);
+	}
 	/* A body holding only new input has no prefix to compare. */
 	if (ct->only_new)
-		memset(&cc->prefix, 0, sizeof(cc->prefix));
+		memset(&cv->cc.prefix, 0, sizeof(cv->cc.prefix));
 	memset(&t, 0, sizeof(t));
 	t.fp = ct->fp != NULL ? ct->fp : &none;
 	t.provider = d->tag;
@@ -1635,21 +1677,28 @@ batch_conv(struct store *s, const struct finish_job *j)
 	t.saved = d->uncached_usd > d->cost_usd ?
 			  d->uncached_usd - d->cost_usd :
 			  0;
-	convcache_classify(cc, &t, ct->ttl_s, &vd);
-	convcache_update(cc, &t, &vd);
-	snprintf(rc.model, sizeof(rc.model), "%s", j->model);
-	snprintf(rc.tag, sizeof(rc.tag), "%s", d->tag ? d->tag : "");
-	snprintf(rc.show, sizeof(rc.show), "%s", ct->show ? ct->show : "");
-	if (rc.turns == 0) {
-		rc.first_seen = d->now;
-		rc.spread = ct->spread;
+	convcache_classify(&cv->cc, &t, ct->ttl_s, &vd);
+	convcache_update(&cv->cc, &t, &vd);
+	snprintf(cv->rc.model, sizeof(cv->rc.model), "%s", j->model);
+	snprintf(cv->rc.tag, sizeof(cv->rc.tag), "%s", d->tag ? d->tag : "");
+	snprintf(cv->rc.show, sizeof(cv->rc.show), "%s",
+		 ct->show ? ct->show : "");
+	if (cv->rc.turns == 0) {
+		cv->rc.first_seen = d->now;
+		cv->rc.spread = ct->spread;
 	}
-	rc.last_turn = d->now;
-	rc.turns++;
-	if ((enc = cJSON_CreateObject()) == NULL || !convcache_encode(cc, enc))
+	cv->rc.last_turn = d->now;
+	cv->rc.turns++;
+	if ((enc = cJSON_CreateObject()) == NULL ||
+	    !convcache_encode(&cv->cc, enc)) {
+		cJSON_Delete(enc);
 		goto out;
-	if ((err = store_put_text(s, k, record_conv_encode(&rc, enc))) !=
-	    ORGW_OK)
+	}
+	/* enc is the record's now. */
+	if ((text = record_conv_encode_take(&cv->rc, enc)) == NULL)
+		goto out;
+	memo_put(&conv_memo, k, text, cv);
+	if ((err = store_put_text(s, k, text)) != ORGW_OK)
 		goto out;
 	ct->written = true;
 	ct->is_break = vd.is_break;
@@ -1658,9 +1707,7 @@ batch_conv(struct store *s, const struct finish_job *j)
 			 vd.at :
 			 -1;
 out:
-	cJSON_Delete(enc);
-	cJSON_Delete(cache);
-	free(cc);
+	free(cv);
 	free(v);
 	return err;
 }
