@@ -1031,7 +1031,7 @@ attempt_error(const struct attempt *a)
 }
 
 /*
- * A 429 on a conversation's turn (SPEC 12.3): a provider 429 puts the
+ * A 429 on a conversation's turn: a provider 429 (one naming it) puts the
  * provider under pressure for the model; a turn without a warm provider
  * then goes at once to the next candidate neither cooling nor under
  * pressure.  True when it moved (the attempt loop retries without a

@@ -97,8 +97,8 @@ void scorerun_free(struct scorerun_model *v, size_t n);
  */
 enum orgw_err scorerun_prune(const struct orgw_conf *c, size_t *dropped);
 
-/* A conversation record unused this long is dropped (SPEC: none older
- * than a day). */
+/* A conversation record unused this long is dropped: a day, far past any
+ * provider's cache lifetime. */
 #define SCORERUN_CONV_MAX_AGE_S 86400
 
 /*

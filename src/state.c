@@ -1630,7 +1630,8 @@ batch_lease(struct store *s, const struct finish_job *j)
  * the turn classified against it and added (convcache.h), and the
  * record written back: one fixed-size read and write.  Runs after
  * batch_cell, which priced the turn.  Ids counted under
- * STATE_OTHER_MODEL keep no conversations (SPEC 4 step 2).
+ * STATE_OTHER_MODEL keep no conversations: invented ids must not grow
+ * the state.
  */
 static enum orgw_err
 batch_conv(struct store *s, const struct finish_job *j)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0658-conversations: conversations through lighttpd, the workers and the
-# double (SPEC 12), on GDBM or (ORGW_STATE_BACKEND=redis) Redis:
+# double, on GDBM or (ORGW_STATE_BACKEND=redis) Redis:
 #   - a team: 8 concurrent Claude Code-shaped Messages sessions (their
 #     x-claude-code-session-id, a cached system prompt, 5 turns each)
 #     against a locked provider that serves 4 at once: every request 200,
