@@ -997,7 +997,8 @@ do_conv_sweep(struct store *s, void *arg)
 		return ORGW_ENOMEM;
 	/* The most recently used MAX_CONVERSATIONS that were used within a
 	 * day stay; the rest go, the oldest first. */
-	qsort(cs->conv, cs->n_conv, sizeof(*cs->conv), by_last_desc);
+	if (cs->n_conv > 0)
+		qsort(cs->conv, cs->n_conv, sizeof(*cs->conv), by_last_desc);
 	while (keep < cs->n_conv && keep < (size_t)cs->max &&
 	       cs->now - cs->conv[keep].last <= SCORERUN_CONV_MAX_AGE_S)
 		keep++;

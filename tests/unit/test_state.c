@@ -840,7 +840,7 @@ test_conv(void)
 	struct state_route r, next;
 	struct state_conv cv;
 	struct state_conv_turn ct;
-	char tag[ORGW_TAG_MAX];
+	char tag[ORGW_TAG_MAX], *pv;
 	int64_t lu;
 	bool moved = false;
 
@@ -881,8 +881,9 @@ test_conv(void)
 				 ORGW_OK &&
 			 moved && strcmp(next.tag, "c") == 0 &&
 			 next.conversation);
-	T_ASSERT("conv: the pressure record is there",
-		 get("PRESSURE:" M ":b") != NULL);
+	pv = get("PRESSURE:" M ":b");
+	T_ASSERT("conv: the pressure record is there", pv != NULL);
+	free(pv);
 	T_ASSERT("conv: a new conversation under pressure starts on c "
 		 "(spread)",
 		 conv_route(h3, NOW + 41, &r, &cv) == ORGW_OK &&
