@@ -883,9 +883,9 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
-		rl->req.stream ? 1 : 0, outcome,
+		rl->req.stream ? 1 : 0, outcome, conv,
 		rl->in->team ? " key=" : "",
-		rl->in->team ? rl->in->team->key.name : "", conv);
+		rl->in->team ? rl->in->team->key.name : "");
 }
 
 /* The off-pin check: did the pinned provider really serve? */
