@@ -870,8 +870,8 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 	log_msg("req",
 		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
 		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
-		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s "
-		"stream=%d outcome=%s%s%s%s",
+		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s%s "
+		"stream=%d outcome=%s%s%s",
 		(long long)clock_now_s(), rl->api->name,
 		log_safe(m, sizeof(m), rl->req.model), asked,
 		(rl->attempts ? rl->used_conv : rl->route.conversation) ?
@@ -883,7 +883,7 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
-		rl->req.stream ? 1 : 0, outcome, conv,
+		conv, rl->req.stream ? 1 : 0, outcome,
 		rl->in->team ? " key=" : "",
 		rl->in->team ? rl->in->team->key.name : "");
 }
