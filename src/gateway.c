@@ -1001,6 +1001,9 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 	in.query = env->query;
 	in.headers = hdrs;
 	in.team = team;
+	in.conv.x_session_id = env->x_session_id;
+	in.conv.claude_session_id = env->claude_session_id;
+	in.conv.session_id = env->session_id;
 	if (id == R_COUNT_TOKENS && team != NULL &&
 	    (e = count_tokens_allowed(c, api, &team->key, body.p, body.len,
 				      err, sizeof(err), &param)) != ORGW_OK &&

@@ -599,7 +599,17 @@ record_cooldown_decode(const char *text, struct rec_cooldown *c)
 char *
 record_conv_encode(const struct rec_conv *c, const cJSON *cache)
 {
-	cJSON *o = cJSON_CreateObject(), *cc;
+	cJSON *cc = NULL;
+
+	if (cache != NULL && (cc = cJSON_Duplicate(cache, 1)) == NULL)
+		return NULL;
+	return record_conv_encode_take(c, cc);
+}
+
+char *
+record_conv_encode_take(const struct rec_conv *c, cJSON *cc)
+{
+	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
 	ok = ok && add_num(o, "v", RECORD_VERSION);
@@ -610,9 +620,8 @@ record_conv_encode(const struct rec_conv *c, const cJSON *cache)
 	ok = ok && add_num(o, "last_turn", (double)c->last_turn);
 	ok = ok && add_num(o, "turns", (double)c->turns);
 	ok = ok && cJSON_AddBoolToObject(o, "spread", c->spread) != NULL;
-	if (ok && cache != NULL) {
-		cc = cJSON_Duplicate(cache, 1);
-		ok = cc != NULL && cJSON_AddItemToObject(o, "cache", cc);
+	if (cc != NULL) {
+		ok = ok && cJSON_AddItemToObject(o, "cache", cc);
 		if (!ok)
 			cJSON_Delete(cc);
 	}

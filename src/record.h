@@ -199,6 +199,9 @@ char *record_conv_encode(const struct rec_conv *c,
 			 const struct cJSON *cache);
 enum orgw_err record_conv_decode(const char *text, struct rec_conv *c,
 				 struct cJSON **cache);
+/* record_conv_encode() that takes cache (may be NULL) instead of
+ * copying it: it is the record's, or deleted on failure. */
+char *record_conv_encode_take(const struct rec_conv *c, struct cJSON *cache);
 
 /*
  * PRESSURE:<model>:<tag>: the provider answered a provider 429 for the

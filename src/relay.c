@@ -46,7 +46,11 @@
 #include "api.h"
 #include "buf.h"
 #include "clock.h"
+#include "conv.h"
+#include "convbody.h"
+#include "convcache.h"
 #include "failover.h"
+#include "fingerprint.h"
 #include "genq.h"
 #include "jsonscan.h"
 #include "log.h"
@@ -96,6 +100,29 @@ struct attempt {
 	struct api_answer ans;	/* what the answer said (api.h) */
 };
 
+/* A conversation's turn (conv.h): its key, what the route said of it,
+ * its prompt's fingerprints and the body edits it asks for. */
+struct relay_conv {
+	bool on;			/* the request has a conversation */
+	struct conv_key key;
+	char show[CONV_SHOW_MAX];
+	struct state_conv route;	/* the route transaction's answer */
+	struct state_conv_turn turn;	/* the finish's */
+	struct fp_list fp;		/* owned */
+	bool has_breakpoint;		/* the body has a cache breakpoint */
+	bool only_new;			/* Responses with previous_response_id */
+	char explicit_tag[ORGW_TAG_MAX]; /* the pin route.explicit_cache is
+					  * about */
+	char *input;			/* input without provider-bound
+					 * reasoning items (malloc'd), once
+					 * made */
+	size_t dropped;			/* items it leaves out */
+	bool input_made;
+	bool drop;			/* the next attempt sends input */
+	bool retried;			/* retried for invalid_encrypted */
+	size_t dropped_sent;		/* items left out of what was sent */
+};
+
 struct relay {
 	const struct orgw_conf *c;
 	const struct orgw_io *io;
@@ -107,6 +134,8 @@ struct relay {
 				 * under STATE_OTHER_MODEL */
 	char used_tag[ORGW_TAG_MAX];	/* pin of the last attempt, "" none */
 	enum route_kind used_route;	/* route of the last attempt */
+	bool used_conv;			/* ... pinned to its conversation's
+					 * provider, not the lock */
 	char *fwd;		/* forwarded body (cJSON allocated) */
 	int attempts;
 	bool head_sent;		/* the client has its header block */
@@ -125,6 +154,7 @@ struct relay {
 	bool ok;		/* a success, for the stats and the breaker */
 	const char *result;	/* outcome= in the log */
 	int rc;			/* what relay_handle returns */
+	struct relay_conv cv;
 };
 
 /* Starts an attempt whose non-streamed answer may be max bytes
@@ -147,6 +177,8 @@ relay_free(struct relay *rl)
 	size_t answer = rl->a.body.len + rl->a.tree_bytes;
 
 	reqval_free(&rl->req);
+	fp_list_clear(&rl->cv.fp);
+	free(rl->cv.input);
 	cJSON_free(rl->fwd);
 	buf_free(&rl->held);
 	buf_free(&rl->pending);
@@ -177,7 +209,9 @@ orgw_headers(const struct relay *rl, char *dst, size_t n)
 		 "X-Orgw-Provider: %s\r\nX-Orgw-Route: %s\r\n"
 		 "X-Orgw-Attempts: %d\r\n%s%s%s%s%s%s",
 		 pinned_tag(rl) ? pinned_tag(rl) : "auto",
-		 route_name(rl->route.kind), rl->attempts,
+		 rl->route.conversation ? "conversation" :
+					  route_name(rl->route.kind),
+		 rl->attempts,
 		 id[0] ? "X-Generation-Id: " : "", id, id[0] ? "\r\n" : "",
 		 anth ? "request-id: " : "", anth ? id : "",
 		 anth ? "\r\n" : "");
@@ -863,8 +897,12 @@ route_request(struct relay *rl)
 		rl->route.kind = ROUTE_UNPINNED;
 		return;
 	}
-	state_route(rl->c, rl->req.model, rl->req.has_provider, now,
-		    &rl->route, rl->in->team ? &rl->in->team->admit : NULL);
+	state_route_conv(rl->c, rl->req.model, rl->req.has_provider, now,
+			 &rl->route, rl->in->team ? &rl->in->team->admit : NULL,
+			 rl->cv.on ? &rl->cv.route : NULL);
+	if (rl->cv.on && rl->cv.route.explicit_cache)
+		snprintf(rl->cv.explicit_tag, sizeof(rl->cv.explicit_tag),
+			 "%s", rl->route.tag);
 	if (rl->in->team != NULL && rl->in->team->admit.verdict != TK_OK)
 		return;
 	if (unknown) {
@@ -904,7 +942,9 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 	    int64_t total)
 {
 	char m[ORGW_MODEL_MAX * 4], asked[ORGW_MODEL_MAX * 4 + 8];
+	char conv[160];
 	const struct api_usage *u = &rl->a.ans.usage;
+	const struct relay_conv *cv = &rl->cv;
 	char basis[32];
 
 	/* Where an estimated cost came from (ledger.h). */
@@ -917,21 +957,43 @@ log_request(const struct relay *rl, const char *outcome, int64_t ttfb,
 		snprintf(asked, sizeof(asked), " alias_of=");
 		log_safe(asked + 10, sizeof(asked) - 10, rl->req.asked);
 	}
+	conv[0] = '\0';
+	if (cv->on) {
+		char show[CONV_SHOW_MAX * 4];
+		int k = snprintf(conv, sizeof(conv), " conv=%s",
+				 log_safe(show, sizeof(show), cv->show));
+
+		if (cv->dropped_sent > 0 && k > 0 && (size_t)k < sizeof(conv))
+			k += snprintf(conv + k, sizeof(conv) - (size_t)k,
+				      " reasoning_dropped=%zu",
+				      cv->dropped_sent);
+		if (cv->turn.is_break && k > 0 && (size_t)k < sizeof(conv)) {
+			k += snprintf(conv + k, sizeof(conv) - (size_t)k,
+				      " break=%s",
+				      convcache_cause_name(cv->turn.cause));
+			if (cv->turn.at >= 0 && k > 0 &&
+			    (size_t)k < sizeof(conv))
+				snprintf(conv + k, sizeof(conv) - (size_t)k,
+					 "@%lld", (long long)cv->turn.at);
+		}
+	}
 	log_msg("req",
 		"time=%lld api=%s model=%s%s route=%s provider=%s status=%d "
 		"attempts=%d ttfb_ms=%lld total_ms=%lld prompt=%lld "
-		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s%s "
+		"cached=%lld cache_write=%lld completion=%lld cost=%.8f%s%s%s "
 		"stream=%d outcome=%s%s%s",
 		(long long)clock_now_s(), rl->api->name,
 		log_safe(m, sizeof(m), rl->req.model), asked,
-		route_name(rl->attempts ? rl->used_route : rl->route.kind),
+		(rl->attempts ? rl->used_conv : rl->route.conversation) ?
+			"conversation" :
+			route_name(rl->attempts ? rl->used_route :
+						  rl->route.kind),
 		rl->used_tag[0] ? rl->used_tag : "auto", rl->final_status,
 		rl->attempts, (long long)ttfb, (long long)total,
 		(long long)u->prompt, (long long)u->cached,
 		(long long)u->cache_write, (long long)u->completion,
 		rl->d.cost_usd, rl->d.cost_estimated ? " cost_estimated=1" : "",
-		basis,
-		rl->req.stream ? 1 : 0, outcome,
+		basis, conv, rl->req.stream ? 1 : 0, outcome,
 		rl->in->team ? " key=" : "",
 		rl->in->team ? rl->in->team->key.name : "");
 }
@@ -1022,12 +1084,138 @@ upstream_url(const struct orgw_conf *c, const struct relay_in *in,
 	return k > 0 && (size_t)k < n;
 }
 
+/*
+ * What a conversation changes in the attempt's body (convbody.h): its
+ * session_id, the automatic cache_control when the pinned endpoint
+ * caches only explicitly, and the input without provider-bound reasoning
+ * items when the turn goes elsewhere than its last provider (or an
+ * upstream 400 said they are unreadable).  -1 when out of memory.
+ */
+static int
+conv_edits(struct relay *rl, struct reqval_edits *ed)
+{
+	struct relay_conv *cv = &rl->cv;
+	const char *pin = pinned_tag(rl), *p;
+	size_t n;
+
+	memset(ed, 0, sizeof(*ed));
+	cv->dropped_sent = 0;
+	if (!cv->on || rl->route.kind == ROUTE_CLIENT)
+		return 0;
+	ed->session_id = conv_forward_session(&cv->key);
+	ed->cache_control = convbody_auto_cache(
+		rl->api->id, rl->c->auto_cache != 0,
+		cv->route.explicit_cache && pin != NULL &&
+			strcmp(pin, cv->explicit_tag) == 0,
+		cv->has_breakpoint);
+	if (rl->api->id != API_RESPONSES)
+		return 0;
+	/* Moved: another provider than the one that served the last turn
+	 * (a conversation unknown here has none to be bound to). */
+	if (cv->route.have &&
+	    (pin == NULL || strcmp(pin, cv->route.prev_tag) != 0))
+		cv->drop = true;
+	if (!cv->drop)
+		return 0;
+	if (!cv->input_made) {
+		cv->input_made = true;
+		if (reqval_input(&rl->req, &p, &n)) {
+			cv->input = convbody_drop_reasoning(p, n, &cv->dropped);
+			if (cv->input == NULL && cv->dropped != 0)
+				return -1;
+		}
+	}
+	ed->input = cv->input;
+	cv->dropped_sent = cv->input != NULL ? cv->dropped : 0;
+	return 0;
+}
+
+/* The error object of the attempt's error body (caller deletes), or
+ * NULL. */
+static cJSON *
+attempt_error(const struct attempt *a)
+{
+	const char *p = a->body.p ? a->body.p : "";
+
+	if (a->is_sse || a->body.len == 0)
+		return NULL;
+	p += padding_len(p, a->body.len);
+	return cJSON_ParseWithLength(p, strlen(p));
+}
+
+/*
+ * A 429 on a conversation's turn: a provider 429 (one naming it) puts the
+ * provider under pressure for the model; a turn without a warm provider
+ * then goes at once to the next candidate neither cooling nor under
+ * pressure.  True when it moved (the attempt loop retries without a
+ * wait).
+ */
+static bool
+conv_429(struct relay *rl)
+{
+	struct state_route next = rl->route;
+	bool moved = false, p429;
+	cJSON *err;
+
+	if (!rl->cv.on || rl->used_tag[0] == '\0' ||
+	    rl->route.kind == ROUTE_CLIENT)
+		return false;
+	err = attempt_error(&rl->a);
+	p429 = failover_provider_429(true, convbody_429_named(err), false);
+	cJSON_Delete(err);
+	if (!p429)
+		return false;
+	(void)state_pressure(rl->c, rl->req.model, rl->used_tag, clock_now_s(),
+			     rl->cv.route.warm ? NULL : &next, &moved);
+	if (!failover_429_moves(p429, rl->cv.route.warm, moved, rl->attempts,
+				rl->c->max_attempts))
+		return false;
+	rl->route = next;
+	return true;
+}
+
+/*
+ * An upstream 400 saying a reasoning item's encrypted_content cannot be
+ * read (another provider made it): retried once at once without those
+ * items; not a provider failure.  True when it is to be retried.
+ */
+static bool
+conv_invalid_encrypted(struct relay *rl)
+{
+	struct relay_conv *cv = &rl->cv;
+	const char *p;
+	size_t n;
+	cJSON *err;
+	bool mentions;
+
+	if (rl->api->id != API_RESPONSES || rl->a.status != 400 ||
+	    cv->retried)
+		return false;
+	err = attempt_error(&rl->a);
+	mentions = convbody_invalid_encrypted(err);
+	cJSON_Delete(err);
+	if (!mentions)
+		return false;
+	if (!cv->input_made) {
+		cv->input_made = true;
+		if (reqval_input(&rl->req, &p, &n))
+			cv->input = convbody_drop_reasoning(p, n, &cv->dropped);
+	}
+	if (!convbody_retry_without_reasoning(rl->a.status, mentions,
+					      cv->input != NULL, cv->retried))
+		return false;
+	cv->retried = true;
+	cv->drop = true;
+	return true;
+}
+
 /* One upstream attempt; its verdict in rl->v.  -1 when out of memory. */
 static int
 run_attempt(struct relay *rl)
 {
 	struct upstream_call call;
 	struct upstream_result r;
+	struct reqval_edits ed;
 	char url[4096];
 
 	attempt_reset(&rl->a, rl->c->max_answer_bytes);
@@ -1037,7 +1225,10 @@ run_attempt(struct relay *rl)
 		buf_reset(&rl->held);
 	buf_reset(&rl->pending);
 	cJSON_free(rl->fwd);
-	rl->fwd = reqval_forward(&rl->req, pinned_tag(rl), rl->route.max_out);
+	if (conv_edits(rl, &ed) != 0)
+		return -1;
+	rl->fwd = reqval_forward_edit(&rl->req, pinned_tag(rl),
+				      rl->route.max_out, &ed);
 	if (rl->fwd == NULL)
 		return -1;
 	if (!upstream_url(rl->c, rl->in, rl->api->upstream_path, url,
@@ -1073,6 +1264,7 @@ run_attempt(struct relay *rl)
 	snprintf(rl->used_tag, sizeof(rl->used_tag), "%s",
 		 pinned_tag(rl) ? pinned_tag(rl) : "");
 	rl->used_route = rl->route.kind;
+	rl->used_conv = rl->route.conversation;
 	rl->a.t_start = clock_mono_ms();
 	if (upstream_perform(&call, &r) != ORGW_OK)
 		return -1;
@@ -1108,6 +1300,10 @@ attempt_loop(struct relay *rl)
 			return -1;
 		if (rl->v.out == FO_429)
 			rl->d.e429 = 1;	/* requests that met a 429 */
+		if (rl->attempts < c->max_attempts &&
+		    ((rl->v.out == FO_429 && conv_429(rl)) ||
+		     (rl->v.out == FO_CLIENT && conv_invalid_encrypted(rl))))
+			continue;
 		if (rl->v.out == FO_FAIL) {
 			failover_count(&rl->d, rl->v.kind);
 			provider_failed(rl, rl->v.kind);
@@ -1293,9 +1489,19 @@ bookkeep(struct relay *rl)
 		gen_job(rl, &job);
 		rl->d.hold = NULL;
 	}
-	state_finish(rl->c, rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
-		     &rl->d,
-		     rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL);
+	if (rl->cv.on) {
+		rl->cv.turn.hash = rl->cv.key.hash;
+		rl->cv.turn.show = rl->cv.show;
+		rl->cv.turn.fp = &rl->cv.fp;
+		rl->cv.turn.only_new = rl->cv.only_new;
+		rl->cv.turn.spread = rl->cv.route.spread;
+		rl->cv.turn.ttl_s = rl->c->cache_ttl_seconds;
+	}
+	state_finish_conv(rl->c,
+			  rl->unknown ? STATE_OTHER_MODEL : rl->req.model,
+			  &rl->d,
+			  rl->ok && rl->d.eslow == 0 ? rl->d.tag : NULL,
+			  rl->cv.on ? &rl->cv.turn : NULL);
 	/* A request looked up is counted in its key's use with its
 	 * spend, once that is known. */
 	if (rl->in->team != NULL && !lookup)
@@ -1390,6 +1596,41 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			   extra[0] ? extra : NULL);
 }
 
+/*
+ * The request's conversation, from the body reqval parsed (which is
+ * then freed: a large body is parsed once): its key, scoped by the team
+ * key's name ("" for the operator's key) and the model; the prompt's
+ * fingerprints; whether it carries a cache breakpoint.  A client's own
+ * provider object routes itself: no conversation.  Out of memory leaves
+ * the request without one.
+ */
+static void
+conv_prepare(struct relay *rl)
+{
+	struct relay_conv *cv = &rl->cv;
+	const cJSON *tree = rl->req.tree, *prev;
+
+	if (tree == NULL || rl->req.has_provider)
+		goto out;
+	if (conv_key_of(tree, &rl->in->conv,
+			rl->in->team ? rl->in->team->key.name : "",
+			rl->req.model, &cv->key) != ORGW_OK ||
+	    fp_compute(tree, rl->api->id, &cv->fp) != ORGW_OK)
+		goto out;
+	conv_show(&cv->key, cv->show, sizeof(cv->show));
+	cv->has_breakpoint = convbody_has_breakpoint(tree);
+	prev = cJSON_GetObjectItemCaseSensitive(tree, "previous_response_id");
+	cv->only_new = rl->api->id == API_RESPONSES && cJSON_IsString(prev);
+	cv->route.hash = cv->key.hash;
+	cv->route.want_explicit =
+		rl->c->auto_cache != 0 && rl->api->id != API_RESPONSES &&
+		!cv->has_breakpoint;
+	cv->on = true;
+out:
+	cJSON_Delete(rl->req.tree);
+	rl->req.tree = NULL;
+}
+
 /* What is held back before the first token is bounded (docs/design.md 5), and the
  * bound admits what the API legitimately holds (api.h): Responses' first
  * two events each echo the request's instructions and tools, so its
@@ -1456,6 +1697,7 @@ relay_handle(const struct orgw_conf *c, const struct orgw_io *io,
 		in->team->admit.prompt_max = (int64_t)in->len;
 		in->team->admit.out_max = out_limit(&rl.req);
 	}
+	conv_prepare(&rl);
 	route_request(&rl);
 	if (in->team != NULL && in->team->admit.verdict != TK_OK) {
 		rc = team_refuse(&rl, in->team->admit.verdict);

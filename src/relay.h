@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "conf.h"
+#include "conv.h"
 #include "http.h"
 #include "teamauth.h"
 
@@ -27,6 +28,8 @@ struct relay_in {
 	 * operator's: its model, budget and rate limits are checked
 	 * before anything goes upstream, its use counted at the end. */
 	struct teamauth *team;
+	/* The headers a conversation's key may come from (conv.h). */
+	struct conv_headers conv;
 };
 
 /*

@@ -309,7 +309,12 @@ reqval_parse(const struct api *api, const char *body, size_t len,
 	else if (msg == msg_oom)
 		e = ORGW_ENOMEM;
 out:
-	cJSON_Delete(root);
+	/* Kept for the caller's own reads (the conversation key, the
+	 * fingerprints): a large body is parsed once. */
+	if (e == ORGW_OK)
+		r->tree = root;
+	else
+		cJSON_Delete(root);
 	if (e != ORGW_OK) {
 		reqval_free(r);
 		snprintf(err, errlen, "%s", msg);
@@ -498,4 +503,6 @@ reqval_free(struct api_req *r)
 	r->n_models = 0;
 	cJSON_Delete(r->models_doc);
 	r->models_doc = NULL;
+	cJSON_Delete(r->tree);
+	r->tree = NULL;
 }

@@ -50,6 +50,9 @@ struct api_req {
 	const char **models;
 	size_t n_models;
 	struct cJSON *models_doc;	/* the "models" value's copy */
+	struct cJSON *tree;		/* the parsed body, owned (reqval_free
+					 * deletes it; the caller may delete
+					 * it earlier and set it NULL) */
 };
 
 /*

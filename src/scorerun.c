@@ -870,15 +870,161 @@ scorerun_fold(const struct orgw_conf *c, int64_t now, size_t *folded)
 	return err;
 }
 
+/* The conversation records and pressure records, collected while the
+ * store is walked: what is dropped is deleted after it. */
+struct conv_ent {
+	char *key;
+	int64_t last;		/* a conversation's last turn, a pressure's
+				 * end */
+};
+
+struct conv_sweep {
+	int64_t now;
+	int max;
+	struct conv_ent *conv, *press;
+	size_t n_conv, cap_conv, n_press, cap_press;
+	bool oom;
+	size_t dropped;		/* out */
+};
+
+static void
+conv_sweep_clear(struct conv_sweep *cs)
+{
+	size_t i;
+
+	for (i = 0; i < cs->n_conv; i++)
+		free(cs->conv[i].key);
+	for (i = 0; i < cs->n_press; i++)
+		free(cs->press[i].key);
+	free(cs->conv);
+	free(cs->press);
+	cs->conv = cs->press = NULL;
+	cs->n_conv = cs->cap_conv = cs->n_press = cs->cap_press = 0;
+	cs->oom = false;
+}
+
+static bool
+conv_ent_add(struct conv_ent **v, size_t *n, size_t *cap, const char *key,
+	     int64_t last)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct conv_ent *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return false;
+		*v = nv;
+		*cap = nc;
+	}
+	if (((*v)[*n].key = strdup(key)) == NULL)
+		return false;
+	(*v)[(*n)++].last = last;
+	return true;
+}
+
+static int
+conv_key_seen(void *arg, const char *key, const char *val)
+{
+	struct conv_sweep *cs = arg;
+	struct rec_conv rc;
+
+	/* A record that does not decode is as old as can be. */
+	if (record_conv_decode(val, &rc, NULL) != ORGW_OK)
+		rc.last_turn = 0;
+	if (!conv_ent_add(&cs->conv, &cs->n_conv, &cs->cap_conv, key,
+			  rc.last_turn)) {
+		cs->oom = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+press_key_seen(void *arg, const char *key, const char *val)
+{
+	struct conv_sweep *cs = arg;
+	struct rec_pressure p;
+
+	if (record_pressure_decode(val, &p) != ORGW_OK)
+		p.until = 0;
+	if (p.until > cs->now)
+		return 0;
+	if (!conv_ent_add(&cs->press, &cs->n_press, &cs->cap_press, key,
+			  p.until)) {
+		cs->oom = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Newest first. */
+static int
+by_last_desc(const void *a, const void *b)
+{
+	const struct conv_ent *x = a, *y = b;
+
+	return x->last < y->last ? 1 : x->last > y->last ? -1 : 0;
+}
+
+static enum orgw_err
+do_conv_sweep(struct store *s, void *arg)
+{
+	struct conv_sweep *cs = arg;
+	enum orgw_err err;
+	size_t i, keep = 0;
+
+	conv_sweep_clear(cs);
+	cs->dropped = 0;
+	if ((err = store_each(s, statekeys_prefix(SK_CONV), conv_key_seen, cs)) != ORGW_OK ||
+	    (err = store_each(s, statekeys_prefix(SK_PRESSURE),
+				 press_key_seen, cs)) != ORGW_OK)
+		return err;
+	if (cs->oom)
+		return ORGW_ENOMEM;
+	/* The most recently used MAX_CONVERSATIONS that were used within a
+	 * day stay; the rest go, the oldest first. */
+	if (cs->n_conv > 0)
+		qsort(cs->conv, cs->n_conv, sizeof(*cs->conv), by_last_desc);
+	while (keep < cs->n_conv && keep < (size_t)cs->max &&
+	       cs->now - cs->conv[keep].last <= SCORERUN_CONV_MAX_AGE_S)
+		keep++;
+	for (i = keep; err == ORGW_OK && i < cs->n_conv; i++)
+		err = store_del(s, cs->conv[i].key);
+	for (i = 0; err == ORGW_OK && i < cs->n_press; i++)
+		err = store_del(s, cs->press[i].key);
+	if (err == ORGW_OK)
+		cs->dropped = cs->n_conv - keep;
+	return err;
+}
+
+enum orgw_err
+scorerun_conv_sweep(const struct orgw_conf *c, int64_t now, size_t *dropped)
+{
+	struct conv_sweep cs;
+	enum orgw_err err;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.now = now;
+	cs.max = c->max_conversations;
+	err = state_txn(c, true, do_conv_sweep, &cs);
+	*dropped = err == ORGW_OK ? cs.dropped : 0;
+	conv_sweep_clear(&cs);
+	if (err != ORGW_OK)
+		log_warn("scorer: sweeping the conversations of %s: %s",
+			 c->state_path, orgw_strerror(err));
+	return err;
+}
+
 enum orgw_err
 scorerun_prune(const struct orgw_conf *c, size_t *dropped)
 {
 	struct prune_args pa = {c, 0, 0};
 	enum orgw_err err = state_txn(c, true, do_prune, &pa);
-	size_t folded;
+	size_t folded, convs;
 
 	*dropped = pa.dropped;
 	(void)scorerun_fold(c, clock_now_s(), &folded);
+	(void)scorerun_conv_sweep(c, clock_now_s(), &convs);
 	if (err != ORGW_OK)
 		log_warn("scorer: pruning the seen models of %s: %s",
 			 c->state_path, orgw_strerror(err));

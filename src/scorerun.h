@@ -92,9 +92,24 @@ void scorerun_free(struct scorerun_model *v, size_t n);
  * MODELS_SEEN list to MODEL_SEEN:<model> keys and, past MAX_MODELS,
  * drops the longest unused models (last use: the lock's last_used, else
  * first seen).  *dropped says how many.  Then folds the ledger's old
- * days (scorerun_fold).  Logs and returns the pruning's error.
+ * days (scorerun_fold) and sweeps the conversations
+ * (scorerun_conv_sweep).  Logs and returns the pruning's error.
  */
 enum orgw_err scorerun_prune(const struct orgw_conf *c, size_t *dropped);
+
+/* A conversation record unused this long is dropped: a day, far past any
+ * provider's cache lifetime. */
+#define SCORERUN_CONV_MAX_AGE_S 86400
+
+/*
+ * In one exclusive transaction: drops the conversation records
+ * (CONV:<model>:<hash>) whose last turn is more than a day before now,
+ * and past MAX_CONVERSATIONS the least recently used; and the pressure
+ * records (PRESSURE:<model>:<tag>) that ended.  *dropped says how many
+ * conversations went.  scorerun_prune() runs it.  Logs its error.
+ */
+enum orgw_err scorerun_conv_sweep(const struct orgw_conf *c, int64_t now,
+				  size_t *dropped);
 
 /*
  * In one exclusive transaction, adds every ledger cell of a day before

@@ -25,6 +25,9 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "convbody.h"
+#include "convcache.h"
+#include "convroute.h"
 #include "failover.h"
 #include "hold.h"
 #include "ledger.h"
@@ -353,6 +356,114 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 	snprintf(r->provider_name, sizeof(r->provider_name), "%s",
 		 name ? name : "");
 	r->max_out = max_out;
+	r->conversation = false;
+}
+
+/*
+ * The state keys of a conversation and of a provider's pressure.  Each is
+ * built here only, so the key schema has one place per prefix.
+ */
+static void
+conv_key_name(char *k, const char *model, const char *hash)
+{
+	key3(k, SK_CONV, model, hash);
+}
+
+static void
+pressure_key_name(char *k, const char *model, const char *tag)
+{
+	key3(k, SK_PRESSURE, model, tag);
+}
+
+/*
+ * A conversation's record decoded, routing part and cache record, kept
+ * in a memo (memo.h): a conversation's next turn usually finds the text
+ * this process wrote at its last one, and decoding it is most of what a
+ * conversation costs a request.  Plain bytes: the memo copies them.
+ */
+struct conv_val {
+	struct rec_conv rc;
+	struct convcache cc;
+};
+static struct memo conv_memo = MEMO_INIT(sizeof(struct conv_val), NULL,
+					 NULL);
+
+/* Decodes text (key k) into *cv; false when it is no conversation
+ * record.  A cache record that does not decode reads as none. */
+static bool
+conv_decode(const char *k, const char *text, struct conv_val *cv)
+{
+	cJSON *cache = NULL;
+
+	if (memo_get(&conv_memo, k, text, cv))
+		return true;
+	if (text == NULL || record_conv_decode(text, &cv->rc, &cache) !=
+				    ORGW_OK) {
+		cJSON_Delete(cache);
+		return false;
+	}
+	if (cache == NULL || convcache_decode(cache, &cv->cc) != ORGW_OK)
+		convcache_init(&cv->cc);
+	cJSON_Delete(cache);
+	memo_put(&conv_memo, k, text, cv);
+	return true;
+}
+
+/* Reads the conversation's record (its routing part); *have false when
+ * there is none or it does not decode. */
+static enum orgw_err
+read_conv(struct store *s, const char *model, const char *hash,
+	  struct rec_conv *rc, bool *have)
+{
+	char k[KEY_MAX], *v = NULL;
+	struct conv_val *cv;
+	enum orgw_err err;
+
+	memset(rc, 0, sizeof(*rc));
+	*have = false;
+	conv_key_name(k, model, hash);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (v != NULL) {
+		if ((cv = malloc(sizeof(*cv))) == NULL) {
+			free(v);
+			return ORGW_ENOMEM;
+		}
+		if ((*have = conv_decode(k, v, cv)))
+			*rc = cv->rc;
+		free(cv);
+	}
+	free(v);
+	return ORGW_OK;
+}
+
+/* Reads PRESSURE of tag for model; *p zero when there is none. */
+static enum orgw_err
+read_pressure(struct store *s, const char *model, const char *tag,
+	      struct rec_pressure *p)
+{
+	char k[KEY_MAX], *v = NULL;
+	enum orgw_err err;
+
+	memset(p, 0, sizeof(*p));
+	pressure_key_name(k, model, tag);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	if (v != NULL && record_pressure_decode(v, p) != ORGW_OK)
+		memset(p, 0, sizeof(*p));
+	free(v);
+	return ORGW_OK;
+}
+
+/* convroute_pressure_fn over the store (arg: a struct cool_ctx). */
+static bool
+pressured(void *arg, const char *tag)
+{
+	const struct cool_ctx *cc = arg;
+	struct rec_pressure p;
+
+	return read_pressure(cc->s, cc->model, tag, &p) == ORGW_OK &&
+	       p.until > cc->now;
 }
 
 /*
@@ -449,23 +560,87 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	return err;
 }
 
-/* Decides with what the store holds and writes the lock it implies. */
+/* The conversation's view for convroute_decide(): its record (have),
+ * the model's view rv, the pressure read through cc. */
+static void
+conv_view(struct convroute_view *cvw, struct convroute_conv *conv,
+	  const struct route_view *rv, const struct rec_conv *rc, bool have,
+	  const struct orgw_conf *c, struct cool_ctx *cc)
+{
+	memset(cvw, 0, sizeof(*cvw));
+	memset(conv, 0, sizeof(*conv));
+	if (have) {
+		snprintf(conv->tag, sizeof(conv->tag), "%s", rc->tag);
+		conv->last_turn = rc->last_turn;
+	}
+	cvw->rv = rv;
+	cvw->conv = have ? conv : NULL;
+	cvw->idle_seconds = c->conversation_idle_seconds;
+	cvw->pressure = pressured;
+	cvw->pressure_arg = cc;
+}
+
+/* Fills cv's answer from o (the conversation's decision) and says,
+ * when asked, whether the pinned endpoint caches only explicitly; cands
+ * is read for that when the decision did not read it. */
+static enum orgw_err
+conv_answer(struct store *s, const char *model, const struct rec_conv *rc,
+	    bool have, const struct convroute_out *o,
+	    const struct state_route *r, struct rec_cands *cands,
+	    bool *cands_read, struct state_conv *cv)
+{
+	const struct rec_cand *pc;
+	bool have_cands = true;
+	enum orgw_err err;
+
+	cv->have = have && rc->tag[0] != '\0';
+	snprintf(cv->prev_tag, sizeof(cv->prev_tag), "%s",
+		 have ? rc->tag : "");
+	cv->warm = o->warm;
+	cv->spread = o->spread;
+	cv->moved = o->moved;
+	cv->explicit_cache = false;
+	if (!cv->want_explicit || r->tag[0] == '\0')
+		return ORGW_OK;
+	if (!*cands_read) {
+		if ((err = read_cands(s, model, cands, &have_cands)) !=
+		    ORGW_OK)
+			return err;
+		*cands_read = true;
+	}
+	pc = route_find(cands, r->tag);
+	cv->explicit_cache = pc != NULL && convbody_explicit_cache(pc);
+	return ORGW_OK;
+}
+
+/* Decides with what the store holds and writes the lock it implies;
+ * for a conversation's turn (cv), where convroute_decide() says. */
 static enum orgw_err
 decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
-		bool client_provider, int64_t now, struct state_route *r)
+		bool client_provider, int64_t now, struct state_route *r,
+		struct state_conv *cv)
 {
 	struct rec_lock lock;
 	struct rec_cands cands;
-	const struct rec_cand *pick;
+	struct rec_conv rc;
 	struct cool_ctx cc = {s, model, now};
 	struct route_view v;
-	bool have_lock, have_cands = false;
+	struct convroute_view cvw;
+	struct convroute_conv conv;
+	struct convroute_out o;
+	const struct rec_cand *pick;
+	bool have_lock, have_cands = false, have_conv = false, read = false;
 	char k[KEY_MAX];
 	enum orgw_err err;
 	enum route_kind kind;
 
 	memset(&cands, 0, sizeof(cands));
+	memset(&o, 0, sizeof(o));
+	memset(&rc, 0, sizeof(rc));
 	if ((err = read_lock(s, model, &lock, &have_lock)) != ORGW_OK)
+		return err;
+	if (cv != NULL && !client_provider &&
+	    (err = read_conv(s, model, cv->hash, &rc, &have_conv)) != ORGW_OK)
 		return err;
 	memset(&v, 0, sizeof(v));
 	v.lock = have_lock ? &lock : NULL;
@@ -477,14 +652,19 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
 	v.lock_margin = c->lock_margin;
 	v.client_provider = client_provider;
+	conv_view(&cvw, &conv, &v, &rc, have_conv, c, &cc);
 	/* Most requests find a live lock (step 4) or bring their own
 	 * provider (step 3), which route_decide() settles before it looks
 	 * at the candidates.  So the candidate list, the largest record and
 	 * the costliest to decode, is read only when that first decision
-	 * falls through to steps 5 to 7; the decision taken again with it
-	 * is then the whole of docs/design.md section 4. */
-	kind = route_decide(&v, &pick);
-	if (kind != ROUTE_LOCKED && kind != ROUTE_CLIENT) {
+	 * falls through to steps 5 to 7 (or a conversation's answer needs
+	 * it); the decision taken again with it is then the whole of
+	 * docs/design.md section 4. */
+	if (cv != NULL)
+		convroute_decide(&cvw, &o);
+	else
+		o.kind = route_decide(&v, &o.pick);
+	if (o.needs_cands || (o.kind != ROUTE_LOCKED && o.kind != ROUTE_CLIENT)) {
 		if ((err = read_cands(s, model, &cands, &have_cands)) !=
 		    ORGW_OK) {
 			record_cands_clear(&cands);
@@ -495,10 +675,28 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 			record_cands_clear(&cands);
 			return err;
 		}
+		read = true;
 		v.cands = have_cands ? &cands : NULL;
-		kind = route_decide(&v, &pick);
+		cvw.cands_read = true;
+		if (cv != NULL)
+			convroute_decide(&cvw, &o);
+		else
+			o.kind = route_decide(&v, &o.pick);
 	}
+	kind = o.kind;
+	pick = o.pick;
 	key2(k, SK_BEST_PROVIDER, model);
+	if (o.conversation && pick != NULL) {
+		/* The conversation's provider, not the lock's: pinned there,
+		 * the lock left as it is (no renewal, no move). */
+		struct rec_lock at;
+
+		route_lock_from(&at, pick, now);
+		route_set(r, ROUTE_LOCKED, at.tag, at.provider_name,
+			  at.max_completion_tokens);
+		r->conversation = true;
+		kind = ROUTE_CLIENT;	/* nothing below writes */
+	}
 	switch (kind) {
 	case ROUTE_LOCKED:
 		route_set(r, ROUTE_LOCKED, lock.tag, lock.provider_name,
@@ -526,12 +724,16 @@ decide_and_lock(struct store *s, const struct orgw_conf *c, const char *model,
 		route_set(r, ROUTE_SCORED, NULL, NULL, 0);
 		break;
 	case ROUTE_CLIENT:
-		route_set(r, ROUTE_CLIENT, NULL, NULL, 0);
+		if (!r->conversation)
+			route_set(r, ROUTE_CLIENT, NULL, NULL, 0);
 		break;
 	case ROUTE_UNPINNED:
 		route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
 		break;
 	}
+	if (err == ORGW_OK && cv != NULL)
+		err = conv_answer(s, model, &rc, have_conv, &o, r, &cands,
+				  &read, cv);
 	record_cands_clear(&cands);
 	return err;
 }
@@ -546,6 +748,7 @@ struct route_args {
 	const char *error;
 	bool routed;		/* do_route_read settled it */
 	struct state_admit *admit;	/* a team key's limits, or NULL */
+	struct state_conv *conv;	/* a conversation's turn, or NULL */
 };
 
 /*
@@ -825,7 +1028,41 @@ do_route(struct store *s, void *arg)
 			return ORGW_OK;
 	}
 	return decide_and_lock(s, a->c, a->model, a->client_provider, a->now,
-			       a->r);
+			       a->r, a->conv);
+}
+
+/*
+ * do_route_read for a conversation's turn: settled only when it goes to
+ * the live lock's provider without the candidates (warm there, or new
+ * and the lock not under pressure); anything else is do_route's.
+ */
+static enum orgw_err
+route_read_conv(struct store *s, struct route_args *a,
+		const struct route_view *v, struct cool_ctx *cc)
+{
+	struct convroute_view cvw;
+	struct convroute_conv conv;
+	struct convroute_out o;
+	struct rec_conv rc;
+	struct rec_cands cands;
+	bool have, read = false;
+	enum orgw_err err;
+
+	if ((err = read_conv(s, a->model, a->conv->hash, &rc, &have)) !=
+	    ORGW_OK)
+		return err;
+	conv_view(&cvw, &conv, v, &rc, have, a->c, cc);
+	convroute_decide(&cvw, &o);
+	if (o.kind != ROUTE_LOCKED || o.needs_cands || o.conversation)
+		return ORGW_OK;
+	route_set(a->r, ROUTE_LOCKED, v->lock->tag, v->lock->provider_name,
+		  v->lock->max_completion_tokens);
+	memset(&cands, 0, sizeof(cands));
+	err = conv_answer(s, a->model, &rc, have, &o, a->r, &cands, &read,
+			  a->conv);
+	record_cands_clear(&cands);
+	a->routed = err == ORGW_OK;
+	return err;
 }
 
 struct estimate_arg {
@@ -919,6 +1156,8 @@ do_route_read(struct store *s, void *arg)
 	v.lock_idle_seconds = a->c->lock_idle_seconds;
 	v.score_retry_seconds = SCORE_RETRY_SECONDS;
 	v.lock_margin = a->c->lock_margin;
+	if (a->conv != NULL)
+		return route_read_conv(s, a, &v, &cc);
 	if (route_decide(&v, &pick) != ROUTE_LOCKED)
 		return ORGW_OK;
 	route_set(a->r, ROUTE_LOCKED, lock.tag, lock.provider_name,
@@ -932,9 +1171,26 @@ state_route(const struct orgw_conf *c, const char *model,
 	    bool client_provider, int64_t now, struct state_route *r,
 	    struct state_admit *ad)
 {
+	return state_route_conv(c, model, client_provider, now, r, ad, NULL);
+}
+
+enum orgw_err
+state_route_conv(const struct orgw_conf *c, const char *model,
+		 bool client_provider, int64_t now, struct state_route *r,
+		 struct state_admit *ad, struct state_conv *cv)
+{
 	struct route_args a = {c, model, client_provider, now, r, NULL, NULL,
-			       false, NULL};
+			       false, NULL, cv};
 	enum orgw_err err;
+
+	if (cv != NULL) {
+		const char *hash = cv->hash;
+		bool want = cv->want_explicit;
+
+		memset(cv, 0, sizeof(*cv));
+		cv->hash = hash;
+		cv->want_explicit = want;
+	}
 
 	route_set(r, client_provider ? ROUTE_CLIENT : ROUTE_UNPINNED, NULL,
 		  NULL, 0);
@@ -972,6 +1228,81 @@ state_route(const struct orgw_conf *c, const char *model,
 			 client_provider ? "by the client" : "by OpenRouter");
 		route_set(r, client_provider ? ROUTE_CLIENT : ROUTE_UNPINNED,
 			  NULL, NULL, 0);
+	}
+	return err;
+}
+
+struct pressure_args {
+	const struct orgw_conf *c;
+	const char *model, *tag;
+	int64_t now;
+	bool want_next;
+	struct state_route next;	/* out, when moved */
+	bool moved;
+};
+
+static enum orgw_err
+do_pressure(struct store *s, void *arg)
+{
+	struct pressure_args *a = arg;
+	struct cool_ctx cc = {s, a->model, a->now};
+	const struct rec_cand *n;
+	struct rec_pressure p;
+	struct rec_cands cands;
+	struct rec_lock at;
+	char k[KEY_MAX];
+	bool have;
+	enum orgw_err err;
+
+	a->moved = false;
+	if ((err = read_pressure(s, a->model, a->tag, &p)) != ORGW_OK)
+		return err;
+	p.until = a->now + a->c->pressure_seconds;
+	p.n429++;
+	pressure_key_name(k, a->model, a->tag);
+	if ((err = store_put_text(s, k, record_pressure_encode(&p))) !=
+		    ORGW_OK ||
+	    !a->want_next)
+		return err;
+	if ((err = read_cands(s, a->model, &cands, &have)) != ORGW_OK) {
+		record_cands_clear(&cands);
+		return err;
+	}
+	n = convroute_next(have ? &cands : NULL, cooling, &cc, pressured, &cc,
+			   a->tag);
+	if (n != NULL) {
+		route_lock_from(&at, n, a->now);
+		route_set(&a->next, ROUTE_LOCKED, at.tag, at.provider_name,
+			  at.max_completion_tokens);
+		a->next.conversation = true;
+		a->moved = true;
+	}
+	record_cands_clear(&cands);
+	return ORGW_OK;
+}
+
+enum orgw_err
+state_pressure(const struct orgw_conf *c, const char *model, const char *tag,
+	       int64_t now, struct state_route *next, bool *moved)
+{
+	struct pressure_args a;
+	enum orgw_err err;
+
+	memset(&a, 0, sizeof(a));
+	a.c = c;
+	a.model = model;
+	a.tag = tag;
+	a.now = now;
+	a.want_next = next != NULL;
+	if (moved != NULL)
+		*moved = false;
+	if (!state_tag_ok(tag))
+		return ORGW_EINVAL;
+	err = state_txn(c, true, do_pressure, &a);
+	if (err == ORGW_OK && a.moved) {
+		*next = a.next;
+		if (moved != NULL)
+			*moved = true;
 	}
 	return err;
 }
@@ -1015,7 +1346,7 @@ do_route_scored(struct store *s, void *arg)
 		return err;
 	if (a->res != NULL && (err = seen_mark(s, a->model, a->now)))
 		return err;
-	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
+	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r, NULL);
 	/* Locked by this scoring: report it as such (docs/design.md 4 step 6). */
 	if (err == ORGW_OK && a->r->kind == ROUTE_RELOCKED)
 		a->r->kind = ROUTE_SCORED;
@@ -1029,7 +1360,7 @@ state_route_scored(const struct orgw_conf *c, const char *model,
 		   const struct score_result *res, const char *error,
 		   int64_t now, struct state_route *r)
 {
-	struct route_args a = {c, model, false, now, r, res, error, false, NULL};
+	struct route_args a = {c, model, false, now, r, res, error, false, NULL, NULL};
 	enum orgw_err err;
 
 	route_set(r, ROUTE_UNPINNED, NULL, NULL, 0);
@@ -1053,7 +1384,7 @@ state_store_candidates(const struct orgw_conf *c, const char *model,
 		       int64_t now)
 {
 	struct route_args a = {c, model, false, now, NULL, res, error, false,
-			       NULL};
+			       NULL, NULL};
 
 	return state_txn(c, true, do_store_cands, &a);
 }
@@ -1083,7 +1414,7 @@ follow_lock(struct store *s, const struct fail_args *a)
 
 	if (a->r == NULL)
 		return ORGW_OK;
-	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r);
+	err = decide_and_lock(s, a->c, a->model, false, a->now, a->r, NULL);
 	if (a->r->kind == ROUTE_SCORED || a->r->tag[0] == '\0')
 		route_set(a->r, ROUTE_UNPINNED, NULL, NULL, 0);
 	return err;
@@ -1325,6 +1656,7 @@ struct finish_job {
 	struct stats_delta d;	/* a copy; its strings are the caller's, who
 				 * waits until done */
 	const char *ok_tag;
+	struct state_conv_turn *ct;	/* the caller's, or NULL */
 	enum orgw_err err;
 	bool done;
 	struct finish_job *next;
@@ -1583,6 +1915,94 @@ batch_hold(struct store *s, const struct finish_job *j)
 	return err;
 }
 
+/*
+ * Job j's conversation turn (j->ct): on a success, its record read,
+ * the turn classified against it and added (convcache.h), and the
+ * record written back: one fixed-size read and write.  Runs after
+ * batch_cell, which priced the turn.  Ids counted under
+ * STATE_OTHER_MODEL keep no conversations: invented ids must not grow
+ * the state.
+ */
+static enum orgw_err
+batch_conv(struct store *s, const struct finish_job *j)
+{
+	struct state_conv_turn *ct = j->ct;
+	const struct stats_delta *d = &j->d;
+	static const struct fp_list none;
+	struct convcache_verdict vd;
+	struct convcache_turn t;
+	struct conv_val *cv = NULL;
+	cJSON *enc = NULL;
+	char k[KEY_MAX], *v = NULL, *text;
+	enum orgw_err err;
+
+	if (ct == NULL)
+		return ORGW_OK;
+	ct->written = false;
+	ct->is_break = false;
+	ct->cause = CONVCACHE_NONE;
+	ct->at = -1;
+	if (d->ok == 0 || strcmp(j->as, STATE_OTHER_MODEL) == 0)
+		return ORGW_OK;
+	conv_key_name(k, j->model, ct->hash);
+	if ((err = store_get(s, k, &v)) != ORGW_OK)
+		return err;
+	err = ORGW_ENOMEM;
+	if ((cv = malloc(sizeof(*cv))) == NULL)
+		goto out;
+	if (!conv_decode(k, v, cv)) {
+		memset(&cv->rc, 0, sizeof(cv->rc));
+		convcache_init(&cv->cc);
+	}
+	/* A body holding only new input has no prefix to compare. */
+	if (ct->only_new)
+		memset(&cv->cc.prefix, 0, sizeof(cv->cc.prefix));
+	memset(&t, 0, sizeof(t));
+	t.fp = ct->fp != NULL ? ct->fp : &none;
+	t.provider = d->tag;
+	t.now = d->now;
+	t.prompt_tokens = d->prompt_tokens;
+	t.cached_tokens = d->cached_tokens;
+	t.cache_write_tokens = d->cache_write_tokens;
+	t.cost = d->cost_usd;
+	t.saved = d->uncached_usd > d->cost_usd ?
+			  d->uncached_usd - d->cost_usd :
+			  0;
+	convcache_classify(&cv->cc, &t, ct->ttl_s, &vd);
+	convcache_update(&cv->cc, &t, &vd);
+	snprintf(cv->rc.model, sizeof(cv->rc.model), "%s", j->model);
+	snprintf(cv->rc.tag, sizeof(cv->rc.tag), "%s", d->tag ? d->tag : "");
+	snprintf(cv->rc.show, sizeof(cv->rc.show), "%s",
+		 ct->show ? ct->show : "");
+	if (cv->rc.turns == 0) {
+		cv->rc.first_seen = d->now;
+		cv->rc.spread = ct->spread;
+	}
+	cv->rc.last_turn = d->now;
+	cv->rc.turns++;
+	if ((enc = cJSON_CreateObject()) == NULL ||
+	    !convcache_encode(&cv->cc, enc)) {
+		cJSON_Delete(enc);
+		goto out;
+	}
+	/* enc is the record's now. */
+	if ((text = record_conv_encode_take(&cv->rc, enc)) == NULL)
+		goto out;
+	memo_put(&conv_memo, k, text, cv);
+	if ((err = store_put_text(s, k, text)) != ORGW_OK)
+		goto out;
+	ct->written = true;
+	ct->is_break = vd.is_break;
+	ct->cause = (int)vd.cause;
+	ct->at = vd.is_break && vd.cause == CONVCACHE_PREFIX_CHANGED ?
+			 vd.at :
+			 -1;
+out:
+	free(cv);
+	free(v);
+	return err;
+}
+
 static enum orgw_err
 do_finish_batch(struct store *s, void *arg)
 {
@@ -1605,8 +2025,9 @@ do_finish_batch(struct store *s, void *arg)
 		    (err = batch_cell(s, b, j)) == ORGW_OK &&
 		    (err = batch_hit(s, b, j)) == ORGW_OK &&
 		    (err = batch_ok(s, b, j)) == ORGW_OK &&
-		    (err = batch_lease(s, j)) == ORGW_OK)
-			err = batch_hold(s, j);
+		    (err = batch_lease(s, j)) == ORGW_OK &&
+		    (err = batch_hold(s, j)) == ORGW_OK)
+			err = batch_conv(s, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 
@@ -1680,9 +2101,18 @@ enum orgw_err
 state_finish(const struct orgw_conf *c, const char *model,
 	     struct stats_delta *d, const char *ok_tag)
 {
+	return state_finish_conv(c, model, d, ok_tag, NULL);
+}
+
+enum orgw_err
+state_finish_conv(const struct orgw_conf *c, const char *model,
+		  struct stats_delta *d, const char *ok_tag,
+		  struct state_conv_turn *ct)
+{
 	struct finish_job job;
 
 	memset(&job, 0, sizeof(job));
+	job.ct = ct;
 	job.model = model;
 	job.d = *d;
 	job.d.hit_half_life_tokens = (double)c->hit_rate_half_life_tokens;

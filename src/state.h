@@ -67,6 +67,10 @@ struct state_route {
 	char tag[ORGW_TAG_MAX];		/* "" when unpinned or client */
 	char provider_name[ORGW_TAG_MAX];
 	int64_t max_out;		/* pinned endpoint's output cap, 0 = none */
+	bool conversation;		/* tag is a conversation's provider,
+					 * not the model's lock (X-Orgw-Route:
+					 * conversation); any re-route clears
+					 * it */
 };
 
 /*
@@ -139,6 +143,48 @@ enum orgw_err state_route(const struct orgw_conf *c, const char *model,
 			  bool client_provider, int64_t now,
 			  struct state_route *r, struct state_admit *ad);
 
+/*
+ * A conversation's part of the route (conv.h, convroute.h).  Its record
+ * (CONV:<model>:<hash>) and the pressure of the providers it may go to
+ * (PRESSURE:<model>:<tag>) are read in the route transaction the request
+ * makes anyway: fixed-size reads, whatever the number of conversations.
+ */
+struct state_conv {
+	const char *hash;		/* in: conv_key.hash (borrowed) */
+	bool want_explicit;		/* in: say whether the pinned endpoint
+					 * caches only explicitly */
+	/* Out (zeroed first). */
+	bool have;			/* the conversation had a provider */
+	char prev_tag[ORGW_TAG_MAX];	/* that provider, "" none */
+	bool warm;			/* the turn goes to its warm provider */
+	bool spread;			/* a new conversation started off the
+					 * lock's provider under pressure */
+	bool moved;			/* the turn may go to another provider
+					 * than its last one */
+	bool explicit_cache;		/* want_explicit: the pinned endpoint
+					 * bills cache writes and does not
+					 * cache implicitly */
+};
+/*
+ * state_route() for a conversation's turn (cv non-NULL): the provider
+ * comes from convroute_decide().  A turn pinned to its conversation's
+ * provider (r->conversation) leaves the lock alone.  cv == NULL is
+ * state_route().
+ */
+enum orgw_err state_route_conv(const struct orgw_conf *c, const char *model,
+			       bool client_provider, int64_t now,
+			       struct state_route *r, struct state_admit *ad,
+			       struct state_conv *cv);
+/*
+ * A provider 429 of tag for model: writes PRESSURE:<model>:<tag> (until
+ * now + PRESSURE_SECONDS, one more 429 counted).  With next non-NULL,
+ * also finds the best candidate other than tag neither cooling nor under
+ * pressure: *next gets it as a conversation route (r->conversation) and
+ * *moved is true; else both are left alone.  The lock never moves.
+ */
+enum orgw_err state_pressure(const struct orgw_conf *c, const char *model,
+			     const char *tag, int64_t now,
+			     struct state_route *next, bool *moved);
 /*
  * Admits a team key's request that routes nothing and costs nothing
  * (count_tokens) in one transaction: counted against ad->key's rpm, and
@@ -221,6 +267,32 @@ enum orgw_err state_failure(const struct orgw_conf *c, const char *model,
  */
 enum orgw_err state_finish(const struct orgw_conf *c, const char *model,
 			   struct stats_delta *d, const char *ok_tag);
+/*
+ * A conversation's turn at the request's end (state_finish_conv): on a
+ * success, its record is read, the turn classified (convcache.h) and
+ * the record written back in the same batch, with the served provider,
+ * the time and the turn's usage.
+ */
+struct fp_list;
+struct state_conv_turn {
+	const char *hash;		/* conv_key.hash (borrowed) */
+	const char *show;		/* conv_show() of the key */
+	const struct fp_list *fp;	/* this prompt's units (borrowed) */
+	bool only_new;			/* the body holds only new input
+					 * (previous_response_id): no prefix
+					 * comparison */
+	bool spread;			/* state_conv.spread */
+	int64_t ttl_s;			/* CACHE_TTL_SECONDS */
+	/* Out. */
+	bool written;			/* the record was written */
+	bool is_break;
+	int cause;			/* enum convcache_cause */
+	int64_t at;			/* -1 none */
+};
+/* state_finish() with a conversation's turn ct (NULL: none). */
+enum orgw_err state_finish_conv(const struct orgw_conf *c, const char *model,
+				struct stats_delta *d, const char *ok_tag,
+				struct state_conv_turn *ct);
 
 /* Checks that the store could be opened for writing (for /healthz),
  * with a shared lock at most (store_check); ORGW_OK or the error, with a

@@ -8,6 +8,7 @@
 
 #define M STATEKEY_PER_MODEL
 #define P STATEKEY_PER_PROVIDER
+#define C STATEKEY_PER_CONVERSATION
 #define X STATEKEY_EXPIRING
 #define D STATEKEY_DURABLE
 #define W STATEKEY_SWEPT
@@ -37,6 +38,11 @@ static const struct statekey_family families[] = {
 				     "a provider cooling until a time"),
 	[SK_HIT] = ROW(STATEKEY_P_HIT, 1, M | W | S,
 		       "measured cache-hit rates per provider"),
+	[SK_CONV] = ROW(STATEKEY_P_CONV, 2, M | C | W,
+			"a conversation's provider, fingerprints and cache "
+			"record (bounded by the scorer's sweep)"),
+	[SK_PRESSURE] = ROW(STATEKEY_P_PRESSURE, 2, M | P | W,
+			    "a provider's 429 under load, until it ends"),
 	[SK_LEDGER] = ROW(STATEKEY_P_LEDGER, 4, M | S,
 			  "counter cells by model, day, API and provider "
 			  "(folded by the scorer, not swept)"),

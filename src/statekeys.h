@@ -43,6 +43,8 @@
 #define STATEKEY_P_PROVIDER_FAILURE "PROVIDER_FAILURE:"
 #define STATEKEY_P_PROVIDER_COOLDOWN "PROVIDER_COOLDOWN:"
 #define STATEKEY_P_HIT "HIT:"
+#define STATEKEY_P_CONV "CONV:"
+#define STATEKEY_P_PRESSURE "PRESSURE:"
 #define STATEKEY_P_LEDGER "LEDGER:"
 #define STATEKEY_P_STATS_OLD "STATS:"
 #define STATEKEY_P_METRICS_OLD "METRICS:"
@@ -64,6 +66,8 @@ enum statekey {
 	SK_PROVIDER_FAILURE,	/* PROVIDER_FAILURE:<model>:<tag> */
 	SK_PROVIDER_COOLDOWN,	/* PROVIDER_COOLDOWN:<model>:<tag> */
 	SK_HIT,			/* HIT:<model> */
+	SK_CONV,		/* CONV:<model>:<conversation hash> */
+	SK_PRESSURE,		/* PRESSURE:<model>:<tag> */
 	SK_LEDGER,		/* LEDGER:<model>:<day>:<api>:<tag> */
 	SK_STATS_OLD,		/* STATS:<model>, the old release's */
 	SK_METRICS_OLD,		/* METRICS:<model>, the old release's */

@@ -1,6 +1,7 @@
 #!/bin/bash
 # t0120-lock: requests for a model stay on the locked provider; an idle lock
-# expires and the next request takes the current best candidate; a client's
+# expires and the next new conversation takes the current best candidate (a
+# conversation keeps its provider); a client's
 # own provider object is forwarded untouched.
 . "$(dirname "$0")/../lib.sh"
 
@@ -33,13 +34,18 @@ t_eq "a lock in use does not move on rescoring" deepseek "$(http_header X-Orgw-P
 t_eq "route locked" locked "$(http_header X-Orgw-Route)"
 
 sleep 4
-orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"
+# A new conversation (its opening message names it): the conversation "x"
+# would keep deepseek, where its cache is, through the lock's expiry.
+orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"y\"}]}"
 t_eq "after LOCK_IDLE_SECONDS the best candidate takes over" deepinfra/fp8 \
 	"$(http_header X-Orgw-Provider)"
 t_eq "route relocked" relocked "$(http_header X-Orgw-Route)"
 t_eq "served by DeepInfra" DeepInfra "$(json_get "$HTTP_BODY" 'j.provider')"
-orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"
+orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"z\"}]}"
 t_eq "the new lock holds" "deepinfra/fp8 locked" \
+	"$(http_header X-Orgw-Provider) $(http_header X-Orgw-Route)"
+orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"
+t_eq "the conversation x stays where its cache is" "deepseek conversation" \
 	"$(http_header X-Orgw-Provider) $(http_header X-Orgw-Route)"
 
 # The client's own provider object goes upstream byte for byte.

@@ -21,8 +21,8 @@ op() { # ARGS: orgw-score with the test config; RC, $ORGW_T/op.out, op.err
 	"$SCORER" --config "$ORGW_CONFIG_FILE" "$@" >"$ORGW_T/op.out" 2>"$ORGW_T/op.err"
 	RC=$?
 }
-ask() { # one request for $M: "provider route"
-	orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"
+ask() { # one request for $M, a new conversation each: "provider route"
+	orgw_http POST /v1/chat/completions "{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"x $(date +%s%N)\"}]}"
 	printf '%s %s %s' "$HTTP_STATUS" "$(http_header X-Orgw-Provider)" "$(http_header X-Orgw-Route)"
 }
 stat() { json_get "$(orgw_curl /stats)" "$1"; }

@@ -38,7 +38,8 @@ sleep 6
 orgw_http GET /stats
 t_eq "/stats: no cooldown left" 0 \
 	"$(json_get "$HTTP_BODY" "Object.keys(j.models['$M'].cooldowns ?? {}).length")"
-out=$(orgw_chat --model $M)
+# A new conversation: the one above keeps the provider that served it.
+out=$(orgw_chat --model $M --message "after the cooldown")
 t_eq "after the cooldown the best provider takes the lock again" \
 	"deepseek relocked" \
 	"$(json_get "$out" 'j.headers["x-orgw-provider"] + " " + j.headers["x-orgw-route"]')"

@@ -35,6 +35,8 @@ static const char *const all_names[] = {
 	"WORKER_THREADS", "WORKER_MAX_REQUESTS", "WORKER_MAX_AGE_SECONDS",
 	"STATE_BACKEND", "REDIS_URL", "REDIS_PASSWORD", "MODEL_ALIASES",
 	"KEYS_PATH", "KEYS_SECRET",
+	"CONVERSATION_IDLE_SECONDS", "PRESSURE_SECONDS", "AUTO_CACHE",
+	"CACHE_TTL_SECONDS", "MAX_CONVERSATIONS",
 };
 
 #define NNAMES (sizeof(all_names) / sizeof(all_names[0]))
@@ -98,6 +100,12 @@ test_defaults(void)
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
+	T_ASSERT("default CONVERSATION_IDLE_SECONDS",
+		 c.conversation_idle_seconds == 600);
+	T_ASSERT("default PRESSURE_SECONDS", c.pressure_seconds == 30);
+	T_ASSERT("default AUTO_CACHE", c.auto_cache == 1);
+	T_ASSERT("default CACHE_TTL_SECONDS", c.cache_ttl_seconds == 300);
+	T_ASSERT("default MAX_CONVERSATIONS", c.max_conversations == 1000);
 	T_ASSERT("default HIT_RATE_HALF_LIFE_TOKENS",
 		 c.hit_rate_half_life_tokens == 1000000);
 	T_ASSERT("default HIT_RATE_EVIDENCE_TOKENS",
@@ -250,6 +258,16 @@ int_field(const struct orgw_conf *c, const char *name)
 		return c->cooldown_seconds;
 	if (strcmp(name, "LOCK_IDLE_SECONDS") == 0)
 		return c->lock_idle_seconds;
+	if (strcmp(name, "CONVERSATION_IDLE_SECONDS") == 0)
+		return c->conversation_idle_seconds;
+	if (strcmp(name, "PRESSURE_SECONDS") == 0)
+		return c->pressure_seconds;
+	if (strcmp(name, "AUTO_CACHE") == 0)
+		return c->auto_cache;
+	if (strcmp(name, "CACHE_TTL_SECONDS") == 0)
+		return c->cache_ttl_seconds;
+	if (strcmp(name, "MAX_CONVERSATIONS") == 0)
+		return c->max_conversations;
 	if (strcmp(name, "HIT_RATE_HALF_LIFE_TOKENS") == 0)
 		return c->hit_rate_half_life_tokens;
 	if (strcmp(name, "HIT_RATE_EVIDENCE_TOKENS") == 0)
@@ -294,6 +312,13 @@ test_integers(void)
 		  604800 },
 		{ "LOCK_IDLE_SECONDS", "0", "1", "604800", "604801", 1,
 		  604800 },
+		{ "CONVERSATION_IDLE_SECONDS", "0", "1", "604800", "604801",
+		  1, 604800 },
+		{ "PRESSURE_SECONDS", "0", "1", "86400", "86401", 1, 86400 },
+		{ "AUTO_CACHE", "-1", "0", "1", "2", 0, 1 },
+		{ "CACHE_TTL_SECONDS", "0", "1", "86400", "86401", 1, 86400 },
+		{ "MAX_CONVERSATIONS", "0", "1", "1000000", "1000001", 1,
+		  1000000 },
 		{ "HIT_RATE_HALF_LIFE_TOKENS", "0", "1", "1000000000000",
 		  "1000000000001", 1, 1000000000000LL },
 		{ "HIT_RATE_EVIDENCE_TOKENS", "0", "1", "1000000000000",
@@ -1184,6 +1209,7 @@ test_load(void)
 			"2000", "131072", "67108864", "7", "30", "5000", "700", "0.3", "mk-env", "/tmp/ca.crt",
 			"9", "77", "600", "redis", "redis://127.0.0.1:6380/2",
 			"rp-env", "x=y/z", "/tmp/k.gdbm", "ks-env-0123456789",
+			"900", "45", "0", "120", "50",
 		};
 
 		for (i = 0; i < NNAMES; i++)
@@ -1205,6 +1231,11 @@ test_load(void)
 				 c.upstream_timeout_ms == 2000 &&
 				 c.request_timeout_ms == 30000 &&
 				 c.client_send_timeout_ms == 7000 &&
+				 c.conversation_idle_seconds == 900 &&
+				 c.pressure_seconds == 45 &&
+				 c.auto_cache == 0 &&
+				 c.cache_ttl_seconds == 120 &&
+				 c.max_conversations == 50 &&
 				 c.fail_limit == 5 &&
 				 c.cooldown_seconds == 60 &&
 				 c.lock_idle_seconds == 120 &&

@@ -322,6 +322,77 @@ keys_of(const char *model)
 	return n;
 }
 
+/* A conversation record of model m, hash h, last turn at t. */
+static void
+mem_conv(struct orgw_conf *c, const char *h, int64_t t)
+{
+	struct rec_conv rc;
+	char k[128], *v;
+
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.model, sizeof(rc.model), "m/x");
+	snprintf(rc.tag, sizeof(rc.tag), "p");
+	rc.first_seen = rc.last_turn = t;
+	rc.turns = 1;
+	snprintf(k, sizeof(k), "CONV:m/x:%s", h);
+	if ((v = record_conv_encode(&rc, NULL)) != NULL)
+		mem_put(c, k, v);
+	record_free(v);
+}
+
+/* The conversation sweep: none older than a day, at most
+ * MAX_CONVERSATIONS (the least recently used go first), pressure records
+ * that ended. */
+static void
+test_conv_sweep(void)
+{
+	struct orgw_conf c;
+	struct rec_pressure p;
+	int64_t now = 1796083200;
+	size_t dropped = 9;
+	char *v;
+
+	if (conf_init(&c) != ORGW_OK)
+		return;
+	c.state_backend = CONF_BACKEND_MEMORY;
+	c.max_conversations = 2;
+	store_mem_reset();
+	mem_conv(&c, "old", now - 86401);
+	mem_conv(&c, "c1", now - 300);
+	mem_conv(&c, "c2", now - 200);
+	mem_conv(&c, "c3", now - 100);
+	p.until = now - 1;
+	p.n429 = 1;
+	if ((v = record_pressure_encode(&p)) != NULL)
+		mem_put(&c, "PRESSURE:m/x:ended", v);
+	record_free(v);
+	p.until = now + 10;
+	if ((v = record_pressure_encode(&p)) != NULL)
+		mem_put(&c, "PRESSURE:m/x:live", v);
+	record_free(v);
+	T_ASSERT("conv sweep: the day-old one and the least recently used "
+		 "past MAX_CONVERSATIONS 2 dropped",
+		 scorerun_conv_sweep(&c, now, &dropped) == ORGW_OK &&
+			 dropped == 2 && store_mem_count("CONV:") == 2 &&
+			 store_mem_count("CONV:m/x:c3") == 1 &&
+			 store_mem_count("CONV:m/x:c2") == 1);
+	T_ASSERT("conv sweep: the ended pressure went, the live one stays",
+		 store_mem_count("PRESSURE:m/x:ended") == 0 &&
+			 store_mem_count("PRESSURE:m/x:live") == 1);
+	T_ASSERT("conv sweep: nothing more the second time",
+		 scorerun_conv_sweep(&c, now, &dropped) == ORGW_OK &&
+			 dropped == 0);
+	c.max_conversations = 10;
+	mem_conv(&c, "old", now - 86401);
+	T_ASSERT("conv sweep: under MAX_CONVERSATIONS, a day-old one still "
+		 "goes",
+		 scorerun_conv_sweep(&c, now, &dropped) == ORGW_OK &&
+			 dropped == 1 && store_mem_count("CONV:m/x:old") == 0 &&
+			 store_mem_count("CONV:") == 2);
+	store_mem_reset();
+	conf_free(&c);
+}
+
 static void
 test_prune(void)
 {
@@ -393,6 +464,7 @@ main(void)
 	test_bookkeeping();
 	test_models_empty();
 	test_prune();
+	test_conv_sweep();
 	upstream_global_cleanup();
 	return T_REPORT();
 }

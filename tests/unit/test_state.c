@@ -19,6 +19,8 @@
 
 #include "t.h"
 #include "conf.h"
+#include "convcache.h"
+#include "fingerprint.h"
 #include "ledger.h"
 #include "record.h"
 #include "state.h"
@@ -831,6 +833,166 @@ test_admit_holds(struct teamkey *k, int64_t now_ms)
  * back, and a budget sees what ended requests spent before the keys
  * store has it (the spend mirror), so only requests in flight overshoot.
  */
+/* Routes conversation hash at now; the route in *r, the answer in *cv. */
+static enum orgw_err
+conv_route(const char *hash, int64_t now, struct state_route *r,
+	   struct state_conv *cv)
+{
+	memset(cv, 0, sizeof(*cv));
+	cv->hash = hash;
+	return state_route_conv(&conf, M, false, now, r, NULL, cv);
+}
+
+/* A successful turn of conversation hash served by tag at now, with a
+ * prompt of units (their hashes 1..units) and its usage; ct says how it
+ * was classified. */
+static enum orgw_err
+conv_turn(const char *hash, const char *tag, int64_t now, size_t units,
+	  int64_t prompt, int64_t cached, struct state_conv_turn *ct)
+{
+	struct fp_unit u[8];
+	struct fp_list fp = {0, 0, u};
+	struct stats_delta d;
+	size_t i;
+
+	for (i = 0; i < units && i < 8; i++) {
+		u[i].hash = 1000 + i;
+		u[i].bytes = 100;
+		snprintf(u[i].kind, sizeof(u[i].kind), "%s",
+			 i == 0 ? "system" : i % 2 ? "user" : "assistant");
+	}
+	fp.n = fp.cap = i;
+	memset(&d, 0, sizeof(d));
+	d.api = "messages";
+	d.requests = 1;
+	d.ok = 1;
+	d.tag = tag;
+	d.now = now;
+	d.prompt_tokens = prompt;
+	d.cached_tokens = cached;
+	d.usage = true;
+	d.ttfb_ms = d.total_ms = 5;
+	memset(ct, 0, sizeof(*ct));
+	ct->hash = hash;
+	ct->show = "sess-1";
+	ct->fp = &fp;
+	ct->ttl_s = 300;
+	return state_finish_conv(&conf, M, &d, tag, ct);
+}
+
+/* The stored conversation's provider and turns ("" and 0 when none). */
+static int64_t
+conv_now(const char *hash, char tag[ORGW_TAG_MAX])
+{
+	char k[256], *v;
+	struct rec_conv rc;
+	int64_t turns = 0;
+
+	snprintf(k, sizeof(k), "CONV:" M ":%s", hash);
+	v = get(k);
+	tag[0] = '\0';
+	if (v != NULL && record_conv_decode(v, &rc, NULL) == ORGW_OK) {
+		snprintf(tag, ORGW_TAG_MAX, "%s", rc.tag);
+		turns = rc.turns;
+	}
+	free(v);
+	return turns;
+}
+
+/*
+ * A conversation's routing through the state: its first turn on the
+ * lock, kept on its provider when the lock moves (without renewing or
+ * moving the lock), moved once when its provider cools, its record
+ * written at the finish; a provider 429 puts the provider under
+ * pressure, which sends new conversations elsewhere and leaves warm ones
+ * where they are; a turn past CONVERSATION_IDLE_SECONDS goes to the
+ * lock; the finish classifies a turn that read nothing as a break.
+ */
+static void
+test_conv(void)
+{
+	static const char *const abc[] = {"a", "b", "c"};
+	static const char h1[] = "1111", h2[] = "2222", h3[] = "3333";
+	struct state_route r, next;
+	struct state_conv cv;
+	struct state_conv_turn ct;
+	char tag[ORGW_TAG_MAX], *pv;
+	int64_t lu;
+	bool moved = false;
+
+	store_mem_reset();
+	put_cands(abc, 3);
+	put_lock("a", NOW);
+	T_ASSERT("conv: a first turn goes to the lock, no record yet",
+		 conv_route(h1, NOW, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "a") == 0 && !r.conversation &&
+			 !cv.have && !cv.warm && !cv.moved);
+	T_ASSERT("conv: its finish writes the record (provider a, 1 turn)",
+		 conv_turn(h1, "a", NOW, 2, 1000, 0, &ct) == ORGW_OK &&
+			 ct.written && !ct.is_break &&
+			 conv_now(h1, tag) == 1 && strcmp(tag, "a") == 0);
+	put_lock("b", NOW + 10);
+	T_ASSERT("conv: the lock moved to b, the warm conversation stays "
+		 "on a (route conversation)",
+		 conv_route(h1, NOW + 20, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "a") == 0 && r.conversation &&
+			 cv.warm && cv.have && strcmp(cv.prev_tag, "a") == 0);
+	lock_now(tag, &lu);
+	T_ASSERT("conv: ... and leaves the lock alone",
+		 strcmp(tag, "b") == 0 && lu == NOW + 10);
+	T_ASSERT("conv: a new conversation goes to the lock",
+		 conv_route(h2, NOW + 20, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && !r.conversation);
+	put_cooling("a", NOW + 600);
+	T_ASSERT("conv: its provider cools: it moves to the lock (moved)",
+		 conv_route(h1, NOW + 30, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && !r.conversation &&
+			 cv.moved && !cv.warm);
+	T_ASSERT("conv: served there, it is b's",
+		 conv_turn(h1, "b", NOW + 30, 4, 2000, 1500, &ct) == ORGW_OK &&
+			 conv_now(h1, tag) == 2 && strcmp(tag, "b") == 0);
+	T_ASSERT("conv: a provider 429 on b: pressure, and the next "
+		 "candidate neither cooling nor under pressure is c",
+		 state_pressure(&conf, M, "b", NOW + 40, &next, &moved) ==
+				 ORGW_OK &&
+			 moved && strcmp(next.tag, "c") == 0 &&
+			 next.conversation);
+	pv = get("PRESSURE:" M ":b");
+	T_ASSERT("conv: the pressure record is there", pv != NULL);
+	free(pv);
+	T_ASSERT("conv: a new conversation under pressure starts on c "
+		 "(spread)",
+		 conv_route(h3, NOW + 41, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "c") == 0 && r.conversation &&
+			 cv.spread);
+	T_ASSERT("conv: the warm conversation on b stays there",
+		 conv_route(h1, NOW + 41, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && cv.warm && !cv.spread);
+	T_ASSERT("conv: after PRESSURE_SECONDS a new one goes to the lock",
+		 conv_route(h3, NOW + 40 + conf.pressure_seconds + 1, &r,
+			    &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && !cv.spread);
+	T_ASSERT("conv: a turn past CONVERSATION_IDLE_SECONDS on c goes to "
+		 "the lock b",
+		 conv_turn(h3, "c", NOW + 50, 2, 1000, 0, &ct) == ORGW_OK &&
+			 conv_route(h3,
+				    NOW + 50 + conf.conversation_idle_seconds,
+				    &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && cv.moved);
+	T_ASSERT("conv: same provider, same prefix, in time, nothing read: "
+		 "provider_miss",
+		 conv_turn(h1, "b", NOW + 60, 6, 3000, 0, &ct) == ORGW_OK &&
+			 ct.is_break && ct.cause == CONVCACHE_PROVIDER_MISS &&
+			 conv_now(h1, tag) == 3);
+	T_ASSERT("conv: a warm turn that read its prefix is no break",
+		 conv_turn(h1, "b", NOW + 70, 8, 4000, 2900, &ct) == ORGW_OK &&
+			 !ct.is_break);
+	T_ASSERT("conv: a client's own provider object wins",
+		 state_route_conv(&conf, M, true, NOW + 71, &r, NULL, &cv) ==
+				 ORGW_OK &&
+			 r.kind == ROUTE_CLIENT && !r.conversation);
+}
+
 static void
 test_admit(void)
 {
@@ -988,6 +1150,7 @@ main(void)
 	test_operator();
 	test_admit();
 	test_admit_unavailable();
+	test_conv();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();
