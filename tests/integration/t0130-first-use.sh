@@ -46,9 +46,11 @@ t_eq "the next request goes unpinned without refetching" "true unpinned $before"
 # The upstream unreachable entirely for endpoints: slow endpoints (timeout).
 S=acme/endpoints-slow
 double_ctl PUT "endpoints/$S" '{"delay_ms":8000}' >/dev/null
-start=$(date +%s%N)
 out=$(orgw_chat --model $S)
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
 t_eq "a hanging endpoints fetch still ends in an answer" "true unpinned" \
 	"$(json_get "$out" 'j.ok') $(json_get "$out" 'j.headers["x-orgw-route"]')"
-t_check "the inline scoring gave up after its short timeout ($ms ms < 8000)" test "$ms" -lt 8000
+# Had it waited the 8 s out, the endpoints would have come and the model
+# been scored; unpinned with "no response" is the short timeout's doing
+# (no wall-clock bound: a loaded machine only makes it slower).
+t_match "the inline scoring gave up after its short timeout" \
+	"inline scoring of $S failed: endpoints fetch: no response; unpinned" "$(cat "$ORGW_LOG")"
