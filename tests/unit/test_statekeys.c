@@ -93,6 +93,8 @@ test_spelling(void)
 		 "PROVIDER_FAILURE:a/b:free:x/fp8"},
 		{SK_PROVIDER_COOLDOWN, "a/b", "x", "PROVIDER_COOLDOWN:a/b:x"},
 		{SK_HIT, "a/b", NULL, "HIT:a/b"},
+		{SK_CONV, "a/b:free", "9f0c", "CONV:a/b:free:9f0c"},
+		{SK_PRESSURE, "a/b", "x/fp8", "PRESSURE:a/b:x/fp8"},
 		{SK_LEDGER, "a/b:d:chat:x", NULL, "LEDGER:a/b:d:chat:x"},
 		{SK_STATS_OLD, "a/b", NULL, "STATS:a/b"},
 		{SK_METRICS_OLD, "a/b", NULL, "METRICS:a/b"},
@@ -131,8 +133,8 @@ test_flags(void)
 			T_ASSERT("flags: a swept family is per model",
 				 (fl & STATEKEY_PER_MODEL) != 0);
 	}
-	T_ASSERT("flags: six families are swept with their model",
-		 swept == 6);
+	T_ASSERT("flags: eight families are swept with their model",
+		 swept == 8);
 	T_ASSERT("flags: the keys store is never swept", durable_swept == 0);
 	T_ASSERT("flags: cooldowns expire",
 		 statekeys_family(SK_PROVIDER_COOLDOWN)->flags &
