@@ -58,7 +58,7 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
-	   src/conv.c src/convroute.c src/convbody.c
+	   src/conv.c src/convroute.c src/convbody.c src/convlist.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers lint install fuzz \
 	dist man uninstall deb
@@ -109,7 +109,12 @@ $(B)/orgw.fcgi: $(B)/cgi-bin/orgw.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
+$(B)/scheduler/cmd_conversations.o: scheduler/cmd_conversations.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/orgw-score: $(B)/scheduler/orgw-score.o $(B)/scheduler/cmd_conversations.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -298,4 +303,5 @@ clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)
 
 -include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
-	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d
+	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d \
+	 $(B)/scheduler/cmd_conversations.d

@@ -48,6 +48,7 @@
 #include "dump.h"
 #include "fetchmany.h"
 #include "harden.h"
+#include "cmd_conversations.h"
 #include "keyadmin.h"
 #include "log.h"
 #include "record.h"
@@ -139,6 +140,10 @@ usage(FILE *f)
 	      "at once\n"
 	      "  uncool MODEL TAG      clear its cooldown and failure count\n"
 	      "  rescore MODEL         score that model now (= --model MODEL)\n"
+	      "  conversations [--model M] [--json]\n"
+	      "                        the recent conversations, their last "
+	      "cache break,\n"
+	      "                        and the providers under pressure\n"
 	      "\n",
 	      COOL_SECONDS_MAX);
 	keyadmin_usage(f);
@@ -1324,6 +1329,30 @@ main(int argc, char *argv[])
 	}
 	if (o.cmd_argc > 0 && strcmp(o.cmd_argv[0], "key") == 0) {
 		rc = key_command(&conf, &o);
+		goto out;
+	}
+	if (o.cmd_argc > 0 && strcmp(o.cmd_argv[0], "conversations") == 0) {
+		struct convcmd cc;
+
+		if (o.run_opts || o.json) {
+			fputs("orgw-score: conversations takes its options "
+			      "after its name\n", stderr);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if ((rc = convcmd_parse(o.cmd_argc, o.cmd_argv, &cc)) != 0) {
+			rc = rc < 0 ? 0 : rc;
+			goto out;
+		}
+		if ((rc = load_conf(&conf, cc.config ? cc.config : o.config,
+				    false)) != 0)
+			goto out;
+		fsafe_set_mode(conf.state_mode);
+		rc = convcmd_run(&conf, &cc);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			perror("orgw-score: stdout");
+			rc = EXIT_SOME_FAILED;
+		}
 		goto out;
 	}
 	if (o.cmd_argc > 0) {

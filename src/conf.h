@@ -54,6 +54,10 @@ struct orgw_conf {
 	int fail_limit;
 	int64_t cooldown_seconds;
 	int64_t lock_idle_seconds;
+	int64_t conversation_idle_seconds; /* a conversation keeps its
+					    * provider this long */
+	int64_t cache_ttl_seconds;	/* a provider's cache lifetime, as
+					 * told apart from a miss */
 	int retry_429_delays[CONF_MAX_DELAYS];	/* seconds */
 	size_t n_retry_429_delays;
 	int max_attempts;

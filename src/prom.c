@@ -187,11 +187,12 @@ provider_counts(struct emit *e, const cJSON *models, const char *name,
 	}
 }
 
-/* A per-provider number: from the "stats" tree's by_provider (money) or
- * the "metrics" tree's providers. */
+/* A number per model and member of m[rec][obj], the member's name as the
+ * label lname: its field, or the member itself when field is NULL. */
 static void
-provider_value(struct emit *e, const cJSON *models, const char *rec,
-	       const char *obj, const char *field, const char *name)
+member_value(struct emit *e, const cJSON *models, const char *rec,
+	     const char *obj, const char *lname, const char *field,
+	     const char *name)
 {
 	const cJSON *m, *p;
 	double v;
@@ -200,10 +201,37 @@ provider_value(struct emit *e, const cJSON *models, const char *rec,
 	{
 		cJSON_ArrayForEach(p, get(get(m, rec), obj))
 		{
+			const char *lv[] = {"model", m->string, lname,
+					    p->string, NULL};
+			if (count_of(field ? get(p, field) : p, &v))
+				sample(e, name, lv, v);
+		}
+	}
+}
+
+/* A per-provider number: from the "stats" tree's by_provider (money),
+ * the "metrics" tree's providers or the "conversations" providers. */
+static void
+provider_value(struct emit *e, const cJSON *models, const char *rec,
+	       const char *obj, const char *field, const char *name)
+{
+	member_value(e, models, rec, obj, "provider", field, name);
+}
+
+/* 1 for each provider under pressure for the model now, else 0. */
+static void
+pressure_value(struct emit *e, const cJSON *models, const char *name)
+{
+	const cJSON *m, *p;
+
+	cJSON_ArrayForEach(m, models)
+	{
+		cJSON_ArrayForEach(p, get(get(m, "conversations"), "providers"))
+		{
 			const char *lv[] = {"model", m->string, "provider",
 					    p->string, NULL};
-			if (count_of(get(p, field), &v))
-				sample(e, name, lv, v);
+			sample(e, name, lv,
+			       cJSON_IsTrue(get(p, "under_pressure")) ? 1 : 0);
 		}
 	}
 }
@@ -370,6 +398,32 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	       "cool, idle lock re-ranked); a first lock is not a change.");
 	model_value(&e, models, "metrics", "lock_changes",
 		    "orgw_lock_changes_total");
+	family(&e, "orgw_conversations_active", "gauge",
+	       "Conversations whose last turn is within "
+	       "CONVERSATION_IDLE_SECONDS, by the provider that served it.");
+	provider_value(&e, models, "conversations", "providers", "active",
+		       "orgw_conversations_active");
+	family(&e, "orgw_cache_breaks_total", "counter",
+	       "Turns that read less than half of what the previous turn's "
+	       "prompt could give from the cache, by cause (moved, "
+	       "prefix_changed, expired, provider_miss), as the kept "
+	       "conversation records hold them (the last 8 each).");
+	member_value(&e, models, "conversations", "breaks", "cause", NULL,
+		     "orgw_cache_breaks_total");
+	family(&e, "orgw_conversations_spread", "gauge",
+	       "Kept conversations that started on another provider "
+	       "because the model's lock was under pressure.");
+	model_value(&e, models, "conversations", "spread",
+		    "orgw_conversations_spread");
+	family(&e, "orgw_provider_429s", "gauge",
+	       "Provider 429s (a 429 naming the provider) counted in the "
+	       "model's pressure record for that provider.");
+	provider_value(&e, models, "conversations", "providers",
+		       "provider_429s", "orgw_provider_429s");
+	family(&e, "orgw_provider_under_pressure", "gauge",
+	       "1 while the provider takes no new conversations of the "
+	       "model (a provider 429 within PRESSURE_SECONDS).");
+	pressure_value(&e, models, "orgw_provider_under_pressure");
 	if (in_flight >= 0) {
 		family(&e, "orgw_requests_in_flight", "gauge",
 		       "Requests being answered now.");

@@ -25,6 +25,7 @@
 
 #include <cJSON.h>
 
+#include "convlist.h"
 #include "failover.h"
 #include "ledger.h"
 #include "prom.h"
@@ -38,6 +39,7 @@ struct stats_args {
 	cJSON *models;
 	int64_t now;
 	int64_t lost;		/* LOST_UPDATES */
+	struct convlist *conv;	/* the CONV: and PRESSURE: records */
 	bool ok;
 };
 
@@ -60,24 +62,6 @@ stats_seen_cb(void *arg, const char *model, int64_t first_seen)
 
 	if (m && !cJSON_AddNumberToObject(m, "first_seen", (double)first_seen))
 		a->ok = false;
-}
-
-/* Splits "<model>:<tag>" at the last ':' (tags hold no ':'). */
-static bool
-split_model_tag(const char *rest, char *model, size_t n, const char **tag)
-{
-	const char *colon = strrchr(rest, ':');
-	size_t len;
-
-	if (colon == NULL)
-		return false;
-	len = (size_t)(colon - rest);
-	if (len == 0 || len >= n)
-		return false;
-	memcpy(model, rest, len);
-	model[len] = '\0';
-	*tag = colon + 1;
-	return true;
 }
 
 static void
@@ -271,7 +255,9 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	cJSON *m;
 	size_t i;
 
-	if (strcmp(key, STATE_LOST_KEY) == 0) {
+	if (convlist_add(a->conv, key, val)) {
+		/* listed */
+	} else if (strcmp(key, STATE_LOST_KEY) == 0) {
 		a->lost = strtoll(val, NULL, 10);
 	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
 		int64_t fs = 0;
@@ -290,7 +276,7 @@ stats_key_cb(void *arg, const char *key, const char *val)
 		for (i = 0; i < 2; i++) {
 			size_t pl = strlen(tagged[i].prefix);
 			if (strncmp(key, tagged[i].prefix, pl) != 0 ||
-			    !split_model_tag(key + pl, model, sizeof(model),
+			    !convlist_key_split(key + pl, model, sizeof(model),
 					     &tag))
 				continue;
 			if ((m = model_obj(a, model)) != NULL)
@@ -417,6 +403,20 @@ add_keys(const struct orgw_conf *c, cJSON *root, int64_t now)
 				       orgw_strerror(err)) != NULL;
 }
 
+/* The conversations' list for a document at now, with c's settings;
+ * NULL when out of memory. */
+static struct convlist *
+conv_list(const struct orgw_conf *c, int64_t now)
+{
+	struct convlist_opts o;
+
+	o.now = now;
+	o.idle_s = c->conversation_idle_seconds;
+	o.ttl_s = c->cache_ttl_seconds;
+	o.max_rows = CONVLIST_ROWS;
+	return convlist_new(&o);
+}
+
 cJSON *
 stats_tree(const struct orgw_conf *c, int64_t now)
 {
@@ -426,7 +426,8 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 
 	memset(&a, 0, sizeof(a));
 	a.now = now;
-	a.ok = root != NULL &&
+	a.conv = conv_list(c, now);
+	a.ok = root != NULL && a.conv != NULL &&
 	       cJSON_AddNumberToObject(root, "generated_at", (double)now) &&
 	       (a.models = cJSON_AddObjectToObject(root, "models")) != NULL;
 	if (a.ok) {
@@ -437,6 +438,10 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 			stats_walk(&sn, &a);
 			finish_models(&a, true);
 		}
+		/* Operator only, as the rest of /stats: team keys are
+		 * refused before this is built. */
+		if (a.ok && !convlist_render(a.conv, root, a.models))
+			a.ok = false;
 		snap_clear(&sn);
 		if (err != ORGW_OK &&
 		    !cJSON_AddStringToObject(root, "state_error",
@@ -450,6 +455,7 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 						     (double)a.lost))
 			a.ok = false;
 	}
+	convlist_free(a.conv);
 	if (!a.ok) {
 		cJSON_Delete(root);
 		return NULL;
@@ -478,14 +484,16 @@ metrics_key_cb(void *arg, const char *key, const char *val)
 	struct rec_cooldown cd;
 	cJSON *m, *n;
 
-	if (strcmp(key, STATE_LOST_KEY) == 0) {
+	if (convlist_add(a->conv, key, val)) {
+		/* listed */
+	} else if (strcmp(key, STATE_LOST_KEY) == 0) {
 		a->lost = strtoll(val, NULL, 10);
 	} else if (strncmp(key, "MODEL_SEEN:", 11) == 0) {
 		(void)model_obj(a, key + 11);
 	} else if (count_key(a, key, val, true)) {
 		/* counted */
 	} else if (strncmp(key, "PROVIDER_COOLDOWN:", 18) == 0 &&
-		   split_model_tag(key + 18, model, sizeof(model), &tag) &&
+		   convlist_key_split(key + 18, model, sizeof(model), &tag) &&
 		   record_cooldown_decode(val, &cd) == ORGW_OK &&
 		   failover_breaker_cooling(&cd, a->now) &&
 		   (m = model_obj(a, model)) != NULL) {
@@ -508,9 +516,13 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	memset(&a, 0, sizeof(a));
 	a.now = now;
 	a.models = cJSON_CreateObject();
-	a.ok = a.models != NULL;
-	if (!a.ok)
+	a.conv = conv_list(c, now);
+	a.ok = a.models != NULL && a.conv != NULL;
+	if (!a.ok) {
+		cJSON_Delete(a.models);
+		convlist_free(a.conv);
 		return ORGW_ENOMEM;
+	}
 	{
 		struct snap sn;
 
@@ -518,9 +530,12 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 		if (err == ORGW_OK) {
 			snap_each(&sn, metrics_key_cb, &a);
 			finish_models(&a, false);
+			if (a.ok && !convlist_render(a.conv, NULL, a.models))
+				a.ok = false;
 		}
 		snap_clear(&sn);
 	}
+	convlist_free(a.conv);
 	if (err == ORGW_OK && !a.ok)
 		err = ORGW_ENOMEM;
 	if (err == ORGW_OK)
