@@ -100,7 +100,7 @@ $(B)/cgi-bin/orgw.o: cgi-bin/orgw.c
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/scheduler/orgw-score.o: scheduler/orgw-score.c
+$(B)/scheduler/%.o: scheduler/%.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -109,12 +109,9 @@ $(B)/orgw.fcgi: $(B)/cgi-bin/orgw.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/scheduler/cmd_conversations.o: scheduler/cmd_conversations.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+SCORER_OBJ := $(patsubst scheduler/%.c,$(B)/scheduler/%.o,$(wildcard scheduler/*.c))
 
-$(B)/orgw-score: $(B)/scheduler/orgw-score.o $(B)/scheduler/cmd_conversations.o $(LIB)
+$(B)/orgw-score: $(SCORER_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -303,5 +300,4 @@ clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)
 
 -include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
-	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d \
-	 $(B)/scheduler/cmd_conversations.d
+	 $(B)/cgi-bin/orgw.d $(SCORER_OBJ:.o=.d)

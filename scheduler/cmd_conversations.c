@@ -12,6 +12,7 @@
 
 #include <cJSON.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "cmd_conversations.h"
 #include "convlist.h"
@@ -137,21 +138,6 @@ out:
 	return rc;
 }
 
-static const char *
-jstr(char *dst, size_t n, const cJSON *o, const char *name)
-{
-	const char *v = cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(o, name));
-
-	return log_safe(dst, n, v ? v : "");
-}
-
-static double
-jnum(const cJSON *o, const char *name)
-{
-	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
 static void
 print_table(const cJSON *d, int64_t now)
 {
@@ -170,11 +156,11 @@ print_table(const cJSON *d, int64_t now)
 	{
 		w = convlist_row_last_words(r);
 		printf("%-12s  %-28s  %-16s  %5.0f  %5.1f%%  %10.6f  %s\n",
-		       jstr(id, sizeof(id), r, "id"),
-		       jstr(model, sizeof(model), r, "model"),
-		       jstr(prov, sizeof(prov), r, "provider"),
-		       jnum(r, "turns"), 100 * convlist_row_cached_share(r),
-		       jnum(r, "saved"),
+		       cli_str(id, sizeof(id), r, "id"),
+		       cli_str(model, sizeof(model), r, "model"),
+		       cli_str(prov, sizeof(prov), r, "provider"),
+		       cli_dbl(r, "turns"), 100 * convlist_row_cached_share(r),
+		       cli_dbl(r, "saved"),
 		       w ? log_safe(words, sizeof(words), w) : "-");
 	}
 	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(d, "models"))
@@ -187,7 +173,7 @@ print_table(const cJSON *d, int64_t now)
 		printf("\n# %s: %.0f active, %.0f started elsewhere under "
 		       "pressure\n",
 		       log_safe(model, sizeof(model), m->string),
-		       jnum(cv, "active"), jnum(cv, "spread"));
+		       cli_dbl(cv, "active"), cli_dbl(cv, "spread"));
 		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(
 					      cv, "providers"))
 		{
@@ -197,10 +183,10 @@ print_table(const cJSON *d, int64_t now)
 
 			printf("  %-16s  %4.0f active  %4.0f provider 429s  ",
 			       log_safe(prov, sizeof(prov), p->string),
-			       jnum(p, "active"), jnum(p, "provider_429s"));
+			       cli_dbl(p, "active"), cli_dbl(p, "provider_429s"));
 			if (on)
 				printf("under pressure for %.0f s more\n",
-				       jnum(p, "pressure_until") -
+				       cli_dbl(p, "pressure_until") -
 					       (double)now);
 			else
 				printf("no pressure\n");

@@ -48,6 +48,7 @@
 #include "dump.h"
 #include "fetchmany.h"
 #include "harden.h"
+#include "cli.h"
 #include "cmd_conversations.h"
 #include "keyadmin.h"
 #include "log.h"
@@ -744,25 +745,6 @@ parse_command(struct opts *o, struct cmd *k)
 	return cmd_check(k);
 }
 
-/* A number member of o (0 when absent). */
-static int64_t
-jnum(const cJSON *o, const char *name)
-{
-	return (int64_t)cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
-/* A string member of o ("" when absent), escaped for the terminal into
- * dst (n bytes). */
-static const char *
-jstr(char *dst, size_t n, const cJSON *o, const char *name)
-{
-	const char *v = cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(o, name));
-
-	return log_safe(dst, n, v ? v : "");
-}
-
 /* One provider's row: rank ("-" when not a candidate), tag, name, score,
  * lock mark, cooldown, failures. */
 static void
@@ -776,8 +758,8 @@ status_row(const char *rank, const char *tag, const char *name,
 
 	if (c != NULL)
 		snprintf(cool, sizeof(cool), "%lld s left (%s)",
-			 (long long)(jnum(c, "until") - now),
-			 jstr(why, sizeof(why), c, "reason"));
+			 (long long)(cli_num(c, "until") - now),
+			 cli_str(why, sizeof(why), c, "reason"));
 	else
 		snprintf(cool, sizeof(cool), "-");
 	printf("%4s %c %-*s  %-16s %12s  %8lld  %s\n", rank,
@@ -804,22 +786,22 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		ltag = cJSON_GetStringValue(
 			cJSON_GetObjectItemCaseSensitive(lock, "tag"));
 		ltag = ltag ? ltag : "";
-		clock_fmt_utc(jnum(lock, "locked_at"), when, sizeof(when));
+		clock_fmt_utc(cli_num(lock, "locked_at"), when, sizeof(when));
 		printf("   lock: %s (%s) since %s UTC, last used %lld s ago\n",
-		       jstr(tg, sizeof(tg), lock, "tag"),
-		       jstr(pn, sizeof(pn), lock, "provider_name"), when,
-		       (long long)(now - jnum(lock, "last_used")));
+		       cli_str(tg, sizeof(tg), lock, "tag"),
+		       cli_str(pn, sizeof(pn), lock, "provider_name"), when,
+		       (long long)(now - cli_num(lock, "last_used")));
 	} else
 		printf("   lock: none (the next request locks the best "
 		       "candidate)\n");
-	if (jnum(m, "scored_at") > 0) {
-		clock_fmt_utc(jnum(m, "scored_at"), when, sizeof(when));
+	if (cli_num(m, "scored_at") > 0) {
+		clock_fmt_utc(cli_num(m, "scored_at"), when, sizeof(when));
 		printf("   scored: %s UTC\n", when);
 	} else
 		printf("   scored: never\n");
 	if (cJSON_GetObjectItemCaseSensitive(m, "scoring_error") != NULL)
 		printf("   last scoring failed: %s\n",
-		       jstr(pn, sizeof(pn), m, "scoring_error"));
+		       cli_str(pn, sizeof(pn), m, "scoring_error"));
 	cJSON_ArrayForEach(e, cands)
 	{
 		const char *t = cJSON_GetStringValue(
@@ -846,7 +828,7 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		cell_g(score, sizeof(score),
 		       cJSON_GetNumberValue(
 			       cJSON_GetObjectItemCaseSensitive(e, "score")));
-		status_row(rank, t, jstr(pn, sizeof(pn), e, "provider_name"),
+		status_row(rank, t, cli_str(pn, sizeof(pn), e, "provider_name"),
 			   score, strcmp(t, ltag) == 0, cd, fail, now, wt);
 	}
 	/* Providers with a cooldown or a count that are no candidate. */

@@ -152,10 +152,15 @@ get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* A stored count: a finite number, else false (left out). */
+/* A stored count: a finite number, or a flag as 1 or 0 (a provider under
+ * pressure), else false (left out). */
 static bool
 count_of(const cJSON *it, double *v)
 {
+	if (cJSON_IsBool(it)) {
+		*v = cJSON_IsTrue(it) ? 1 : 0;
+		return true;
+	}
 	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
 		return false;
 	*v = it->valuedouble;
@@ -216,24 +221,6 @@ provider_value(struct emit *e, const cJSON *models, const char *rec,
 	       const char *obj, const char *field, const char *name)
 {
 	member_value(e, models, rec, obj, "provider", field, name);
-}
-
-/* 1 for each provider under pressure for the model now, else 0. */
-static void
-pressure_value(struct emit *e, const cJSON *models, const char *name)
-{
-	const cJSON *m, *p;
-
-	cJSON_ArrayForEach(m, models)
-	{
-		cJSON_ArrayForEach(p, get(get(m, "conversations"), "providers"))
-		{
-			const char *lv[] = {"model", m->string, "provider",
-					    p->string, NULL};
-			sample(e, name, lv,
-			       cJSON_IsTrue(get(p, "under_pressure")) ? 1 : 0);
-		}
-	}
 }
 
 /* A per-model number; absent counts as 0 so every model has a sample. */
@@ -423,7 +410,8 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	family(&e, "orgw_provider_under_pressure", "gauge",
 	       "1 while the provider takes no new conversations of the "
 	       "model (a provider 429 within PRESSURE_SECONDS).");
-	pressure_value(&e, models, "orgw_provider_under_pressure");
+	provider_value(&e, models, "conversations", "providers",
+		       "under_pressure", "orgw_provider_under_pressure");
 	if (in_flight >= 0) {
 		family(&e, "orgw_requests_in_flight", "gauge",
 		       "Requests being answered now.");

@@ -9,31 +9,12 @@
 // models, providers and numbers); screenshots go to DIR/status-1280.png
 // and DIR/status-390.png.
 import { readFileSync } from 'node:fs';
-import puppeteer from 'puppeteer-core';
-import { layoutProblems } from './layout.mjs';
+import { arg, check, failures, launch, layoutProblems } from './statuscheck.mjs';
 
-const arg = (n) => {
-  const i = process.argv.indexOf(`--${n}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const base = arg('base'), key = arg('key'), shots = arg('shots');
 const stats = JSON.parse(readFileSync(arg('stats'), 'utf8'));
-let failed = 0;
-const check = (desc, cond, detail) => {
-  if (cond) { console.log(`ok - ${desc}`); return; }
-  failed++;
-  console.log(`not ok - ${desc}`);
-  if (detail !== undefined) {
-    for (const l of String(typeof detail === 'string' ? detail : JSON.stringify(detail, null, 1)).split('\n').slice(0, 30))
-      console.log(`# ${l}`);
-  }
-};
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-});
+const browser = await launch();
 
 try {
   const page = await browser.newPage();
@@ -176,4 +157,4 @@ try {
 } finally {
   await browser.close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(failures() ? 1 : 0);

@@ -1,6 +1,37 @@
-// layout.mjs - the layout check of the status page, shared by the
-// browser tests (status-page.mjs, conversations-page.mjs).  It runs in the
-// page (page.evaluate), so it uses nothing from this module's scope.
+// statuscheck.mjs - what the browser tests of GET /status share
+// (status-page.mjs, conversations-page.mjs): their arguments, the
+// "ok - " / "not ok - " lines tests/run.sh counts, Debian's chromium
+// through puppeteer-core (never the `puppeteer` package, which downloads a
+// browser of its own), and the layout check.
+import puppeteer from 'puppeteer-core';
+
+// The value after --n on the command line.
+export const arg = (n) => {
+  const i = process.argv.indexOf(`--${n}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+
+let failed = 0;
+// One check's line, with up to 30 lines of detail when it fails.
+export const check = (desc, cond, detail) => {
+  if (cond) { console.log(`ok - ${desc}`); return; }
+  failed++;
+  console.log(`not ok - ${desc}`);
+  if (detail !== undefined) {
+    for (const l of String(typeof detail === 'string' ? detail : JSON.stringify(detail, null, 1)).split('\n').slice(0, 30))
+      console.log(`# ${l}`);
+  }
+};
+export const failures = () => failed;
+
+export const launch = () => puppeteer.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+
+// layoutProblems runs in the page (page.evaluate): it uses nothing from
+// this module's scope.
 // Every element with text of its own (a name or a number) must be
 // entirely inside the viewport's width, no element on its ancestor chain
 // may clip it (overflow not visible with scrollWidth > clientWidth), and
