@@ -9,7 +9,7 @@
 // Screenshots of the section go to DIR/status-conversations-1280.png and
 // DIR/status-conversations-390.png.
 import { readFileSync } from 'node:fs';
-import { arg, check, failures, launch, layoutProblems } from './statuscheck.mjs';
+import { arg, check, checkLayoutAt, failures, launch } from './statuscheck.mjs';
 
 const base = arg('base'), key = arg('key'), shots = arg('shots');
 const stats = JSON.parse(readFileSync(arg('stats'), 'utf8'));
@@ -65,11 +65,7 @@ try {
     wantP.length > 0 && wantP.sort().join('|') === gotP.sort().join('|'), { wantP, gotP });
 
   for (const w of [1280, 390]) {
-    await page.setViewport({ width: w, height: 900 });
-    await page.reload({ waitUntil: 'load' });
-    const { problems, checked } = await page.evaluate(layoutProblems);
-    check(`${w} px: ${checked} text elements all visible, none clipped or overlapping`,
-      checked > 50 && problems.length === 0, problems);
+    await checkLayoutAt(page, w);
     if (shots) {
       const h2 = await page.evaluateHandle(() =>
         [...document.querySelectorAll('section h2')].find((h) => h.textContent === 'Conversations').closest('section'));

@@ -9,7 +9,7 @@
 // models, providers and numbers); screenshots go to DIR/status-1280.png
 // and DIR/status-390.png.
 import { readFileSync } from 'node:fs';
-import { arg, check, failures, launch, layoutProblems } from './statuscheck.mjs';
+import { arg, check, checkLayoutAt, failures, launch } from './statuscheck.mjs';
 
 const base = arg('base'), key = arg('key'), shots = arg('shots');
 const stats = JSON.parse(readFileSync(arg('stats'), 'utf8'));
@@ -139,11 +139,7 @@ try {
 
   // 5. Layout at 1280 and 390 px: every name and number fully visible.
   for (const w of [1280, 390]) {
-    await page.setViewport({ width: w, height: 900 });
-    await page.reload({ waitUntil: 'load' });
-    const { problems, checked } = await page.evaluate(layoutProblems);
-    check(`${w} px: ${checked} text elements all visible, none clipped or overlapping`,
-      checked > 50 && problems.length === 0, problems);
+    await checkLayoutAt(page, w);
     if (shots) await page.screenshot({ path: `${shots}/status-${w}.png`, fullPage: true });
   }
 

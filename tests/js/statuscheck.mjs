@@ -30,6 +30,15 @@ export const launch = () => puppeteer.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
 });
 
+// The page reloaded at w px wide: every name and number fully visible.
+export async function checkLayoutAt(page, w) {
+  await page.setViewport({ width: w, height: 900 });
+  await page.reload({ waitUntil: 'load' });
+  const { problems, checked } = await page.evaluate(layoutProblems);
+  check(`${w} px: ${checked} text elements all visible, none clipped or overlapping`,
+    checked > 50 && problems.length === 0, problems);
+}
+
 // layoutProblems runs in the page (page.evaluate): it uses nothing from
 // this module's scope.
 // Every element with text of its own (a name or a number) must be
