@@ -42,14 +42,14 @@
 
 #include <cJSON.h>
 
+#include "cli.h"
 #include "clock.h"
+#include "cmd_conversations.h"
 #include "conf.h"
 #include "curlsetup.h"
 #include "dump.h"
 #include "fetchmany.h"
 #include "harden.h"
-#include "cli.h"
-#include "cmd_conversations.h"
 #include "keyadmin.h"
 #include "log.h"
 #include "record.h"
@@ -701,7 +701,8 @@ parse_command(struct opts *o, struct cmd *k)
 	if (k->def == NULL)
 		return cmd_usage(NULL,
 				 "unknown argument: %s (commands: status, "
-				 "unlock, cool, uncool, rescore)",
+				 "unlock, cool, uncool, rescore, "
+				 "conversations, key)",
 				 name);
 	optind = 0;	/* glibc: start over on the new vector */
 	opterr = 0;

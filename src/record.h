@@ -169,8 +169,9 @@ enum orgw_err record_cooldown_decode(const char *text,
  * CONV:<model>:<conversation hash> (conv.h), one conversation's routing
  * record: fixed in size, whatever the number of turns.  The value
  * {"v":1,"model","tag","show","api","first_seen","last_turn","turns",
- * "spread","cache":{...}}: "cache" is the per-conversation cache record, another
- * module's to decode; this codec carries it through as a cJSON tree.
+ * "spread","cache":{...}}: "cache" is the per-conversation cache record,
+ * another module's to decode; this codec carries it through as a cJSON
+ * tree.
  */
 #define REC_CONV_SHOW_MAX 16
 #define REC_CONV_API_MAX 16
