@@ -12,6 +12,7 @@
 #     active conversations per provider, spread, breaks by cause,
 #     provider 429s and pressure until when;
 #   - /metrics: the new series, promtool-clean;
+#   - a team key without --admin sees none of it (/stats 403, /metrics 401);
 #   - the CLI: the table, --json (the /stats rows), --model;
 #   - /status in Chromium at 1280 and 390 px (tests/js/conversations-page.mjs);
 #   - bounds: with 1,000 and then 10,000 more records, /stats lists 100
@@ -28,7 +29,7 @@ score() {
 	env -i PATH="$PATH" "$bin" --config "$ORGW_CONFIG_FILE" "$@"
 }
 
-orgw_start
+orgw_start KEYS_SECRET=t0635-conversations-secret-0123456789
 
 # seed KIND FROM TO: JSON lines for orgw-score --load.  KIND "main": the
 # three conversations and the pressure record; "bulk": conversations
@@ -115,6 +116,16 @@ if out=$(promtool check metrics <"$ORGW_T/metrics.txt" 2>&1); then
 else
 	t_fail "promtool check metrics passes" "$out"
 fi
+
+# --- a team key -----------------------------------------------------------------
+TEAM=$(score key add team-a 2>"$ORGW_T/key.err")
+t_match "a team key made" '^orgw-' "$TEAM"
+HTTP_KEY=$TEAM orgw_http GET /stats
+t_eq "/stats with a team key: 403 admin_key_required, no conversation in it" \
+	"403 admin_key_required 0" \
+	"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code') $(grep -c 'cc-sess-0001' "$HTTP_BODY_FILE")"
+HTTP_KEY=$TEAM orgw_http GET /metrics
+t_eq "/metrics with a team key: 401" 401 "$HTTP_STATUS"
 
 # --- the CLI ---------------------------------------------------------------------
 T=$(score conversations)
