@@ -150,7 +150,7 @@ static const struct conf_item conf_items[] = {
 	  .ihi = 604800 },
 	{ .name = "CACHE_TTL_SECONDS", .kind = CONF_I64,
 	  .off = CONF_OFF(cache_ttl_seconds), .def = "300", .ilo = 1,
-	  .ihi = 604800 },
+	  .ihi = 86400 },
 	{ .name = "RETRY_429_DELAYS", .kind = CONF_DELAYS, .def = "2,4,8",
 	  .ilo = 0, .ihi = 300 },
 	{ .name = "MAX_ATTEMPTS", .kind = CONF_INT,
