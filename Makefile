@@ -65,7 +65,8 @@ CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/jsonscan.c src/conf.c src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
 	   src/statuspage.c src/statusauth.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
-	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c src/hold.c
+	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c src/hold.c \
+	   src/convlist.c
 
 .PHONY: all test check unit run bench soak clean deps deps-test check-layers check-shipped cppcheck lint install fuzz \
 	dist man uninstall deb
@@ -107,7 +108,7 @@ $(B)/cgi-bin/orgw.o: cgi-bin/orgw.c
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(B)/scheduler/orgw-score.o: scheduler/orgw-score.c
+$(B)/scheduler/%.o: scheduler/%.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -116,7 +117,9 @@ $(B)/orgw.fcgi: $(B)/cgi-bin/orgw.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/orgw-score: $(B)/scheduler/orgw-score.o $(LIB)
+SCORER_OBJ := $(patsubst scheduler/%.c,$(B)/scheduler/%.o,$(wildcard scheduler/*.c))
+
+$(B)/orgw-score: $(SCORER_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -125,7 +128,7 @@ $(B)/orgw.fcgi-test: $(B)/cgi-bin/orgw.o $(TEST_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/orgw-score-test: $(B)/scheduler/orgw-score.o $(TEST_OBJ) $(LIB)
+$(B)/orgw-score-test: $(SCORER_OBJ) $(TEST_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -336,4 +339,4 @@ clean:
 	rm -rf build run dist $(GATEWAY) $(SCORER)
 
 -include $(OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_REPLAY:=.d) \
-	 $(B)/cgi-bin/orgw.d $(B)/scheduler/orgw-score.d
+	 $(B)/cgi-bin/orgw.d $(SCORER_OBJ:.o=.d)

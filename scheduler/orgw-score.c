@@ -42,7 +42,9 @@
 
 #include <cJSON.h>
 
+#include "cli.h"
 #include "clock.h"
+#include "cmd_conversations.h"
 #include "conf.h"
 #include "curlsetup.h"
 #include "dump.h"
@@ -139,6 +141,10 @@ usage(FILE *f)
 	      "at once\n"
 	      "  uncool MODEL TAG      clear its cooldown and failure count\n"
 	      "  rescore MODEL         score that model now (= --model MODEL)\n"
+	      "  conversations [--model M] [--json]\n"
+	      "                        the recent conversations, their last "
+	      "cache break,\n"
+	      "                        and the providers under pressure\n"
 	      "\n",
 	      COOL_SECONDS_MAX);
 	keyadmin_usage(f);
@@ -695,7 +701,8 @@ parse_command(struct opts *o, struct cmd *k)
 	if (k->def == NULL)
 		return cmd_usage(NULL,
 				 "unknown argument: %s (commands: status, "
-				 "unlock, cool, uncool, rescore)",
+				 "unlock, cool, uncool, rescore, "
+				 "conversations, key)",
 				 name);
 	optind = 0;	/* glibc: start over on the new vector */
 	opterr = 0;
@@ -739,25 +746,6 @@ parse_command(struct opts *o, struct cmd *k)
 	return cmd_check(k);
 }
 
-/* A number member of o (0 when absent). */
-static int64_t
-jnum(const cJSON *o, const char *name)
-{
-	return (int64_t)cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(o, name));
-}
-
-/* A string member of o ("" when absent), escaped for the terminal into
- * dst (n bytes). */
-static const char *
-jstr(char *dst, size_t n, const cJSON *o, const char *name)
-{
-	const char *v = cJSON_GetStringValue(
-		cJSON_GetObjectItemCaseSensitive(o, name));
-
-	return log_safe(dst, n, v ? v : "");
-}
-
 /* One provider's row: rank ("-" when not a candidate), tag, name, score,
  * lock mark, cooldown, failures. */
 static void
@@ -771,8 +759,8 @@ status_row(const char *rank, const char *tag, const char *name,
 
 	if (c != NULL)
 		snprintf(cool, sizeof(cool), "%lld s left (%s)",
-			 (long long)(jnum(c, "until") - now),
-			 jstr(why, sizeof(why), c, "reason"));
+			 (long long)(cli_num(c, "until") - now),
+			 cli_str(why, sizeof(why), c, "reason"));
 	else
 		snprintf(cool, sizeof(cool), "-");
 	printf("%4s %c %-*s  %-16s %12s  %8lld  %s\n", rank,
@@ -799,22 +787,22 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		ltag = cJSON_GetStringValue(
 			cJSON_GetObjectItemCaseSensitive(lock, "tag"));
 		ltag = ltag ? ltag : "";
-		clock_fmt_utc(jnum(lock, "locked_at"), when, sizeof(when));
+		clock_fmt_utc(cli_num(lock, "locked_at"), when, sizeof(when));
 		printf("   lock: %s (%s) since %s UTC, last used %lld s ago\n",
-		       jstr(tg, sizeof(tg), lock, "tag"),
-		       jstr(pn, sizeof(pn), lock, "provider_name"), when,
-		       (long long)(now - jnum(lock, "last_used")));
+		       cli_str(tg, sizeof(tg), lock, "tag"),
+		       cli_str(pn, sizeof(pn), lock, "provider_name"), when,
+		       (long long)(now - cli_num(lock, "last_used")));
 	} else
 		printf("   lock: none (the next request locks the best "
 		       "candidate)\n");
-	if (jnum(m, "scored_at") > 0) {
-		clock_fmt_utc(jnum(m, "scored_at"), when, sizeof(when));
+	if (cli_num(m, "scored_at") > 0) {
+		clock_fmt_utc(cli_num(m, "scored_at"), when, sizeof(when));
 		printf("   scored: %s UTC\n", when);
 	} else
 		printf("   scored: never\n");
 	if (cJSON_GetObjectItemCaseSensitive(m, "scoring_error") != NULL)
 		printf("   last scoring failed: %s\n",
-		       jstr(pn, sizeof(pn), m, "scoring_error"));
+		       cli_str(pn, sizeof(pn), m, "scoring_error"));
 	cJSON_ArrayForEach(e, cands)
 	{
 		const char *t = cJSON_GetStringValue(
@@ -841,7 +829,7 @@ status_model(const char *model, const cJSON *m, int64_t now)
 		cell_g(score, sizeof(score),
 		       cJSON_GetNumberValue(
 			       cJSON_GetObjectItemCaseSensitive(e, "score")));
-		status_row(rank, t, jstr(pn, sizeof(pn), e, "provider_name"),
+		status_row(rank, t, cli_str(pn, sizeof(pn), e, "provider_name"),
 			   score, strcmp(t, ltag) == 0, cd, fail, now, wt);
 	}
 	/* Providers with a cooldown or a count that are no candidate. */
@@ -1324,6 +1312,30 @@ main(int argc, char *argv[])
 	}
 	if (o.cmd_argc > 0 && strcmp(o.cmd_argv[0], "key") == 0) {
 		rc = key_command(&conf, &o);
+		goto out;
+	}
+	if (o.cmd_argc > 0 && strcmp(o.cmd_argv[0], "conversations") == 0) {
+		struct convcmd cc;
+
+		if (o.run_opts || o.json) {
+			fputs("orgw-score: conversations takes its options "
+			      "after its name\n", stderr);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if ((rc = convcmd_parse(o.cmd_argc, o.cmd_argv, &cc)) != 0) {
+			rc = rc < 0 ? 0 : rc;
+			goto out;
+		}
+		if ((rc = load_conf(&conf, cc.config ? cc.config : o.config,
+				    false)) != 0)
+			goto out;
+		fsafe_set_mode(conf.state_mode);
+		rc = convcmd_run(&conf, &cc);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			perror("orgw-score: stdout");
+			rc = EXIT_SOME_FAILED;
+		}
 		goto out;
 	}
 	if (o.cmd_argc > 0) {

@@ -152,10 +152,15 @@ get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* A stored count: a finite number, else false (left out). */
+/* A stored count: a finite number, or a flag as 1 or 0 (a provider under
+ * pressure), else false (left out). */
 static bool
 count_of(const cJSON *it, double *v)
 {
+	if (cJSON_IsBool(it)) {
+		*v = cJSON_IsTrue(it) ? 1 : 0;
+		return true;
+	}
 	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
 		return false;
 	*v = it->valuedouble;
@@ -187,11 +192,12 @@ provider_counts(struct emit *e, const cJSON *models, const char *name,
 	}
 }
 
-/* A per-provider number: from the "stats" tree's by_provider (money) or
- * the "metrics" tree's providers. */
+/* A number per model and member of m[rec][obj], the member's name as the
+ * label lname: its field, or the member itself when field is NULL. */
 static void
-provider_value(struct emit *e, const cJSON *models, const char *rec,
-	       const char *obj, const char *field, const char *name)
+member_value(struct emit *e, const cJSON *models, const char *rec,
+	     const char *obj, const char *lname, const char *field,
+	     const char *name)
 {
 	const cJSON *m, *p;
 	double v;
@@ -200,12 +206,21 @@ provider_value(struct emit *e, const cJSON *models, const char *rec,
 	{
 		cJSON_ArrayForEach(p, get(get(m, rec), obj))
 		{
-			const char *lv[] = {"model", m->string, "provider",
+			const char *lv[] = {"model", m->string, lname,
 					    p->string, NULL};
-			if (count_of(get(p, field), &v))
+			if (count_of(field ? get(p, field) : p, &v))
 				sample(e, name, lv, v);
 		}
 	}
+}
+
+/* A per-provider number: from the "stats" tree's by_provider (money),
+ * the "metrics" tree's providers or the "conversations" providers. */
+static void
+provider_value(struct emit *e, const cJSON *models, const char *rec,
+	       const char *obj, const char *field, const char *name)
+{
+	member_value(e, models, rec, obj, "provider", field, name);
 }
 
 /* A per-model number; absent counts as 0 so every model has a sample. */
@@ -370,6 +385,33 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	       "cool, idle lock re-ranked); a first lock is not a change.");
 	model_value(&e, models, "metrics", "lock_changes",
 		    "orgw_lock_changes_total");
+	family(&e, "orgw_conversations_active", "gauge",
+	       "Conversations whose last turn is within "
+	       "CONVERSATION_IDLE_SECONDS, by the provider that served it.");
+	provider_value(&e, models, "conversations", "providers", "active",
+		       "orgw_conversations_active");
+	family(&e, "orgw_cache_breaks_total", "counter",
+	       "Turns that read less than half of what the previous turn's "
+	       "prompt could give from the cache, by cause (moved, "
+	       "prefix_changed, expired, provider_miss), as the kept "
+	       "conversation records hold them (the last 8 each).");
+	member_value(&e, models, "conversations", "breaks", "cause", NULL,
+		     "orgw_cache_breaks_total");
+	family(&e, "orgw_conversations_spread", "gauge",
+	       "Kept conversations that started on another provider "
+	       "because the model's lock was under pressure.");
+	model_value(&e, models, "conversations", "spread",
+		    "orgw_conversations_spread");
+	family(&e, "orgw_provider_429s", "gauge",
+	       "Provider 429s (a 429 naming the provider) counted in the "
+	       "model's pressure record for that provider.");
+	provider_value(&e, models, "conversations", "providers",
+		       "provider_429s", "orgw_provider_429s");
+	family(&e, "orgw_provider_under_pressure", "gauge",
+	       "1 while the provider takes no new conversations of the "
+	       "model (a provider 429 within PRESSURE_SECONDS).");
+	provider_value(&e, models, "conversations", "providers",
+		       "under_pressure", "orgw_provider_under_pressure");
 	if (in_flight >= 0) {
 		family(&e, "orgw_requests_in_flight", "gauge",
 		       "Requests being answered now.");

@@ -616,6 +616,7 @@ record_conv_encode_take(const struct rec_conv *c, cJSON *cc)
 	ok = ok && cJSON_AddStringToObject(o, "model", c->model) != NULL;
 	ok = ok && cJSON_AddStringToObject(o, "tag", c->tag) != NULL;
 	ok = ok && cJSON_AddStringToObject(o, "show", c->show) != NULL;
+	ok = ok && cJSON_AddStringToObject(o, "api", c->api) != NULL;
 	ok = ok && add_num(o, "first_seen", (double)c->first_seen);
 	ok = ok && add_num(o, "last_turn", (double)c->last_turn);
 	ok = ok && add_num(o, "turns", (double)c->turns);
@@ -641,6 +642,7 @@ record_conv_decode(const char *text, struct rec_conv *c, cJSON **cache)
 	get_str(o, "model", c->model, sizeof(c->model));
 	get_str(o, "tag", c->tag, sizeof(c->tag));
 	get_str(o, "show", c->show, sizeof(c->show));
+	get_str(o, "api", c->api, sizeof(c->api));
 	c->first_seen = get_i64(o, "first_seen");
 	c->last_turn = get_i64(o, "last_turn");
 	c->turns = get_i64(o, "turns");

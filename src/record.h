@@ -172,16 +172,19 @@ enum orgw_err record_cooldown_decode(const char *text,
 /*
  * CONV:<model>:<conversation hash> (conv.h), one conversation's routing
  * record: fixed in size, whatever the number of turns.  The value
- * {"v":1,"model","tag","show","first_seen","last_turn","turns","spread",
- * "cache":{...}}: "cache" is the per-conversation cache record, another
- * module's to decode; this codec carries it through as a cJSON tree.
+ * {"v":1,"model","tag","show","api","first_seen","last_turn","turns",
+ * "spread","cache":{...}}: "cache" is the per-conversation cache record,
+ * another module's to decode; this codec carries it through as a cJSON
+ * tree.
  */
 #define REC_CONV_SHOW_MAX 16
+#define REC_CONV_API_MAX 16
 struct rec_conv {
 	char model[ORGW_MODEL_MAX];
 	char tag[ORGW_TAG_MAX];		/* the provider of its last
 					 * successful turn; "" none */
 	char show[REC_CONV_SHOW_MAX];	/* the key as shown (conv_show) */
+	char api[REC_CONV_API_MAX];	/* "chat", "messages", "responses" */
 	int64_t first_seen, last_turn;	/* unix seconds */
 	int64_t turns;			/* successful turns */
 	bool spread;			/* it started elsewhere because the

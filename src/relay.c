@@ -1492,6 +1492,7 @@ bookkeep(struct relay *rl)
 	if (rl->cv.on) {
 		rl->cv.turn.hash = rl->cv.key.hash;
 		rl->cv.turn.show = rl->cv.show;
+		rl->cv.turn.api = rl->api->name;
 		rl->cv.turn.fp = &rl->cv.fp;
 		rl->cv.turn.only_new = rl->cv.only_new;
 		rl->cv.turn.spread = rl->cv.route.spread;

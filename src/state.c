@@ -1974,6 +1974,7 @@ batch_conv(struct store *s, const struct finish_job *j)
 	snprintf(cv->rc.tag, sizeof(cv->rc.tag), "%s", d->tag ? d->tag : "");
 	snprintf(cv->rc.show, sizeof(cv->rc.show), "%s",
 		 ct->show ? ct->show : "");
+	snprintf(cv->rc.api, sizeof(cv->rc.api), "%s", ct->api ? ct->api : "");
 	if (cv->rc.turns == 0) {
 		cv->rc.first_seen = d->now;
 		cv->rc.spread = ct->spread;

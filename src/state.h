@@ -277,6 +277,7 @@ struct fp_list;
 struct state_conv_turn {
 	const char *hash;		/* conv_key.hash (borrowed) */
 	const char *show;		/* conv_show() of the key */
+	const char *api;		/* the API's name ("chat"...) */
 	const struct fp_list *fp;	/* this prompt's units (borrowed) */
 	bool only_new;			/* the body holds only new input
 					 * (previous_response_id): no prefix

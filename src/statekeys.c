@@ -38,10 +38,10 @@ static const struct statekey_family families[] = {
 				     "a provider cooling until a time"),
 	[SK_HIT] = ROW(STATEKEY_P_HIT, 1, M | W | S,
 		       "measured cache-hit rates per provider"),
-	[SK_CONV] = ROW(STATEKEY_P_CONV, 2, M | C | W,
+	[SK_CONV] = ROW(STATEKEY_P_CONV, 2, M | C | W | S,
 			"a conversation's provider, fingerprints and cache "
 			"record (bounded by the scorer's sweep)"),
-	[SK_PRESSURE] = ROW(STATEKEY_P_PRESSURE, 2, M | P | W,
+	[SK_PRESSURE] = ROW(STATEKEY_P_PRESSURE, 2, M | P | W | S,
 			    "a provider's 429 under load, until it ends"),
 	[SK_LEDGER] = ROW(STATEKEY_P_LEDGER, 4, M | S,
 			  "counter cells by model, day, API and provider "

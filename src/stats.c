@@ -25,6 +25,7 @@
 
 #include <cJSON.h>
 
+#include "convlist.h"
 #include "failover.h"
 #include "ledger.h"
 #include "prom.h"
@@ -38,6 +39,7 @@ struct stats_args {
 	cJSON *models;
 	int64_t now;
 	int64_t lost;		/* LOST_UPDATES */
+	struct convlist *conv;	/* the CONV: and PRESSURE: records */
 	bool ok;
 };
 
@@ -254,6 +256,10 @@ stats_key_cb(void *arg, const char *key, const char *val)
 	    !(statekeys_family(p.family)->flags & STATEKEY_SHOWN))
 		return 0;
 	switch (p.family) {
+	case SK_CONV:
+	case SK_PRESSURE:
+		(void)convlist_add(a->conv, &p, val);
+		break;
 	case SK_LOST_UPDATES:
 		a->lost = strtoll(val, NULL, 10);
 		break;
@@ -404,6 +410,23 @@ add_keys(const struct orgw_conf *c, cJSON *root, int64_t now)
 				       orgw_strerror(err)) != NULL;
 }
 
+/* The conversations' list for a document at now, with c's settings;
+ * NULL when out of memory. */
+static struct convlist *
+conv_list(const struct orgw_conf *c, int64_t now)
+{
+	struct convlist_opts o;
+
+	o.now = now;
+	o.idle_s = c->conversation_idle_seconds;
+	o.ttl_s = c->cache_ttl_seconds;
+	/* No more rows than the records the scorer keeps. */
+	o.max_rows = (size_t)c->max_conversations < CONVLIST_ROWS ?
+			     (size_t)c->max_conversations :
+			     CONVLIST_ROWS;
+	return convlist_new(&o);
+}
+
 cJSON *
 stats_tree(const struct orgw_conf *c, int64_t now)
 {
@@ -413,7 +436,8 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 
 	memset(&a, 0, sizeof(a));
 	a.now = now;
-	a.ok = root != NULL &&
+	a.conv = conv_list(c, now);
+	a.ok = root != NULL && a.conv != NULL &&
 	       cJSON_AddNumberToObject(root, "generated_at", (double)now) &&
 	       (a.models = cJSON_AddObjectToObject(root, "models")) != NULL;
 	if (a.ok) {
@@ -424,6 +448,10 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 			stats_walk(&sn, &a);
 			finish_models(&a, true);
 		}
+		/* Operator only, as the rest of /stats: team keys are
+		 * refused before this is built. */
+		if (a.ok && !convlist_render(a.conv, root, a.models))
+			a.ok = false;
 		snap_clear(&sn);
 		if (err != ORGW_OK &&
 		    !cJSON_AddStringToObject(root, "state_error",
@@ -437,6 +465,7 @@ stats_tree(const struct orgw_conf *c, int64_t now)
 						     (double)a.lost))
 			a.ok = false;
 	}
+	convlist_free(a.conv);
 	if (!a.ok) {
 		cJSON_Delete(root);
 		return NULL;
@@ -467,7 +496,9 @@ metrics_key_cb(void *arg, const char *key, const char *val)
 	if (!statekeys_parse(key, &p) ||
 	    !(statekeys_family(p.family)->flags & STATEKEY_SHOWN))
 		return 0;
-	if (p.family == SK_LOST_UPDATES) {
+	if (convlist_add(a->conv, &p, val)) {
+		/* listed */
+	} else if (p.family == SK_LOST_UPDATES) {
 		a->lost = strtoll(val, NULL, 10);
 	} else if (p.family == SK_MODEL_SEEN) {
 		(void)model_obj(a, p.first);
@@ -496,9 +527,13 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 	memset(&a, 0, sizeof(a));
 	a.now = now;
 	a.models = cJSON_CreateObject();
-	a.ok = a.models != NULL;
-	if (!a.ok)
+	a.conv = conv_list(c, now);
+	a.ok = a.models != NULL && a.conv != NULL;
+	if (!a.ok) {
+		cJSON_Delete(a.models);
+		convlist_free(a.conv);
 		return ORGW_ENOMEM;
+	}
 	{
 		struct snap sn;
 
@@ -506,9 +541,12 @@ stats_metrics(const struct orgw_conf *c, int64_t now, int64_t in_flight,
 		if (err == ORGW_OK) {
 			snap_each(&sn, metrics_key_cb, &a);
 			finish_models(&a, false);
+			if (a.ok && !convlist_render(a.conv, NULL, a.models))
+				a.ok = false;
 		}
 		snap_clear(&sn);
 	}
+	convlist_free(a.conv);
 	if (err == ORGW_OK && !a.ok)
 		err = ORGW_ENOMEM;
 	if (err == ORGW_OK)

@@ -99,6 +99,9 @@ test_defaults(void)
 		 c.worker_max_age_seconds == 3600);
 	T_ASSERT("default FAIL_LIMIT", c.fail_limit == 3);
 	T_ASSERT("default COOLDOWN_SECONDS", c.cooldown_seconds == 600);
+	T_ASSERT("default CONVERSATION_IDLE_SECONDS",
+		 c.conversation_idle_seconds == 600);
+	T_ASSERT("default CACHE_TTL_SECONDS", c.cache_ttl_seconds == 300);
 	T_ASSERT("default LOCK_IDLE_SECONDS", c.lock_idle_seconds == 1800);
 	T_ASSERT("default CONVERSATION_IDLE_SECONDS",
 		 c.conversation_idle_seconds == 600);

@@ -262,7 +262,7 @@ test_render(void)
 	}
 	for (p = b.p; p != NULL && (p = strstr(p, "# HELP ")) != NULL; p++)
 		helps++;
-	T_ASSERT("render: fourteen families with HELP", helps == 14);
+	T_ASSERT("render: nineteen families with HELP", helps == 19);
 	T_ASSERT("render: an API without tokens has no token sample",
 		 b.p && strstr(b.p, "api=\"chat\",type=") == NULL);
 	T_ASSERT("render: a provider without money has no spend",

@@ -827,6 +827,7 @@ test_conv_pressure(void)
 	snprintf(c.model, sizeof(c.model), "anthropic/claude-sonnet-4.5");
 	snprintf(c.tag, sizeof(c.tag), "anthropic");
 	snprintf(c.show, sizeof(c.show), "4f1c2a9e-0d1");
+	snprintf(c.api, sizeof(c.api), "messages");
 	c.first_seen = 1764547200;
 	c.last_turn = 1764547800;
 	c.turns = 5;
