@@ -125,7 +125,7 @@ t_eq "/stats with a team key: 403 admin_key_required, no conversation in it" \
 	"403 admin_key_required 0" \
 	"$HTTP_STATUS $(json_get "$HTTP_BODY" 'j.error.code') $(grep -c 'cc-sess-0001' "$HTTP_BODY_FILE")"
 HTTP_KEY=$TEAM orgw_http GET /metrics
-t_eq "/metrics with a team key: 401" 401 "$HTTP_STATUS"
+t_eq "/metrics with a team key: 403" 403 "$HTTP_STATUS"
 
 # --- the CLI ---------------------------------------------------------------------
 T=$(score conversations)

@@ -22,6 +22,7 @@
 #     its cache (provider_miss), a turn after CACHE_TTL_SECONDS (expired,
 #     with the workers' test clock); warm turns never a break.
 . "$(dirname "$0")/../lib.sh"
+orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
 M=test/conv
 orgw_start RETRY_429_DELAYS=5,5,5 MAX_ATTEMPTS=4 PRESSURE_SECONDS=4
