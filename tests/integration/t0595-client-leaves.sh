@@ -84,21 +84,29 @@ check_counted() { # SERVER PHASE
 		"2 1 1 0 0" "$(stat "$m" '[m.requests, m.errors.client_abort, m.ok, m.errors["5xx"] + m.errors.timeout + m.errors.mid_stream + m.errors.other, Object.values(m.failures ?? {}).reduce((a, b) => a + b, 0)].join(" ")')"
 }
 
+# A new conversation's turn goes at once to the next candidate after a
+# provider 429 (it has no warm provider to wait for), so a 429 model may
+# see one attempt per candidate at the start; the retry that waits out
+# Retry-After (8 s) would come after the client left at 4 s.  Every
+# attempt is a 429 begun within 4 s of the first.
+NO_RETRY='j.length > 0 && j.every((e) => e.status === 429 && e.t_ms < j[0].t_ms + 4000)'
+attempts() { json_get "$1" 'j.map((e) => e.status + "@" + (e.t_ms - j[0].t_ms) + "ms").join(" ")'; }
+
 for s in $SERVERS; do
 	check_stopped "$s" stream 8000
 	check_counted "$s" stream
 	check_stopped "$s" json-padded 8000
 	check_counted "$s" json-padded
 	log=$(upstream_of "t0595/$s-429-stream")
-	t_eq "$s, 429 wait of a stream: the client left, no retry was made" \
-		"1 429" "$(json_get "$log" '[j.length, j[0].status].join(" ")')"
+	t_check "$s, 429 wait of a stream: the client left, no retry was made after ($(attempts "$log"))" \
+		json_ok "$log" "$NO_RETRY"
 	check_counted "$s" 429-stream
 done
 # A non-streamed 429 wait: orgw writes nothing then (SPEC 5), so only a
 # server that watches its client can tell orgw; nginx does.
 log=$(upstream_of "t0595/nginx-429-json")
-t_eq "nginx, 429 wait of a non-streamed request: no retry was made" \
-	"1 429" "$(json_get "$log" '[j.length, j[0].status].join(" ")')"
+t_check "nginx, 429 wait of a non-streamed request: no retry was made after the client left ($(attempts "$log"))" \
+	json_ok "$log" "$NO_RETRY"
 check_counted nginx 429-json
 
 # Round 2: a stream relayed token by token, 40 tokens 200 ms apart (8 s);
