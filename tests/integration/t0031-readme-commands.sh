@@ -34,6 +34,7 @@ rows=$(cat <<'ROWS'
 ^orgw-score --dry-run @@ tests/integration/t0310-score-ranking.sh @@ --dry-run
 ^orgw-score status @@ tests/integration/t0355-operator.sh @@ ^op status
 ^orgw-score cool  @@ tests/integration/t0355-operator.sh @@ ^op cool
+^orgw-score conversations @@ tests/integration/t0635-conversations.sh @@ score conversations
 ^orgw-score key add .*--budget-usd-day @@ tests/integration/t0660-keys-cli.sh @@ op add alice --models .* --budget-usd-day
 ^orgw-score key export$ @@ tests/integration/t0660-keys-cli.sh @@ key export
 ^orgw-score --version$ @@ tests/integration/t0020-version.sh @@ orgw-score" --version
