@@ -87,9 +87,9 @@ check_counted() { # SERVER PHASE
 # A new conversation's turn goes at once to the next candidate after a
 # provider 429 (it has no warm provider to wait for), so a 429 model may
 # see one attempt per candidate at the start; the retry that waits out
-# Retry-After (8 s) would come after the client left at 4 s.  Every
-# attempt is a 429 begun within 4 s of the first.
-NO_RETRY='j.length > 0 && j.every((e) => e.status === 429 && e.t_ms < j[0].t_ms + 4000)'
+# Retry-After (8 s) would come after the client left at 4 s.  The first
+# attempt is the 429, and every attempt began within 4 s of it.
+NO_RETRY='j.length > 0 && j[0].status === 429 && j.every((e) => e.t_ms < j[0].t_ms + 4000)'
 attempts() { json_get "$1" 'j.map((e) => e.status + "@" + (e.t_ms - j[0].t_ms) + "ms").join(" ")'; }
 
 for s in $SERVERS; do
