@@ -360,22 +360,6 @@ route_set(struct state_route *r, enum route_kind kind, const char *tag,
 }
 
 /*
- * The state keys of a conversation and of a provider's pressure.  Each is
- * built here only, so the key schema has one place per prefix.
- */
-static void
-conv_key_name(char *k, const char *model, const char *hash)
-{
-	key3(k, SK_CONV, model, hash);
-}
-
-static void
-pressure_key_name(char *k, const char *model, const char *tag)
-{
-	key3(k, SK_PRESSURE, model, tag);
-}
-
-/*
  * A conversation's record decoded, routing part and cache record, kept
  * in a memo (memo.h): a conversation's next turn usually finds the text
  * this process wrote at its last one, and decoding it is most of what a
@@ -421,7 +405,7 @@ read_conv(struct store *s, const char *model, const char *hash,
 
 	memset(rc, 0, sizeof(*rc));
 	*have = false;
-	conv_key_name(k, model, hash);
+	key3(k, SK_CONV, model, hash);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v != NULL) {
@@ -446,7 +430,7 @@ read_pressure(struct store *s, const char *model, const char *tag,
 	enum orgw_err err;
 
 	memset(p, 0, sizeof(*p));
-	pressure_key_name(k, model, tag);
+	key3(k, SK_PRESSURE, model, tag);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	if (v != NULL && record_pressure_decode(v, p) != ORGW_OK)
@@ -1259,7 +1243,7 @@ do_pressure(struct store *s, void *arg)
 		return err;
 	p.until = a->now + a->c->pressure_seconds;
 	p.n429++;
-	pressure_key_name(k, a->model, a->tag);
+	key3(k, SK_PRESSURE, a->model, a->tag);
 	if ((err = store_put_text(s, k, record_pressure_encode(&p))) !=
 		    ORGW_OK ||
 	    !a->want_next)
@@ -1944,7 +1928,7 @@ batch_conv(struct store *s, const struct finish_job *j)
 	ct->at = -1;
 	if (d->ok == 0 || strcmp(j->as, STATE_OTHER_MODEL) == 0)
 		return ORGW_OK;
-	conv_key_name(k, j->model, ct->hash);
+	key3(k, SK_CONV, j->model, ct->hash);
 	if ((err = store_get(s, k, &v)) != ORGW_OK)
 		return err;
 	err = ORGW_ENOMEM;
