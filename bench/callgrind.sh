@@ -13,29 +13,42 @@
 # lighttpd itself under callgrind with bench/lighttpd-proxy.conf, straight
 # to the double.  Prints "LABEL N instructions/request" lines.
 # bench/agestate.mjs writes 30-day states of either layout.
+#
+#   CG_PATH=/v1/messages   the API path (default /v1/chat/completions)
+#   CG_BODY_FILE=FILE      the request body (default: a short chat request
+#                          for CG_MODEL)
+#   CG_FUNCS="f g"         also print each function's inclusive
+#                          instructions per request (callgrind_annotate),
+#                          e.g. fp_compute for what fingerprinting costs
 set -u
 . "$(dirname "$0")/../tests/lib.sh"
 
 WARM=${CG_WARM:-20}
 N=${CG_N:-200}
 M=${CG_MODEL:-deepseek/deepseek-v3.2}
+API_PATH=${CG_PATH:-/v1/chat/completions}
+FUNCS=${CG_FUNCS:-}
 OUTDIR=$(mktemp -d "${TMPDIR:-/tmp}/orgw-cg.XXXXXX")
-BODY="{\"model\":\"$M\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}],\"max_tokens\":16}"
+BODY_FILE=${CG_BODY_FILE:-$OUTDIR/body.json}
+[ -n "${CG_BODY_FILE:-}" ] ||
+	printf '{"model":"%s","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}' \
+		"$M" >"$BODY_FILE"
 
 # measure LABEL PID URL KEY DIR: CG_WARM requests to URL (with KEY), the
 # counters of the callgrind process PID zeroed, CG_N requests counted, the
-# counts dumped into DIR/cg.*; prints the LABEL line.
+# counts dumped into DIR/cg.*; prints the LABEL line, then one line per
+# function of CG_FUNCS with its inclusive instructions per request.
 measure() {
-	local label=$1 pid=$2 url=$3 key=$4 dir=$5 i ir bad=0 code
+	local label=$1 pid=$2 url=$3 key=$4 dir=$5 i ir bad=0 code f fir
 	for ((i = 0; i < WARM; i++)); do
 		curl -sS -o /dev/null "$url" -H "Authorization: Bearer $key" \
-			-H 'Content-Type: application/json' -d "$BODY"
+			-H 'Content-Type: application/json' --data-binary "@$BODY_FILE"
 	done
 	callgrind_control -z "$pid" >/dev/null 2>&1
 	for ((i = 0; i < N; i++)); do
 		code=$(curl -sS -o /dev/null -w '%{http_code}' "$url" \
 			-H "Authorization: Bearer $key" \
-			-H 'Content-Type: application/json' -d "$BODY")
+			-H 'Content-Type: application/json' --data-binary "@$BODY_FILE")
 		[ "$code" = 200 ] || bad=$((bad + 1))
 	done
 	callgrind_control -d "$pid" >/dev/null 2>&1
@@ -43,6 +56,15 @@ measure() {
 	ir=$(grep -h '^summary:' "$dir"/cg.*.* 2>/dev/null | tail -1 | awk '{print $2}')
 	printf '%s %d instructions/request (%d of %d not 200)\n' "$label" \
 		$((${ir:-0} / N)) "$bad" "$N"
+	for f in $FUNCS; do
+		# The dump that holds the counted requests is the last one.
+		fir=$(callgrind_annotate --inclusive=yes --threshold=100 \
+			"$(ls -t "$dir"/cg.*.* | head -1)" 2>/dev/null |
+			awk -v f="$f" '$0 ~ (":" f " ") || $0 ~ (":" f "$") {
+				gsub(",", "", $1); print $1; exit }')
+		printf '%s   %s %d instructions/request (inclusive)\n' "$label" \
+			"$f" $((${fir:-0} / N))
+	done
 }
 
 # One orgw worker of BINARY under callgrind, behind lighttpd.
@@ -62,7 +84,7 @@ one() {
 			--config "$ORGW_CONFIG_FILE" --load <"$state" >/dev/null 2>&1
 	fi
 	pid=$(pgrep -f "callgrind-out-file=$out/cg" | head -1)
-	measure "$label" "$pid" "$ORGW_URL/v1/chat/completions" "$ORGW_KEY" "$out"
+	measure "$label" "$pid" "$ORGW_URL$API_PATH" "$ORGW_KEY" "$out"
 	orgw_stop >/dev/null 2>&1
 }
 
@@ -80,7 +102,7 @@ proxy() {
 		lighttpd -D -f "$out/lighttpd.conf" >"$out/out.log" 2>&1 </dev/null &
 	pid=$!
 	orgw__wait_http "http://127.0.0.1:$port/__double/health" 30
-	measure "$label" "$pid" "http://127.0.0.1:$port/api/v1/chat/completions" \
+	measure "$label" "$pid" "http://127.0.0.1:$port/api$API_PATH" \
 		"$UPSTREAM_KEY" "$out"
 	orgw__kill "$pid" >/dev/null 2>&1
 	orgw_stop >/dev/null 2>&1
