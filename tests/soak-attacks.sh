@@ -157,6 +157,15 @@ node "$ORGW_ROOT/tests/soak/driver.mjs" --base "$ORGW_URL/v1" --key "$ORGW_KEY" 
 	--seed "${SOAK_SEED:-0}" --max-retries 2
 rc=$?
 orgw__kill "${apids[@]}" >/dev/null 2>&1
+# Each worker keeps its own wrong-key guard (src/guard.h: an address's
+# 11th different wrong key within a minute is refused), and a busy
+# machine's short run may have sent too few guesses to trip any: a burst
+# of 10 per worker and one more from the same address, within seconds,
+# must give some worker its 11th.
+on guess && for ((i = 0; i <= 10 * ${SOAK_WORKERS:-2}; i++)); do
+	curl -sS -o /dev/null -w '%{http_code}\n' --max-time 5 --interface 127.0.0.2 \
+		-H "Authorization: Bearer guess-burst-$i-$RANDOM" "$ORGW_URL/v1/models"
+done >>"$ORGW_T/guess.codes"
 t_eq "the load driver ran" 0 "$rc"
 r() { json_get "$REPORT" "$1"; }
 sent=$(r j.sent)
