@@ -34,7 +34,8 @@
 #   ORGW_REDIS_TESTS=L the integration scripts (tNNNN numbers) that run a
 #                      second time with ORGW_STATE_BACKEND=redis (default:
 #                      the state tests t0120 t0130 t0140 t0148 t0340 t0355 t0410
-#                      t0415)
+#                      t0415, and t0658: the conversations' records and a
+#                      provider's pressure)
 #   ORGW_JOBS=N        integration scripts running at once (default 2, the
 #                      cores of the machine the suite is sized for; 1 runs
 #                      every script one after the other in name order, the
@@ -393,7 +394,7 @@ queue_script() {
 	queue integration "$1" bash "$1"
 	# The state tests once more on the Redis back-end (tests/lib.sh
 	# starts a private redis-server).
-	for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0148 t0340 t0355 t0410 t0415}; do
+	for pat in ${ORGW_REDIS_TESTS-t0120 t0130 t0140 t0148 t0340 t0355 t0410 t0415 t0658}; do
 		case ${1##*/} in
 		"$pat"-*) queue integration "$1 [redis]" \
 			env ORGW_STATE_BACKEND=redis bash "$1" ;;
