@@ -17,7 +17,7 @@
 #   json padded  a non-streamed generation, upstream padding its committed
 #                200, leaves at 5 s
 #   json silent  a non-streamed request before upstream answers at all,
-#                leaves at 5 s: orgw must not write then (SPEC 5)
+#                leaves at 5 s: orgw must not write then (docs/design.md section 5)
 #   429 stream, 429 json   upstream answered 429 Retry-After 20, orgw waits
 #                to retry; the client leaves at 5 s; no second request may come
 #   relaying     a stream relayed token by token (one every 250 ms), leaves at 5 s

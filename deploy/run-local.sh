@@ -20,7 +20,7 @@
 #   ORGW_PORT            listening port (default 8080)
 #   ORGW_WORKERS         FastCGI worker processes (default 4), each with
 #                        WORKER_THREADS threads (default 80): 319 streams
-#   any other setting of docs/design.md section 8 (TARGET_MODEL, HIT_RATE, ...) set in the
+#   any other setting of orgw.conf(5) (TARGET_MODEL, HIT_RATE, ...) set in the
 #   environment is written to run/orgw.conf as well.
 if [ -z "${BASH_VERSION:-}" ]; then
 	exec bash "$0" "$@"

@@ -34,8 +34,8 @@ enum api_id {
 };
 #define API_N 3
 
-/* What one upstream stream event is (docs/design.md 11, "first token", "held
- * back", "complete", "upstream error event"). */
+/* What one upstream stream event is (docs/design.md 11, "first token",
+ * "held back until then", "whole", "upstream error event"). */
 enum api_ev {
 	API_EV_HOLD,	/* no token: held back before the first token (a
 			 * role-only chunk, message_start, ping,

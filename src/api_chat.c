@@ -144,9 +144,9 @@ chat_body(const cJSON *o, const char *key, struct api_answer *ans)
 
 /* The chunk that ends a broken stream: an error object and a
  * finish_reason "error" (docs/design.md 5), in OpenRouter's own form
- * (docs/upstream.md 5): a numeric code, the HTTP status the failure stands
- * for, and orgw's name of it in metadata.error_type.  Clients decide on
- * the number: opencode re-sends a request whose stream ended with a
+ * (docs/upstream.md 5 and 11): a numeric code, the HTTP status the failure
+ * stands for, and orgw's name of it in metadata.error_type.  Clients decide
+ * on the number: opencode re-sends a request whose stream ended with a
  * numeric code and gives up on any other. */
 static char *
 chat_stream_error(int status, const char *code, const char *msg,

@@ -75,7 +75,7 @@ enum conf_kind {
 struct conf_item {
 	const char *name;
 	size_t off;		/* offsetof the field in struct orgw_conf */
-	const char *def;	/* docs/design.md 8 default as text; NULL = unset */
+	const char *def;	/* orgw.conf(5) default as text; NULL = unset */
 	double dlo, dhi;	/* CONF_DOUBLE range */
 	long long ilo, ihi;	/* integer range; per item for CONF_DELAYS */
 	enum conf_kind kind;
@@ -85,7 +85,7 @@ struct conf_item {
 #define CONF_OFF(f) offsetof(struct orgw_conf, f)
 
 /*
- * The settings of docs/design.md section 8, their defaults and their ranges.
+ * The settings of orgw.conf(5), their defaults and their ranges.
  * conf_init() applies the defaults through conf_set(), so a default that
  * broke its own range would fail loudly at start.
  */
@@ -804,7 +804,7 @@ conf_set_integer(struct orgw_conf *c, const struct conf_item *it,
 }
 
 /*
- * Fills c with the defaults of docs/design.md section 8 (conf_items[] above).
+ * Fills c with the defaults of orgw.conf(5) (conf_items[] above).
  * Returns ORGW_OK, or ORGW_ENOMEM with c holding nothing to free (it is
  * still safe to pass to conf_free()).
  */
@@ -907,7 +907,7 @@ conf_settle(struct orgw_conf *c, char *err, size_t errlen)
 	return ORGW_OK;
 }
 
-/* True when name is one of the settings of docs/design.md section 8 (not the
+/* True when name is one of the settings of orgw.conf(5) (not the
  * NAME_FILE forms, which only confload.c knows).  NULL is false. */
 bool
 conf_known(const char *name)
@@ -925,8 +925,8 @@ conf_is_path(const char *name)
 
 /*
  * STATE_MODE: octal digits (a leading 0 optional) naming one of 0600,
- * 0640, 0660 (docs/design.md 8): the owner reads and writes, the group may when the
- * scorer runs as another user of it, others never.
+ * 0640, 0660 (orgw.conf(5)): the owner reads and writes, the group may
+ * when the scorer runs as another user of it, others never.
  */
 static enum orgw_err
 conf_set_mode(struct orgw_conf *c, const struct conf_item *it,

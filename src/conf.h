@@ -86,7 +86,7 @@ struct orgw_conf {
 	int64_t worker_max_age_seconds;	/* ... or after about this long */
 };
 
-/* Fills c with the defaults of docs/design.md section 8; returns ORGW_ENOMEM on
+/* Fills c with the defaults of orgw.conf(5); returns ORGW_ENOMEM on
  * failure.  Pair with conf_free(). */
 enum orgw_err conf_init(struct orgw_conf *c);
 
@@ -116,7 +116,7 @@ enum orgw_err conf_settle(struct orgw_conf *c, char *err, size_t errlen);
  * it names none. */
 const char *conf_alias(const struct orgw_conf *c, const char *id);
 
-/* True when name is one of the settings of docs/design.md section 8. */
+/* True when name is one of the settings of orgw.conf(5). */
 bool conf_known(const char *name);
 
 /* True when name is a setting whose value is a file path (STATE_PATH,
@@ -124,7 +124,7 @@ bool conf_known(const char *name);
  * config file against the file's directory. */
 bool conf_is_path(const char *name);
 
-/* The i-th setting name of docs/design.md section 8 (from 0), or NULL past the
+/* The i-th setting name of orgw.conf(5) (from 0), or NULL past the
  * last: the list the environment is read by.  Static strings. */
 const char *conf_name(size_t i);
 

@@ -54,9 +54,10 @@ struct load_ctx {
 
 /*
  * getenv() and strerror() are not thread-safe (concurrency-mt-unsafe);
- * conf_load() runs once at start-up before any thread exists, and the
- * gateway uses processes, not threads (docs/style.md 6).  strerror_r() is not
- * used because its GNU and XSI forms differ.
+ * conf_load() runs once a process, at start-up or under the lock of the
+ * first request's load (src/workers.c, first_load), which every worker
+ * thread passes before it serves anything.  strerror_r() is not used
+ * because its GNU and XSI forms differ.
  */
 static const char *
 load_getenv(const char *name)

@@ -68,8 +68,9 @@ struct convroute_out {
 	 * Borrowed from the view. */
 	const char *tag;
 	bool warm;	/* the conversation has a warm provider and the turn
-			 * goes there: a provider 429 waits there as section
-			 * 5 says (switching would lose its cache) */
+			 * goes there: a provider 429 waits there as
+			 * docs/design.md 5 says (switching would lose its
+			 * cache) */
 	bool spread;	/* a new conversation started elsewhere because the
 			 * lock's provider is under pressure */
 	bool moved;	/* the conversation had a provider and this turn may

@@ -31,7 +31,7 @@ struct curl_slist *
 curlsetup_headers(const char *key, const char *const *extra)
 {
 	static const char *const fixed[] = {
-		/* OpenRouter's app attribution (docs/upstream.md section 5). */
+		/* OpenRouter's app attribution (docs/upstream.md section 7). */
 		"HTTP-Referer: https://github.com/orgw",
 		"X-OpenRouter-Title: orgw",
 	};

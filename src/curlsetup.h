@@ -14,7 +14,7 @@
 /*
  * The request headers of every call: "Authorization: Bearer <key>" (key
  * NULL is sent as empty) and OpenRouter's app attribution
- * (docs/upstream.md section 5), then the lines of extra (NULL-terminated;
+ * (docs/upstream.md section 7), then the lines of extra (NULL-terminated;
  * extra itself may be NULL).  Returns a list the caller frees with
  * curl_slist_free_all(), or NULL when out of memory.  The only copy of
  * the key left is the list's own.

@@ -67,7 +67,7 @@ enum failover_kind {
 /*
  * One finished attempt, as the I/O side saw it.  Times are not in it:
  * what a first token, a first byte, a timeout and a stall are (docs/design.md
- * section 5, "Real durations") is decided while the attempt runs, and
+ * section 5, "Time") is decided while the attempt runs, and
  * arrives here as why.
  */
 struct failover_attempt {
@@ -167,7 +167,8 @@ bool failover_lagged(bool pinned, int64_t t_start, int64_t t_first,
 /*
  * Marks the error class of failure kind k in d (its counter becomes 1):
  * The ledger's errors.<class> count requests that met that error at least
- * once, not the attempts that did (docs/design.md section 7, README "Stats").
+ * once, not the attempts that did (docs/design.md section 7, and errors.* in
+ * docs/state.md).
  */
 void failover_count(struct stats_delta *d, enum failover_kind k);
 

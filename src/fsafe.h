@@ -16,9 +16,9 @@
 #define FSAFE_REFUSED ENOTRECOVERABLE
 
 /*
- * The mode of the state and lock files orgw creates (STATE_MODE, docs/design.md 8:
- * 0600, or 0640/0660 for a scorer of the same group); bits for others are
- * dropped.  Process-wide: call once at start, before any thread.
+ * The mode of the state and lock files orgw creates (STATE_MODE in
+ * orgw.conf(5): 0600, or 0640/0660 for a scorer of the same group); bits
+ * for others are dropped.  Process-wide: call once at start, before any thread.
  */
 void fsafe_set_mode(unsigned mode);
 

@@ -102,7 +102,7 @@ static const struct {
 };
 
 /*
- * Per-process cache of GET /v1/models (docs/design.md 2: "may be cached"), shared
+ * Per-process cache of GET /v1/models (docs/design.md 2: "cached briefly"), shared
  * by the threads under models_mu.  The entry is reference-counted so a
  * thread writes it to its client without holding the mutex while another
  * replaces it.

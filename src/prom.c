@@ -241,7 +241,7 @@ model_value(struct emit *e, const cJSON *models, const char *rec,
 	}
 }
 
-/* The per-API counters of the "stats" tree's by_api (docs/design.md 11): one
+/* The per-API counters of the "stats" tree's by_api (docs/state.md): one
  * sample per model and API, or per model, API and token type. */
 static void
 api_counts(struct emit *e, const cJSON *models, const char *field,

@@ -19,7 +19,7 @@
  * API's error event and without its normal end (docs/design.md sections 5, 11), so
  * a truncated answer never looks finished.
  *
- * Real durations (docs/design.md 5): a request lasts up to minutes.  The first
+ * Durations (docs/design.md 5, "Time"): a request lasts up to minutes.  The first
  * token of a stream is its first chunk with content; the first byte of a
  * non-streamed answer is its first byte, padding included.  Silence, not
  * length, is a timeout; REQUEST_TIMEOUT_MS bounds the whole request.
@@ -296,8 +296,8 @@ upstream_pads(const struct attempt *a)
 }
 
 /*
- * Keeps the client connection from going silent (docs/design.md 5, "Keeping the
- * client connection alive"); called about every 50 ms while upstream
+ * Keeps the client connection from going silent (docs/design.md 5, "Keeping
+ * the client's connection alive"); called about every 50 ms while upstream
  * works and while a 429 retry waits.  A stream's head goes out after
  * KEEPALIVE_COMMIT_MS, with what was held; a non-streamed answer's only
  * while upstream pads its own committed 200 (before that, failover stays
@@ -923,8 +923,8 @@ route_request(struct relay *rl)
 	log_safe(m, sizeof(m), rl->req.model);
 	if (e == ORGW_ENOENT) {
 		/* No such model: forwarded unpinned, OpenRouter's answer
-		 * reaches the client, nothing of it is kept (docs/design.md 4 step
-		 * 2). */
+		 * reaches the client, nothing of it is kept (docs/design.md 4
+		 * step 2). */
 		log_info("model %s has no endpoints (%s): unpinned, counted "
 			 "as " STATE_OTHER_MODEL,
 			 m, err);

@@ -50,8 +50,8 @@ reqval_model_ok(const char *id)
 /* The root members orgw reads.  Each may appear once: cJSON reads the
  * first copy while OpenRouter (JavaScript JSON.parse) keeps the last, so
  * a duplicate would let what orgw checked ("max_tokens" under the clamp,
- * "stream", "model") differ from what is used upstream (RFC 7493 section
- * 2.3: names must be unique).  Their names are the API's (api.h): a
+ * "stream", "model") differ from what is used upstream (RFC 7493
+ * section 2.3: names must be unique).  Their names are the API's (api.h): a
  * NULL name is a member this API does not have. */
 enum { K_MODEL, K_MODELS, K_INPUT, K_STREAM, K_LIMIT0, K_LIMIT1,
        K_PROVIDER, K_THINKING, K_N };

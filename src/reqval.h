@@ -2,8 +2,8 @@
  * reqval.h - a generation request body, validated (pure), for any of the
  * three APIs (api.h).
  *
- * reqval_parse() checks what the gateway relies on (docs/design.md section 4 step
- * 1, section 11), reading every value with cJSON, and keeps what
+ * reqval_parse() checks what the gateway relies on (docs/design.md section 4
+ * step 1, section 11), reading every value with cJSON, and keeps what
  * reqval_forward() needs to produce the body sent upstream: the client's
  * bytes with the provider pin added and the output limits clamped, every
  * other member untouched (jsonscan.h finds the members).

@@ -14,8 +14,8 @@
  *     is untrusted: cJSON turns "1e999" into inf, prices may be garbage,
  *     parameters may be anything, so each step guards instead of trusting.
  *   - Any field may be absent or null; a value of the wrong type is
- *     treated as missing; unknown fields are ignored (docs/upstream.md
- *     section 1, "a parser should accept any field being absent or null").
+ *     treated as missing; unknown fields are ignored (docs/upstream.md:
+ *     "read every member as optional and ignore what is unknown").
  *
  * Two steps per endpoint: its JSON is read into struct score_terms
  * (base prices, the override windows that can apply for ranking,
@@ -135,7 +135,7 @@ exclude(struct score_endpoint *e, const char *reason, const char *fmt, ...)
 }
 
 /*
- * Parses one price: a decimal string (docs/upstream.md section 12 item 3)
+ * Parses one price: a decimal string (docs/upstream.md sections 1 and 12)
  * or, leniently, a JSON number.  The string must be all digits, '.',
  * 'e', 'E', '+' and '-', so strtod's extras (leading blanks, hex floats,
  * "inf", "nan") are refused before it runs, and the end pointer must

@@ -27,7 +27,7 @@
 #define SCORERUN_INLINE_TIMEOUT_MS 5000
 
 /* Writes "<UPSTREAM_URL>/models/<model>/endpoints" into dst (size n); the
- * model's '/' stays a path separator, never %2F (docs/upstream.md 12.1).
+ * model's '/' stays a path separator, never %2F (docs/upstream.md 1).
  * Returns false when it does not fit. */
 bool scorerun_url(const struct orgw_conf *c, const char *model, char *dst,
 		  size_t n);

@@ -666,7 +666,7 @@ api_mix(const cJSON *m, char *dst, size_t n)
 		snprintf(dst, n, "-");
 }
 
-/* What each API brought to model m (docs/design.md 11's per-API break-down). */
+/* What each API brought to model m (by_api in docs/state.md). */
 static void
 api_table(struct out *o, const cJSON *m)
 {

@@ -15,7 +15,13 @@
 #   4. no key prefix of the state or the keys store (the STATEKEY_P_*
 #      of src/statekeys.h) is spelled as a literal outside the schema
 #      module src/statekeys.[ch]: keys are made and parsed through its
-#      table, so a family is one row there.
+#      table, so a family is one row there;
+#   5. comments and documents under src, scheduler, cgi-bin, tests (but
+#      node_modules and fixtures), deploy and bench cite only what a
+#      reader of the tree can open: no SPEC.md (nor a bare SPEC),
+#      OPENROUTER.md, STYLE.md or /work/shared (files beside the project,
+#      not in it), and a "section N" (or "§N") names its file, e.g.
+#      docs/design.md or an RFC, on its line or the line before.
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -82,4 +88,37 @@ for n in $names; do
 	fi
 done
 rm -f /tmp/orgw-layers-keys.$$
+
+# Rule 5 reads every file under those directories (this one names what
+# it looks for); grep -I passes over binary files.
+cite_files() {
+	find src scheduler cgi-bin tests deploy bench \
+		\( -name node_modules -o -path tests/fixtures \) -prune -o \
+		-type f ! -path tests/check-layers.sh -print
+}
+cite_files | xargs grep -nHIE \
+	'(^|[^A-Za-z_])SPEC([^A-Za-z_]|$)|OPENROUTER\.md|STYLE\.md|/work/shared' \
+	>/tmp/orgw-layers-cite.$$
+if [ -s /tmp/orgw-layers-cite.$$ ]; then
+	echo "check-layers: a citation of a file outside the tree (cite" \
+		"docs/*.md, or give the reason):"
+	sed 's/^/  /' /tmp/orgw-layers-cite.$$
+	st=1
+fi
+# A "section N" passes when its line or the one before names an in-tree
+# path ending in .md (docs/design.md, deploy/README.md) or an RFC.
+cite_files | xargs grep -lIE '(sections?|§) ?[0-9]' | xargs -r awk '
+	FNR == 1 { prev = "" }
+	/(sections?|§) ?[0-9]/ && prev !~ cite && $0 !~ cite {
+		print FILENAME ":" FNR ":" $0
+	}
+	{ prev = $0 }' cite='[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*[.]md|RFC ?[0-9]' \
+	>/tmp/orgw-layers-cite.$$
+if [ -s /tmp/orgw-layers-cite.$$ ]; then
+	echo "check-layers: a \"section N\" without its file (say" \
+		"\"docs/design.md section N\") on its line or the line before:"
+	sed 's/^/  /' /tmp/orgw-layers-cite.$$
+	st=1
+fi
+rm -f /tmp/orgw-layers-cite.$$
 exit $st

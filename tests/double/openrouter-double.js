@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // openrouter-double: a fast, concurrent OpenRouter test double.
 //
-// Speaks OpenRouter's wire format (see /work/shared/OPENROUTER.md sections 1, 3, 5, 6, 10-14):
+// Speaks OpenRouter's wire format (see docs/upstream.md sections 1, 3, 5, 6, 10-14):
 // chat completions, the Anthropic Messages API and the Responses API, with one endpoint choice,
 // fault set, prompt cache and price model behind all three, including OpenRouter's quirks and
 // faults, plus a small control API under /__double/ for tests.
@@ -279,7 +279,8 @@ const DEEPSEEK = {
   ],
 };
 
-// Generated set for any other model. Ranking by SPEC 6 (no caching anywhere, flat prices):
+// Generated set for any other model. Ranking by docs/design.md section 6 (no caching
+// anywhere, flat prices):
 //   alpha: tput 100 / cost 1.6e-7   beta: 60 / 3.2e-7   gamma: 30 / 6.4e-7   => alpha > beta > gamma
 const GEN = [
   { tag: 'alpha', provider: 'Alpha', prompt: '0.0000001', completion: '0.0000002', max: 32768, up: [100, 99.9, 99.8],
@@ -885,8 +886,8 @@ function lastUserText(items) {
   return '';
 }
 
-// A provider's prompt cache, as implicit caching works (OPENROUTER.md 8): each endpoint
-// (model + tag) remembers the prompts it served; a new prompt's cached tokens are its
+// A provider's prompt cache, as implicit caching works (docs/upstream.md section 8): each
+// endpoint (model + tag) remembers the prompts it served; a new prompt's cached tokens are its
 // longest common prefix with one of them, in whole tokens (4 chars each, as promptTokens
 // counts).  A prompt that went to another endpoint warms nothing here.  Kept per endpoint
 // up to PROMPT_CACHE_MAX prompts, oldest dropped; cleared by reset.  The three APIs share
@@ -1021,7 +1022,8 @@ function midstreamErrorEvent(pre, code, message) {
     '"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\n';
 }
 
-// Anthropic's error.type for an HTTP status (OPENROUTER.md 13, SPEC.md 11).
+// Anthropic's error.type for an HTTP status (docs/upstream.md section 13, docs/design.md
+// section 11).
 function anthropicType(code) {
   switch (code) {
     case 400: case 405: case 415: case 422: return 'invalid_request_error';
@@ -1339,7 +1341,7 @@ function finishTail(ctx, data, tail, f) {
 }
 
 // ---------------------------------------------------------------------------
-// Chat completions (OPENROUTER.md 5, 11)
+// Chat completions (docs/upstream.md sections 5, 11)
 // ---------------------------------------------------------------------------
 
 function respondChat(ctx, job) {
@@ -1427,7 +1429,7 @@ function chatStream(ctx, job, id, unix) {
 }
 
 // ---------------------------------------------------------------------------
-// Messages API (OPENROUTER.md 13)
+// Messages API (docs/upstream.md section 13)
 // ---------------------------------------------------------------------------
 
 // The answer's length: `chunks` words, or fewer when the request's output limit is smaller
@@ -1474,7 +1476,7 @@ function respondMessages(ctx, job) {
   if (!job.stream) {
     let body;
     if (kind === 'error_in_200' || kind === 'midstream_error') {
-      // a committed 200 whose body is an error (SPEC.md 11): the provider failed after all
+      // a committed 200 whose body is an error (docs/design.md section 11): the provider failed after all
       const mid200 = kind === 'midstream_error';
       const code = Number.isInteger(f.code) ? f.code : mid200 ? 502 : 429;
       body = anthropicErr(code, f.message || (mid200 ? 'Provider disconnected unexpectedly' : defaultErrMessage(code)), errorType(code), id);
@@ -1533,7 +1535,7 @@ function respondMessages(ctx, job) {
 }
 
 // ---------------------------------------------------------------------------
-// Responses API (OPENROUTER.md 14)
+// Responses API (docs/upstream.md section 14)
 // ---------------------------------------------------------------------------
 
 // The request's settings as OpenAI echoes them in every response object (instructions and
@@ -1706,7 +1708,7 @@ function respondResponses(ctx, job) {
 }
 
 // ---------------------------------------------------------------------------
-// Generations: what each answer billed (GET /generation, OPENROUTER.md 9)
+// Generations: what each answer billed (GET /generation, docs/upstream.md section 9)
 // ---------------------------------------------------------------------------
 
 // Every answer of the three APIs is one generation, opened when its id is made (openGen) and
@@ -2167,7 +2169,7 @@ function onRequest(req, res) {
     return readBody(req, (raw) => { if (!ctx.closed) handleGen(ctx, raw, API_MESSAGES); });
   }
   if (sub.startsWith('/messages/')) {
-    // count_tokens is not in OpenRouter's API (OPENROUTER.md 13), nor is anything else here
+    // count_tokens is not in OpenRouter's API (docs/upstream.md section 13), nor is anything else here
     setApi(entry, API_MESSAGES);
     return drainThen(req, () => sendJson(ctx, 404, MSG_404_PATH));
   }

@@ -1,6 +1,7 @@
 /*
  * fuzz_http.c - libFuzzer target for the request-variable side of http.c
- * and for log_safe() (STYLE.md 11: "the query/env parser").
+ * and for log_safe() (docs/style.md section 11: the request's CGI
+ * variables).
  *
  * The input is split at NUL bytes into up to seven CGI variables
  * (REQUEST_METHOD, PATH_INFO, REQUEST_URI, SCRIPT_NAME, HTTP_AUTHORIZATION,

@@ -1,7 +1,7 @@
 /*
- * fuzz_main.c - replays fuzz inputs without libFuzzer (STYLE.md 11; the
- * shape of cJSON fuzzing/fuzz_main.c), so `make unit` runs every seed of
- * every target under gcc, with or without the sanitizers.
+ * fuzz_main.c - replays fuzz inputs without libFuzzer (docs/style.md
+ * section 11; the shape of cJSON fuzzing/fuzz_main.c), so `make unit` runs
+ * every seed of every target under gcc, with or without the sanitizers.
  *
  * Usage: replay_fuzz_<t> FILE...  Each file is read whole into a heap
  * buffer of exactly its size (no NUL after it, as libFuzzer does, so an

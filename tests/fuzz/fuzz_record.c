@@ -1,6 +1,7 @@
 /*
- * fuzz_record.c - libFuzzer target for record.c (STYLE.md 11:
- * record_decode), the codec of the GDBM values of SPEC section 7.
+ * fuzz_record.c - libFuzzer target for record.c (docs/style.md
+ * section 11: a stored value), the codec of the GDBM values of
+ * docs/design.md section 7.
  *
  * The input, with a NUL after it, is taken as a stored value and given to
  * every decoder, to MODELS_SEEN add/list and to the ledger (a cell, an

@@ -1,6 +1,6 @@
 /*
- * fuzz_reqval.c - libFuzzer target for reqval.c (STYLE.md 11: the raw
- * request body).
+ * fuzz_reqval.c - libFuzzer target for reqval.c (docs/style.md
+ * section 11: the raw request body).
  *
  * The input is the body, copied with a NUL after it as buf.h guarantees.
  * An odd-sized input is parsed with a default model (TARGET_MODEL naming
@@ -105,8 +105,9 @@ untouched(const cJSON *it)
 	return NULL;
 }
 
-/* True when reqval_forward(r, .., clamp) clamps (SPEC 11: not when an
- * enabled thinking budget cannot stay below the clamped max_tokens). */
+/* True when reqval_forward(r, .., clamp) clamps (docs/design.md
+ * section 11: not when an enabled thinking budget cannot stay below the
+ * clamped max_tokens). */
 static bool
 clamps(const struct api_req *r, int64_t clamp)
 {

@@ -1,12 +1,14 @@
 /*
- * fuzz_score.c - libFuzzer target for score_endpoints() (SPEC section 6).
+ * fuzz_score.c - libFuzzer target for score_endpoints() (docs/design.md
+ * section 6).
  *
  * The input is an endpoints response body, scored at a few clock values
- * that sit on and between the window edges of the OPENROUTER.md section
- * 10 example.  Besides the sanitizers, the target checks the result's
- * invariants: counts in range, every ranked entry without a reason and
- * every other with one, every double finite and >= 0, and the ranking
- * order of score.c.  A broken invariant aborts, which libFuzzer reports.
+ * that sit on and between the window edges of the example of
+ * docs/upstream.md section 10 (00:30 and 16:30 UTC).  Besides the
+ * sanitizers, the target checks the result's invariants: counts in range,
+ * every ranked entry without a reason and every other with one, every
+ * double finite and >= 0, and the ranking order of score.c.  A broken
+ * invariant aborts, which libFuzzer reports.
  */
 #include <math.h>
 #include <stddef.h>

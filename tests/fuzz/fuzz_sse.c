@@ -1,6 +1,6 @@
 /*
- * fuzz_sse.c - libFuzzer target for sse_feed() (STYLE.md 11: random
- * chunking).
+ * fuzz_sse.c - libFuzzer target for sse_feed() (docs/style.md section 11:
+ * random chunking).
  *
  * Input layout: byte 0 = low 4 bits: number of cut points k; high 4 bits:
  * max_event choice and the event after which the callback stops once.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/fuzz/run-fuzz.sh - `make fuzz`: build every libFuzzer target and run
-# each for a bounded time (STYLE.md 9 and 11).
+# each for a bounded time (docs/style.md sections 9 and 11).
 #
 #   sh tests/fuzz/run-fuzz.sh [TARGET...]
 #

@@ -59,7 +59,7 @@ t_eq "base URL .../api/v1 works too" true "$(json_get "$out" 'j.ok')"
 # Every request is logged as one key=value line, without keys or content.
 # (orgw_start's GET /healthz has its own line: t0590.)
 t_eq "one log line per chat request" 4 "$(grep -c ': req: .*model=' "$ORGW_LOG")"
-t_match "log line has the fields of SPEC 9" \
+t_match "log line has the fields of docs/design.md section 9" \
 	'time=[0-9]+ api=chat model=deepseek/deepseek-v3.2 route=[a-z]+ provider=deepseek status=200 attempts=1 ttfb_ms=[0-9]+ total_ms=[0-9]+ prompt=[0-9]+ cached=[0-9]+ cache_write=[0-9]+ completion=3 cost=' \
 	"$(grep ': req: .*model=' "$ORGW_LOG" | head -1)"
 

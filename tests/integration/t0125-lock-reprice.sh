@@ -1,10 +1,11 @@
 #!/bin/bash
 # t0125-lock-reprice: when a lock moves, the stored candidates are re-ranked
-# at the current UTC time from their stored price terms (SPEC section 6), so
-# a time-of-day price counts from its first minute, not from the next
-# scoring run.  The workers' clock is pinned with ORGW_TEST_NOW: candidates
-# are scored at 12:00 UTC (peak), then the workers restart at 20:00 UTC the
-# same day (inside the off-peak window) with no scoring in between.
+# at the current UTC time from their stored price terms (docs/design.md
+# section 6), so a time-of-day price counts from its first minute, not from
+# the next scoring run.  The workers' clock is pinned with ORGW_TEST_NOW:
+# candidates are scored at 12:00 UTC (peak), then the workers restart
+# at 20:00 UTC the same day (inside the off-peak window) with no scoring in
+# between.
 #   - idle expiry: the double's deepseek/deepseek-v3.2 with CACHE_BONUS 1
 #     ranks deepinfra/fp8 first at 12:00 and deepseek (half price from
 #     16:30 to 00:30) first at 20:00 (README's ranking table): the lock

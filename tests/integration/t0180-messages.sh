@@ -1,9 +1,9 @@
 #!/bin/bash
-# t0180-messages: the Anthropic Messages API (SPEC 11, OPENROUTER.md 13)
-# through lighttpd and orgw, with curl: paths, both key styles, the
-# headers forwarded and the ones that are not, errors in Anthropic's shape,
-# the same lock as chat, the thinking budget kept below a clamped
-# max_tokens, failover before the first token invisible (one
+# t0180-messages: the Anthropic Messages API (docs/design.md section 11,
+# docs/upstream.md section 13) through lighttpd and orgw, with curl: paths,
+# both key styles, the headers forwarded and the ones that are not, errors
+# in Anthropic's shape, the same lock as chat, the thinking budget kept
+# below a clamped max_tokens, failover before the first token invisible (one
 # message_start), a mid-stream failure told as an error event without
 # message_stop, a stream finished by orgw's message_stop, 429 on the same
 # provider, keep-alive comments, accounting in Anthropic's units with an

@@ -1,13 +1,13 @@
 #!/bin/bash
-# t0190-responses: the Responses API (SPEC 11, OPENROUTER.md 14) through
-# lighttpd and orgw, with curl: paths, X-OpenRouter-Metadata sent and the
-# provider it names read back, the output limit clamped under its own name,
-# OpenAI-shaped errors, a Codex-sized request (40 KB, 9 tools, echoed in
-# response.created and response.in_progress) failing over before its first
-# delta without the held-back bound cutting it, a mid-stream failure told
-# as response.failed without response.completed, response.incomplete as an
-# answer, a breaker trip moving the lock for every API, and accounting in
-# OpenAI's units.
+# t0190-responses: the Responses API (docs/design.md section 11,
+# docs/upstream.md section 14) through lighttpd and orgw, with curl: paths,
+# X-OpenRouter-Metadata sent and the provider it names read back, the output
+# limit clamped under its own name, OpenAI-shaped errors, a Codex-sized
+# request (40 KB, 9 tools, echoed in response.created and
+# response.in_progress) failing over before its first delta without the
+# held-back bound cutting it, a mid-stream failure told as response.failed
+# without response.completed, response.incomplete as an answer, a breaker
+# trip moving the lock for every API, and accounting in OpenAI's units.
 . "$(dirname "$0")/../lib.sh"
 
 orgw_start FAIL_LIMIT=100 UPSTREAM_TIMEOUT_MS=5000

@@ -1,12 +1,12 @@
 #!/bin/bash
-# t0310-score-ranking: orgw-score ranks endpoints by the formula of SPEC
-# section 6, checked against an independent JavaScript rendering of that
-# formula: the candidate order (orgw-score --json and GET /stats) equals
-# the formula's; a time window (ORGW_TEST_NOW pins the clock) reorders;
-# CACHE_BONUS 1 vs 2 changes the winner; status != 0 and uptime below
-# MIN_UPTIME are excluded with the reason printed; a null throughput ranks
-# last; free endpoints give no NaN/inf.  Prints the ranking table of the
-# double's default deepseek/deepseek-v3.2 data as "#" lines.
+# t0310-score-ranking: orgw-score ranks endpoints by the formula of
+# docs/design.md section 6, checked against an independent JavaScript
+# rendering of that formula: the candidate order (orgw-score --json and GET
+# /stats) equals the formula's; a time window (ORGW_TEST_NOW pins the clock)
+# reorders; CACHE_BONUS 1 vs 2 changes the winner; status != 0 and uptime
+# below MIN_UPTIME are excluded with the reason printed; a null throughput
+# ranks last; free endpoints give no NaN/inf.  Prints the ranking table of
+# the double's default deepseek/deepseek-v3.2 data as "#" lines.
 #
 #   ORGW_SCORE_BIN   the scorer binary (default scheduler/orgw-score)
 . "$(dirname "$0")/../lib.sh"
@@ -40,7 +40,7 @@ score() {
 	SCORE_RC=$?
 }
 
-# The formula of SPEC section 6, written independently of score.c.
+# The formula of docs/design.md section 6, written independently of score.c.
 cat >"$ORGW_T/ref.js" <<'EOF'
 // node ref.js ENDPOINTS.json HHMM HIT_RATE CACHE_BONUS MIN_UPTIME
 // -> {"order":[tags...], "score":{tag:score}, "excluded":[tags...]}

@@ -23,7 +23,8 @@ lock0=$(json_get "$stats" "j.models['$M'].lock.tag + ' ' + j.models['$M'].lock.l
 t_match "/stats shows the lock" '^deepseek [0-9]+$' "$lock0"
 
 # Now make deepseek the worst endpoint: a scoring ranks deepinfra/fp8 first,
-# but the live lock must stay (SPEC 4 step 4: long jobs never switch).
+# but the live lock must stay (docs/design.md section 4 step 4: long jobs
+# never switch).
 eps=$(curl -sS -H "Authorization: Bearer $UPSTREAM_KEY" "$DOUBLE_URL/api/v1/models/$M/endpoints")
 double_ctl PUT "endpoints/$M" "$(json_get "$eps" 'j.data.endpoints.map(e =>
 	e.tag === "deepseek" ? {...e, throughput_last_30m: {p50: 1, p75: 1, p90: 1, p99: 1}} : e)')" >/dev/null

@@ -1,10 +1,10 @@
 #!/bin/bash
 # t0345-score-cooling: orgw-score never ranks a provider that is cooling
-# down (PROVIDER_COOLDOWN until > now, SPEC section 6) and shows it as
-# such: excluded "cooling" in the table and in --json; the candidates it
-# writes keep it after the ranked ones (routing skips it while it cools, and
-# a lock move after the cooldown can take it again without waiting for the
-# next run); once the cooldown is over it is ranked again.
+# down (PROVIDER_COOLDOWN until > now, docs/design.md section 6) and shows
+# it as such: excluded "cooling" in the table and in --json; the candidates
+# it writes keep it after the ranked ones (routing skips it while it cools,
+# and a lock move after the cooldown can take it again without waiting for
+# the next run); once the cooldown is over it is ranked again.
 #
 #   ORGW_SCORE_BIN   the scorer binary (default scheduler/orgw-score)
 . "$(dirname "$0")/../lib.sh"

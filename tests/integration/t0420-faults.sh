@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0420-faults: a reset before headers, a hang past UPSTREAM_TIMEOUT_MS and
-# a slow first byte each do what SPEC section 5 says.
+# a slow first byte each do what docs/design.md section 5 says.
 . "$(dirname "$0")/../lib.sh"
 
 orgw_start UPSTREAM_TIMEOUT_MS=1500 SLOW_THRESHOLD_MS=600 FAIL_LIMIT=5 MAX_ATTEMPTS=4

@@ -14,9 +14,10 @@
 #                  ORGW_CONFIG with each request, not in their environment
 # Both with Apache's Timeout at 4 s (and FcgidIOTimeout 4 s): a stream
 # whose upstream is silent for 9 s before the first token completes,
-# since orgw keeps the connection non-silent (SPEC section 5), and so does
-# a 6 s non-streamed one that upstream pads as OpenRouter does; a CGI
-# script that is silent for 6 s is cut, which shows the limit is in force.
+# since orgw keeps the connection non-silent (docs/design.md section 5), and
+# so does a 6 s non-streamed one that upstream pads as OpenRouter does; a
+# CGI script that is silent for 6 s is cut, which shows the limit is in
+# force.
 # These three run on both hosts at once (the silent script alongside the
 # streams).
 # (orgw holds a stream's head for up to 3 s, so a host Timeout under
@@ -151,7 +152,7 @@ for s in $HOSTS; do
 done
 # Non-streamed: OpenRouter pads its committed 200 with whitespace (here
 # every 2.5 s); orgw then sends its head and a newline every 250 ms
-# (SPEC 5).
+# (docs/design.md section 5).
 double_ctl POST config '{"spacing_ms":0,"chunks":3,"first_token_delay_ms":6000,"keepalive_interval_ms":2500,"keepalive_comments":0,"padding_bytes":1}' >/dev/null
 pids=()
 for s in $HOSTS; do

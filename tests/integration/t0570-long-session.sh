@@ -7,12 +7,13 @@
 # and UPSTREAM_TIMEOUT_MS: their first token (or, non-streamed, their first
 # byte: the padding OpenRouter sends while the provider works) comes in
 # time, then a long answer.  That is generation, not lag and not a timeout
-# (SPEC section 5), so: no breaker trip, the lock never moves, every answer
-# is whole, each generation goes upstream exactly once, and the cached share
-# of prompt tokens is exactly what one warm provider gives (the double's
-# prompt_cache; tests/js/session.mjs computes the ideal from the prompts it
-# sent).  Thresholds are scaled down with the durations to keep it short:
-# SLOW_THRESHOLD_MS 750 and UPSTREAM_TIMEOUT_MS 1250, long turns of 2 s.
+# (docs/design.md section 5), so: no breaker trip, the lock never moves,
+# every answer is whole, each generation goes upstream exactly once, and the
+# cached share of prompt tokens is exactly what one warm provider gives (the
+# double's prompt_cache; tests/js/session.mjs computes the ideal from the
+# prompts it sent).  Thresholds are scaled down with the durations to keep it
+# short: SLOW_THRESHOLD_MS 750 and UPSTREAM_TIMEOUT_MS 1250, long turns
+# of 2 s.
 . "$(dirname "$0")/../lib.sh"
 
 orgw_start SLOW_THRESHOLD_MS=750 UPSTREAM_TIMEOUT_MS=1250 \

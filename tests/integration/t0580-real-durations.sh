@@ -1,7 +1,7 @@
 #!/bin/bash
 # t0580-real-durations: what counts as a first byte, a first token, a
 # timeout and a failure when requests last as long as real generations
-# (SPEC section 5).  Thresholds are scaled down:
+# (docs/design.md section 5).  Thresholds are scaled down:
 # SLOW_THRESHOLD_MS 1000, UPSTREAM_TIMEOUT_MS 1500, REQUEST_TIMEOUT_MS 5000.
 . "$(dirname "$0")/../lib.sh"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t0590-paths-logs: every documented base URL works with the OpenAI SDK,
-# and every request leaves one log line, refusals included (SPEC
-# sections 2 and 9).
+# and every request leaves one log line, refusals included
+# (docs/design.md sections 2 and 9).
 . "$(dirname "$0")/../lib.sh"
 
 orgw_start MAX_BODY_BYTES=4096

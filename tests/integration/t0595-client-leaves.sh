@@ -1,15 +1,15 @@
 #!/bin/bash
-# t0595-client-leaves: a client that closes its connection in the middle
-# of a long request (SPEC 5, "Client disconnect") stops the upstream
-# transfer before the answer would have ended, no further attempt is
-# made, and the request counts once as client_abort, not as a provider
-# failure.  In every phase orgw can be told of it: a stream before its
-# first token (comments only, after orgw's header block went out), a
-# non-streamed generation whose committed 200 upstream pads, a 429 wait
-# of a stream, and a stream being relayed.  Under lighttpd (the default
-# stack) and nginx (same workers).  No wall-clock bound on how fast: the
-# double's log says whether upstream saw orgw close before its answer's
-# scheduled end.  (bench/departures.sh measures how fast, per server.)
+# t0595-client-leaves: a client that closes its connection in the middle of
+# a long request (docs/design.md section 5, "A client that leaves") stops
+# the upstream transfer before the answer would have ended, no further
+# attempt is made, and the request counts once as client_abort, not as a
+# provider failure.  In every phase orgw can be told of it: a stream before
+# its first token (comments only, after orgw's header block went out), a
+# non-streamed generation whose committed 200 upstream pads, a 429 wait of a
+# stream, and a stream being relayed.  Under lighttpd (the default stack) and
+# nginx (same workers).  No wall-clock bound on how fast: the double's log
+# says whether upstream saw orgw close before its answer's scheduled
+# end.  (bench/departures.sh measures how fast, per server.)
 . "$(dirname "$0")/../lib.sh"
 
 SERVERS="lighttpd nginx"
@@ -102,8 +102,9 @@ for s in $SERVERS; do
 		json_ok "$log" "$NO_RETRY"
 	check_counted "$s" 429-stream
 done
-# A non-streamed 429 wait: orgw writes nothing then (SPEC 5), so only a
-# server that watches its client can tell orgw; nginx does.
+# A non-streamed 429 wait: orgw writes nothing then (docs/design.md
+# section 5), so only a server that watches its client can tell orgw; nginx
+# does.
 log=$(upstream_of "t0595/nginx-429-json")
 t_check "nginx, 429 wait of a non-streamed request: no retry was made after the client left ($(attempts "$log"))" \
 	json_ok "$log" "$NO_RETRY"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t0810-models-bound: one client must not slow every other through the
-# set of seen models, nor through scoring (SPEC 4
-# step 2, SPEC 8 MAX_MODELS and CRON_MIN_INTERVAL_SECONDS):
+# set of seen models, nor through scoring (docs/design.md section 4
+# step 2; MAX_MODELS and CRON_MIN_INTERVAL_SECONDS in orgw.conf(5)):
 #   1. an id OpenRouter does not know is forwarded unpinned, is not added
 #      to the seen models, and is never fetched by the scorer;
 #   2. a request's work under the state lock does not grow with the number

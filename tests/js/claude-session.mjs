@@ -2,7 +2,7 @@
 // claude-session.mjs - one long Claude Code-shaped session through the
 // gateway's Messages API with the official Anthropic SDK: turn after turn on
 // one model, each answer and a new user turn appended, in the shape Claude
-// Code 2.x sends (OPENROUTER.md 15): client.beta.messages (so
+// Code 2.x sends (docs/upstream.md section 15): client.beta.messages (so
 // /v1/messages?beta=true with anthropic-beta), three system blocks (a billing
 // line, the identity and a large system prompt, the last two with
 // cache_control), tools whose last one has cache_control, the last block of

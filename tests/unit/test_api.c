@@ -1,6 +1,6 @@
 /*
  * test_api.c - the three API adapters (api.h), table-tested from event
- * sequences in the formats of OPENROUTER.md sections 5, 6, 13 and 14:
+ * sequences in the formats of docs/upstream.md sections 5, 6, 13 and 14:
  * what each event is (held back, a token, the answer's end, an error),
  * what usage, provider and error an answer folds to, and the shapes of
  * the errors orgw writes in each API's words.
@@ -44,7 +44,7 @@ struct seq_case {
 #define SEQ(name, api, rows, ...)                                          \
 	{ name, &api, rows, NROWS(rows), __VA_ARGS__ }
 
-/* ---- chat completions (OPENROUTER.md 5, 6) ---- */
+/* ---- chat completions (docs/upstream.md sections 5, 6) ---- */
 
 #define CH(delta)                                                          \
 	"{\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\","          \
@@ -92,7 +92,7 @@ static const struct ev_row chat_kinds[] = {
 	{"{\"usage\":null}", API_EV_TOKEN},
 };
 
-/* OPENROUTER.md 11: the mid-stream error event. */
+/* docs/upstream.md section 11: the mid-stream error chunk. */
 static const struct ev_row chat_mid[] = {
 	{CH("{\"content\":\"Hel\"}"), API_EV_TOKEN},
 	{"{\"id\":\"gen-1\",\"provider\":\"DeepSeek\",\"error\":{\"code\":502,"
@@ -113,7 +113,7 @@ static const struct ev_row chat_err_string[] = {
 	 API_EV_ERROR},
 };
 
-/* ---- Messages (OPENROUTER.md 13) ---- */
+/* ---- Messages (docs/upstream.md section 13) ---- */
 
 static const struct ev_row msg_ok[] = {
 	{"{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":"
@@ -179,7 +179,7 @@ static const struct ev_row msg_err[] = {
 	 API_EV_ERROR},
 };
 
-/* ---- Responses (OPENROUTER.md 14) ---- */
+/* ---- Responses (docs/upstream.md section 14) ---- */
 
 static const struct ev_row resp_ok[] = {
 	{"{\"type\":\"response.created\",\"sequence_number\":0,\"response\":{"
@@ -379,7 +379,8 @@ test_sequences(void)
 	}
 }
 
-/* Error messages never carry the upstream key (SPEC 3), and are cut. */
+/* Error messages never carry the upstream key (docs/design.md section 3),
+ * and are cut. */
 static void
 test_error_masked(void)
 {
@@ -489,7 +490,8 @@ str_at(const cJSON *o, const char *a, const char *b)
 	return cJSON_IsString(it) ? it->valuestring : "";
 }
 
-/* Anthropic's error type of each status orgw answers with (SPEC 11). */
+/* Anthropic's error type of each status orgw answers with (docs/design.md
+ * section 11). */
 static void
 test_messages_error_types(void)
 {
@@ -663,7 +665,7 @@ test_writers(void)
 			 api_responses.stream_close[0] == '\0');
 }
 
-/* The table: names and limits of SPEC 11. */
+/* The table: names and limits of docs/design.md section 11. */
 static void
 test_table(void)
 {

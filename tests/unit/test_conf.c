@@ -131,7 +131,7 @@ test_defaults(void)
 	for (i = 0; i < NNAMES; i++)
 		if (!conf_known(all_names[i]))
 			break;
-	T_ASSERT("conf_known: every SPEC 8 name", i == NNAMES);
+	T_ASSERT("conf_known: every setting of orgw.conf(5)", i == NNAMES);
 	T_ASSERT("conf_known: not _FILE forms",
 		 !conf_known("OPENROUTER_API_KEY_FILE"));
 	T_ASSERT("conf_known: case matters", !conf_known("hit_rate"));
@@ -406,7 +406,7 @@ test_integers(void)
 	conf_free(&c);
 }
 
-/* STATE_MODE (SPEC 8): octal, 0600 by default, 0640 and 0660 allowed;
+/* STATE_MODE (orgw.conf(5)): octal, 0600 by default, 0640 and 0660 allowed;
  * nothing for others, nothing executable. */
 static void
 test_state_mode(void)

@@ -1,7 +1,7 @@
 /*
- * test_failover.c - unit tests for failover.c: every rule of SPEC section 5
- * as orgw implements it is one row of a table (an attempt as chat.c
- * describes it -> outcome and stats class), then tables for the next
+ * test_failover.c - unit tests for failover.c: every rule of docs/design.md
+ * section 5 as orgw implements it is one row of a table (an attempt as
+ * chat.c describes it -> outcome and stats class), then tables for the next
  * step, the 429 delay, what a chunk carries, the lag rule, the stats
  * counters, and the breaker's arithmetic (FAIL_LIMIT, tripping exactly at
  * the limit with until = now + cooldown, the count starting again after a
@@ -336,7 +336,8 @@ static const struct move_row move_rows[] = {
 	 4, true},
 	{"warm: retries its own provider (its cache is there)", true, true,
 	 true, 1, 4, false},
-	{"account 429: not pressure, waits as section 5", false, false, true,
+	{"account 429: not pressure, waits (docs/design.md section 5)", false,
+	 false, true,
 	 1, 4, false},
 	{"nowhere to go (all cooling or under pressure): waits", true, false,
 	 false, 1, 4, false},

@@ -1,8 +1,8 @@
 /*
  * test_http.c - unit tests for the pure helpers of http.c: the route path
- * (SPEC section 2), client-key auth (SPEC section 3), reason phrases, and
- * the header block and OpenAI-shaped error written through a fake struct
- * orgw_io that records into a buffer.
+ * (docs/design.md section 2), client-key auth (docs/design.md section 3),
+ * reason phrases, and the header block and OpenAI-shaped error written
+ * through a fake struct orgw_io that records into a buffer.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /*
- * test_record.c - unit tests for record.c, the GDBM value codecs of SPEC
- * section 7: encode/decode round trips, damaged values read as absent or
- * zero, MODELS_SEEN add/list, the HIT codec and the old release's STATS
- * hit rates.  The counters themselves are test_ledger.c's.
+ * test_record.c - unit tests for record.c, the GDBM value codecs of
+ * docs/design.md section 7: encode/decode round trips, damaged values read
+ * as absent or zero, MODELS_SEEN add/list, the HIT codec and the old
+ * release's STATS hit rates.  The counters themselves are test_ledger.c's.
  */
 #include <math.h>
 #include <stdint.h>

@@ -175,7 +175,7 @@ test_conf(void)
 	T_ASSERT("conf_init", conf_init(&c) == ORGW_OK);
 	T_ASSERT("STATE_BACKEND defaults to gdbm",
 		 c.state_backend == CONF_BACKEND_GDBM);
-	T_ASSERT("REDIS_URL has its SPEC default",
+	T_ASSERT("REDIS_URL has its orgw.conf(5) default",
 		 strcmp(c.redis_url, "redis://127.0.0.1:6379/0") == 0);
 	T_ASSERT("REDIS_PASSWORD is unset", c.redis_password == NULL);
 	T_ASSERT("STATE_BACKEND=redis",

@@ -1,10 +1,10 @@
 /*
- * test_reqval.c - unit tests for reqval.c: request validation (SPEC
- * section 4 step 1) and the forwarded body (step 8: provider pin and the
- * max_tokens clamp).  Forwarded bodies are parsed back with cJSON and
- * compared field by field with the client's document, and compared byte
- * for byte with what the client sent: its members go as they are, with
- * only what orgw must change replaced, dropped or added.
+ * test_reqval.c - unit tests for reqval.c: request validation
+ * (docs/design.md section 4 step 1) and the forwarded body (step 8: provider
+ * pin and the max_tokens clamp).  Forwarded bodies are parsed back with cJSON
+ * and compared field by field with the client's document, and compared byte
+ * for byte with what the client sent: its members go as they are, with only
+ * what orgw must change replaced, dropped or added.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -903,8 +903,9 @@ refused_api(const struct api *api, const char *body, const char *p,
 	       strcmp(err, msg) == 0;
 }
 
-/* The API's own field names (SPEC 11): Messages needs messages,
- * Responses input (a string or items); each clamps its own limit. */
+/* The API's own field names (docs/design.md section 11): Messages needs
+ * messages, Responses input (a string or items); each clamps its own
+ * limit. */
 static void
 test_other_apis(void)
 {
@@ -968,7 +969,8 @@ test_other_apis(void)
 }
 
 /* Extended thinking: budget_tokens stays below the clamped max_tokens,
- * never under 1024 (SPEC 11), with Claude Code's own numbers. */
+ * never under 1024 (docs/design.md section 11), with Claude Code's own
+ * numbers. */
 static void
 test_thinking(void)
 {

@@ -1,6 +1,6 @@
 /*
- * test_route.c - unit tests for route.c, SPEC section 4 steps 3 to 7:
- * every branch of route_decide(), route_next() skipping and cooling,
+ * test_route.c - unit tests for route.c, docs/design.md section 4 steps 3
+ * to 7: every branch of route_decide(), route_next() skipping and cooling,
  * and route_lock_from().  Cooling is a set of tags here.
  */
 #include <stdint.h>
@@ -293,10 +293,10 @@ order(const struct rec_cands *c, char *buf, size_t n)
 }
 
 /*
- * SPEC section 6: when a lock moves, the stored candidates are re-ranked
- * at the current time.  steady costs 1.6e-7 (score 6.25e8), mid 3.2e-7
- * (3.125e8), night 6.4e-7 (1.5625e8) but 2.4e-7 (4.17e8) from 16:30 to
- * 00:30.  Stored at 12:00: steady, mid, night.  At 20:00: steady, night,
+ * docs/design.md section 6: when a lock moves, the stored candidates are
+ * re-ranked at the current time.  steady costs 1.6e-7 (score 6.25e8), mid
+ * 3.2e-7 (3.125e8), night 6.4e-7 (1.5625e8) but 2.4e-7 (4.17e8) from 16:30
+ * to 00:30.  Stored at 12:00: steady, mid, night.  At 20:00: steady, night,
  * mid, so a trip of steady moves the lock to night, not mid.
  */
 static void

@@ -1,9 +1,9 @@
 /*
- * test_score.c - unit tests for score.c (SPEC section 6).
+ * test_score.c - unit tests for score.c (docs/design.md section 6).
  *
  * Pure: every document is a literal here, the clock is passed in.  The
- * expected values for the OPENROUTER.md section 10 example are worked
- * out by hand next to each check.
+ * expected values for the example of docs/upstream.md section 10 are
+ * worked out by hand next to each check.
  */
 #include <float.h>
 #include <math.h>
@@ -15,7 +15,8 @@
 #include "t.h"
 #include "score.h"
 
-/* OPENROUTER.md section 10, trimmed of fields score.c ignores. */
+/* The example of docs/upstream.md section 10, trimmed of fields score.c
+ * ignores. */
 static const char EXAMPLE[] =
     "{\"data\":{\"id\":\"deepseek/deepseek-v3.2\","
     "\"name\":\"DeepSeek: DeepSeek V3.2\",\"created\":1764547200,"
@@ -647,7 +648,7 @@ test_extremes(void)
 }
 
 /*
- * Re-pricing (SPEC section 6): the terms kept with an
+ * Re-pricing (docs/design.md section 6): the terms kept with an
  * endpoint re-price it at any time of day to exactly what scoring at
  * that time gives.  The example's DeepSeek endpoint is half price from
  * 16:30 to 00:30 UTC; with CACHE_BONUS 1 and HIT_RATE 0.9 DeepInfra
@@ -846,7 +847,8 @@ test_hits(void)
 }
 
 /* An endpoint whose tag or provider_name holds the upstream key is never
- * ranked, and neither name keeps any of the key (SPEC section 3). */
+ * ranked, and neither name keeps any of the key (docs/design.md
+ * section 3). */
 static void
 test_secret(void)
 {
