@@ -1622,13 +1622,14 @@ function respondResponses(ctx, job) {
     `"error":${terminal ? errJ : 'null'},"incomplete_details":${status === 'incomplete' ? '{"reason":"max_output_tokens"}' : 'null'},` +
     `"model":${ep.modelJ},"output":${outputJ},${settings},"usage":${usageJ}${terminal ? more : ''}}`;
   const usageOf = (k) => respUsageJ(jobUsage(ctx, job, k));
-  // reasoning_items: an encrypted reasoning item ahead of the answer in the finished
-  // response's output (not streamed as events of its own)
-  const rsJ = wantsReasoning(job.body) ? `{"id":"rs_${tail20}","type":"reasoning","summary":[],` +
-    `"encrypted_content":"${reasoningBlob(ep, rid)}"},` : '';
-  // the one output item: a message with one output_text part, or a function call (tool)
+  // reasoning_items: an encrypted reasoning item ahead of the answer, output item 0 (in a
+  // stream its own output_item.added and .done, the blob on .done, as OpenAI streams it)
+  const rsItem = wantsReasoning(job.body) ? `{"id":"rs_${tail20}","type":"reasoning","summary":[]` : '';
+  const rsJ = rsItem ? `${rsItem},"encrypted_content":"${reasoningBlob(ep, rid)}"},` : '';
+  const oi = rsItem ? 1 : 0;
+  // the answer's output item: a message with one output_text part, or a function call (tool)
   const iid = sh.tool ? `fc_${tail20}` : `msg_${tail20}`;
-  const at = sh.tool ? `"item_id":"${iid}","output_index":0` : `"item_id":"${iid}","output_index":0,"content_index":0`;
+  const at = sh.tool ? `"item_id":"${iid}","output_index":${oi}` : `"item_id":"${iid}","output_index":${oi},"content_index":0`;
   const part = (textJ) => `{"type":"output_text","annotations":[],"logprobs":[],"text":${textJ}}`;
   const args = sh.tool ? toolArgPieces(pc) : null;
   const argsJ = (k) => JSON.stringify(args.slice(0, k).join(''));
@@ -1676,7 +1677,11 @@ function respondResponses(ctx, job) {
     failure('[]', 'null');
   } else {
     begin();
-    events.push(ev('response.output_item.added', `,"output_index":0,"item":${item('in_progress', -1)}`));
+    if (rsItem) {
+      events.push(ev('response.output_item.added', `,"output_index":0,"item":${rsItem}}`),
+        ev('response.output_item.done', `,"output_index":0,"item":${rsJ.slice(0, -1)}`));
+    }
+    events.push(ev('response.output_item.added', `,"output_index":${oi},"item":${item('in_progress', -1)}`));
     if (!sh.tool) events.push(ev('response.content_part.added', `,${at},"part":${part('""')}`));
     const cut = CUT_KINDS.has(kind) ? cutAt(f, n) : n;
     for (let i = 0; i < cut; i++) pushWord(ctx, events, delta(i));
@@ -1684,7 +1689,7 @@ function respondResponses(ctx, job) {
     if (kind === 'cut_after') { tail = 'destroy'; complete = false; }
     else if (kind === 'stall') { tail = 'stall'; complete = false; }
     else if (kind === 'midstream_error') {
-      failure(`[${item('incomplete', cut)}]`, usageOf(cut));
+      failure(`[${rsJ}${item('incomplete', cut)}]`, usageOf(cut));
       complete = false;
     } else if (kind === 'malformed') {
       events.push('data: {not json\n\n');
@@ -1699,7 +1704,7 @@ function respondResponses(ctx, job) {
           ev('response.content_part.done', `,${at},"part":${part(textJ)}`));
       }
       const done = item(st, n);
-      events.push(ev('response.output_item.done', `,"output_index":0,"item":${done}`),
+      events.push(ev('response.output_item.done', `,"output_index":${oi},"item":${done}`),
         ev(truncated ? 'response.incomplete' : 'response.completed', `,"response":${obj(st, `[${rsJ}${done}]`, usageOf(n), true)}`));
       if (kind !== 'no_done') events.push('data: [DONE]\n\n');
     }

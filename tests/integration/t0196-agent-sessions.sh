@@ -10,14 +10,17 @@
 # but for every fifth turn): every turn on the lock, no failover, no
 # retry, and the cached and cache-write tokens exactly one warm provider's
 # (the double's prompt_cache; the ideal computed from the prompts sent),
-# in /stats by_api.messages too.  The same session sent straight to the
-# double, unpinned, reads less: the equality is no accident.
+# in /stats by_api.messages too, and orgw sees one conversation whose 20
+# turns are none a cache break (no break= in its log, breaks_total 0 in
+# /stats).  The same session sent straight to the double, unpinned, reads
+# less: the equality is no accident.
 #
 # Then the real agents, three turns each in one saved session (claude -p
 # --continue, codex exec resume --last, opencode run --continue): each
 # turn resends the conversation, every request goes to the lock, and the
 # cached tokens /stats counts are one warm provider's, computed from the
-# bodies the double received (tests/js/prompt-cache.mjs).
+# bodies the double received (tests/js/prompt-cache.mjs); Claude Code's and
+# Codex's three turns are one conversation with no cache break.
 . "$(dirname "$0")/../lib.sh"
 
 AG=$ORGW_ROOT/tests/agents
@@ -79,6 +82,13 @@ t_eq "/stats by_api.messages: 20 requests, 20 ok, the client's prompt, cached, c
 	"20 20 $(json_get "$S" '[j.prompt_total, j.cached_total, j.written_total, j.output_total].join(" ")')" \
 	"$(json_get "$st" "((a) => [a.requests, a.ok, a.tokens.prompt, a.tokens.cached, a.tokens.cache_write, a.tokens.completion].join(' '))(j.models['$SESSION_M'].by_api.messages)")"
 
+L=$(grep "req: .* api=messages model=$SESSION_M " "$ORGW_LOG")
+C=$(sed -n 's/.* conv=\([^ ]*\).*/\1/p' <<<"$L" | sort -u)
+t_eq "the log: 20 turns of one conversation ($C), none a cache break" "20 1 0" \
+	"$(wc -l <<<"$L") $(wc -l <<<"$C") $(grep -c ' break=' <<<"$L")"
+t_eq "/stats conversations: its 20 turns, breaks_total 0, no break kept" "20 0 0" \
+	"$(json_get "$st" "((c) => [c.turns, c.breaks_total, c.breaks.length].join(' '))(j.conversations.find((x) => x.id === '$C'))")"
+
 # The same session straight to the double, with OpenRouter's default routing
 # (no provider: round robin over the model's endpoints).
 R="$ORGW_T/raw.json"
@@ -90,10 +100,11 @@ t_check "  but read less from the cache than one warm provider gives" json_ok "$
 	'j.cached_total < j.ideal_cached_total && j.written_total > j.ideal_written_total'
 
 # --- The real agents, three turns in one saved session ------------------------
-# session LABEL CLIENT MODEL API: three runs in one home, the 2nd and 3rd
-# with the client's own continue.
+# session LABEL CLIENT MODEL API [nobreak]: three runs in one home, the
+# 2nd and 3rd with the client's own continue; nobreak: orgw takes them as
+# one conversation of three turns and none is a cache break.
 session() {
-	local label=$1 client=$2 model=$3 api=$4 i out home=$ORGW_T/home-$2 ok=0 answers='' ideal n lock want
+	local label=$1 client=$2 model=$3 api=$4 i out home=$ORGW_T/home-$2 ok=0 answers='' ideal n lock want L C
 	local -a more=()
 	for i in 1 2 3; do
 		[ "$i" -gt 1 ] && more=(--continue)
@@ -119,7 +130,14 @@ session() {
 	t_eq "$label: /stats counts $n requests and one warm provider's prompt, cached and cache-write tokens" \
 		"$(json_get "$ideal" '[j.requests.length, j.prompt_total, j.cached_total, j.written_total].join(" ")')" \
 		"$(json_get "$(orgw_curl /stats)" "((a) => [a.requests, a.tokens.prompt, a.tokens.cached, a.tokens.cache_write].join(' '))(j.models['$model'].by_api.$api)")"
+	[ "${5:-}" = nobreak ] || return 0
+	L=$(grep "req: .* api=$api model=$model " "$ORGW_LOG")
+	C=$(sed -n 's/.* conv=\([^ ]*\).*/\1/p' <<<"$L" | sort -u)
+	t_eq "$label: the log: 3 turns of one conversation ($C), none a cache break" "3 1 0" \
+		"$(wc -l <<<"$L") $(wc -l <<<"$C") $(grep -c ' break=' <<<"$L")"
+	t_eq "$label: /stats conversations: 3 turns, breaks_total 0" "3 0 0" \
+		"$(json_get "$(orgw_curl /stats)" "((c) => [c.turns, c.breaks_total, c.breaks.length].join(' '))(j.conversations.find((x) => x.id === '$C'))")"
 }
-session "claude -p --continue" claude anthropic/claude-sonnet-4.5 messages
-session "codex exec resume --last" codex openai/gpt-5.1-codex responses
+session "claude -p --continue" claude anthropic/claude-sonnet-4.5 messages nobreak
+session "codex exec resume --last" codex openai/gpt-5.1-codex responses nobreak
 session "opencode run --continue" opencode qwen/qwen3-coder chat

@@ -8,7 +8,8 @@
 #     of it with a top-level cache_control, and reads a written prefix;
 #     nothing without a breakpoint; an implicit endpoint caches as before;
 #   - reasoning_items: a Responses answer carries an encrypted reasoning item
-#     that its endpoint reads back and another endpoint rejects with a 400
+#     (streamed as an output item of its own, as OpenAI streams it) that its
+#     endpoint reads back and another endpoint rejects with a 400
 #     invalid_encrypted_content.
 . "$(dirname "$0")/../lib.sh"
 
@@ -100,6 +101,13 @@ t_eq "reasoning: the first turn answers" 200 \
 RS=$(json_get "$ORGW_T/body" 'JSON.stringify(j.output[0])')
 t_eq "... with an encrypted reasoning item first in its output" "reasoning true" \
 	"$(json_get "$RS" 'j.type + " " + (typeof j.encrypted_content === "string" && j.encrypted_content.length > 10)')"
+post responses "{\"model\":\"$M\",$(pin anth),\"stream\":true,\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"input\":[$IN]}" >/dev/null
+EV=$(sed -n 's/^data: //p' "$ORGW_T/body" | grep -v '^\[DONE\]' | paste -sd, | sed 's/^/[/; s/$/]/')
+t_eq "... streamed: output item 0 of its own (the blob on .done only), the answer's events at 1" \
+	"reasoning:0:false reasoning:0:true message:1:false message:1:false 1 reasoning+message" \
+	"$(json_get "$EV" '[...j.filter((e) => e.type.startsWith("response.output_item.")).map((e) => `${e.item.type}:${e.output_index}:${"encrypted_content" in e.item}`),
+		[...new Set(j.filter((e) => "item_id" in e).map((e) => e.output_index))].join(","),
+		j.at(-1).response.output.map((o) => o.type).join("+")].join(" ")')"
 T2="\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"input\":[$IN,$RS,$IN]"
 t_eq "... which the endpoint that wrote it reads back" 200 \
 	"$(post responses "{\"model\":\"$M\",$(pin anth),$T2}")"
