@@ -66,12 +66,23 @@ convbody_has_breakpoint(const cJSON *body)
 	return false;
 }
 
+static bool
+explicit_terms(const struct score_terms *t, bool implicit_cache)
+{
+	return t->base_kind[SCORE_CACHE_WRITE] == SCORE_PRICE_OK &&
+	       !implicit_cache;
+}
+
 bool
 convbody_explicit_cache(const struct rec_cand *c)
 {
-	return c != NULL &&
-	       c->terms.base_kind[SCORE_CACHE_WRITE] == SCORE_PRICE_OK &&
-	       !c->implicit_cache;
+	return c != NULL && explicit_terms(&c->terms, c->implicit_cache);
+}
+
+bool
+convbody_explicit_endpoint(const struct score_endpoint *e)
+{
+	return e != NULL && explicit_terms(&e->terms, e->implicit_cache);
 }
 
 bool

@@ -39,6 +39,10 @@ bool convbody_has_breakpoint(const cJSON *body);
  * input_cache_write) and does not cache implicitly. */
 bool convbody_explicit_cache(const struct rec_cand *c);
 
+/* The same of a freshly scored endpoint (a model scored inline, whose
+ * candidates were not in the state when the route was read). */
+bool convbody_explicit_endpoint(const struct score_endpoint *e);
+
 /*
  * True when orgw adds the top-level cache_control: AUTO_CACHE on
  * (auto_cache), a chat or Messages request (never Responses), pinned to

@@ -878,6 +878,28 @@ unknown_note(const char *model, int64_t now)
 	pthread_mutex_unlock(&unknown_mu);
 }
 
+/* A model scored inline had no candidates when the route transaction
+ * asked whether its pin caches only explicitly: ask the fresh scores,
+ * so a model's first request gets the automatic cache_control too. */
+static void
+scored_explicit(struct relay *rl, const struct score_result *res)
+{
+	size_t i;
+
+	if (!rl->cv.on || !rl->cv.route.want_explicit ||
+	    rl->route.tag[0] == '\0')
+		return;
+	for (i = 0; i < res->n_ranked; i++)
+		if (strcmp(res->v[i].tag, rl->route.tag) == 0) {
+			rl->cv.route.explicit_cache =
+				convbody_explicit_endpoint(&res->v[i]);
+			snprintf(rl->cv.explicit_tag,
+				 sizeof(rl->cv.explicit_tag), "%s",
+				 rl->route.tag);
+			return;
+		}
+}
+
 /* Route the request (docs/design.md section 4), scoring inline when needed. */
 static void
 route_request(struct relay *rl)
@@ -917,6 +939,7 @@ route_request(struct relay *rl)
 	if (e == ORGW_OK) {
 		state_route_scored(rl->c, rl->req.model, &res, NULL, now,
 				   &rl->route);
+		scored_explicit(rl, &res);
 		score_result_free(&res);
 		return;
 	}

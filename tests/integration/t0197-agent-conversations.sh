@@ -124,9 +124,8 @@ double_ctl POST config '{"reasoning_items":false}' >/dev/null
 OC_M=qwen/qwen3-coder-plus
 ep='{"tag":"%s","provider_name":"%s","max_completion_tokens":65536,"pricing":{"prompt":"0.000001","completion":"0.000005","input_cache_read":"0.0000001","input_cache_write":"0.00000125"},"supports_implicit_caching":false,"uptime_last_30m":100,"status":0,"throughput_last_30m":{"p50":%d}}'
 double_ctl PUT "endpoints/$OC_M" "[$(printf "$ep" alibaba Alibaba 80)]" >/dev/null
-# Scored beforehand, as the scorer's cron job does: a model's very first
-# request, scored inline, goes up without the automatic cache_control.
-t_check "orgw-score rescore $OC_M" score rescore "$OC_M"
+# Not scored beforehand: opencode's first request scores the model inline
+# and gets the automatic cache_control all the same.
 H=$ORGW_T/home-opencode
 ok=0
 S1=$(double_seq)

@@ -185,6 +185,20 @@ chat chat-2 "{\"model\":\"$M\",\"messages\":[$OWN,$U1]}"
 t_eq "auto cache: a request with its own breakpoint is untouched" "200 undefined" \
 	"$HTTP_STATUS $(double_ctl GET "log?since=$seq0" | json_get - 'String(j.requests.at(-1).body.cache_control)')"
 
+# A model's first request is scored inline, with no candidates in the state
+# when its route is read: its pin's caching is asked of the fresh scores.
+MF=test/conv-first
+double_ctl PUT "endpoints/$MF" '[
+ {"tag":"anth","provider_name":"Anth","status":0,"uptime_last_30m":99.9,
+  "pricing":{"prompt":"0.000003","completion":"0.000015","input_cache_read":"0.0000003",
+   "input_cache_write":"0.00000375"},"supports_implicit_caching":false}]' >/dev/null
+seq0=$(double_seq)
+chat chat-first "{\"model\":\"$MF\",\"messages\":[$CSYS,$U1]}"
+t_eq "auto cache: a model's first request (scored inline) gets it too" \
+	'200 scored [{"type":"ephemeral"}]' \
+	"$HTTP_STATUS $(http_header X-Orgw-Route) $(double_ctl GET "log?since=$seq0" | json_get - \
+		'JSON.stringify([j.requests.at(-1).body.cache_control])')"
+
 # --- breaks -------------------------------------------------------------------
 SYSB="The system prompt of the break test. $SYS"
 for i in 1 2; do msg brk "$(turns "$i" "$SYSB")"; done

@@ -105,6 +105,7 @@ static const struct ac_row ac_rows[] = {
 static void
 test_auto_cache(void)
 {
+	struct score_endpoint e;
 	struct rec_cand c;
 	char what[160];
 	size_t i;
@@ -128,6 +129,17 @@ test_auto_cache(void)
 	c.implicit_cache = true;
 	T_ASSERT("endpoint: implicit caching wins",
 		 !convbody_explicit_cache(&c));
+	/* A freshly scored endpoint (a model scored inline) says the same. */
+	memset(&e, 0, sizeof(e));
+	T_ASSERT("scored endpoint: no input_cache_write price: not explicit",
+		 !convbody_explicit_endpoint(&e) &&
+			 !convbody_explicit_endpoint(NULL));
+	e.terms.base_kind[SCORE_CACHE_WRITE] = SCORE_PRICE_OK;
+	T_ASSERT("scored endpoint: bills cache writes, no implicit caching",
+		 convbody_explicit_endpoint(&e));
+	e.implicit_cache = true;
+	T_ASSERT("scored endpoint: implicit caching wins",
+		 !convbody_explicit_endpoint(&e));
 }
 
 /* Codex CLI's second turn: its first turn's reasoning item (encrypted,
