@@ -20,8 +20,11 @@
 #include "reqval.h"
 #include "stats.h"
 
-#define CONVCMD_USAGE 2
-#define CONVCMD_FAILED 1
+struct convcmd {
+	const char *model;	/* --model, or NULL for all (borrowed) */
+	const char *config;	/* --config, or NULL (borrowed) */
+	bool json;
+};
 
 enum { OPT_MODEL = 256, OPT_JSON, OPT_CONFIG };
 
@@ -32,10 +35,13 @@ convcmd_usage(const char *what, const char *arg)
 		"orgw-score: conversations: %s%s\nusage: orgw-score "
 		"[--config FILE] conversations [--model M] [--json]\n",
 		what, arg ? arg : "");
-	return CONVCMD_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
-int
+/* Reads the command's arguments (argv[0] is "conversations"; borrowed,
+ * they must outlive k) into k.  0, -1 after --help, or CLI_EXIT_USAGE
+ * after a message on stderr. */
+static int
 convcmd_parse(int argc, char **argv, struct convcmd *k)
 {
 	static const struct option longopts[] = {
@@ -115,7 +121,7 @@ print_json(cJSON *d)
 {
 	cJSON *out = cJSON_CreateObject(), *models, *m, *cv;
 	char *s = NULL;
-	int rc = CONVCMD_FAILED;
+	int rc = CLI_EXIT_FAILED;
 
 	if (out == NULL ||
 	    !cJSON_AddItemToObject(out, "conversations",
@@ -194,13 +200,15 @@ print_table(const cJSON *d, int64_t now)
 	}
 }
 
-int
+/* Prints the conversations of c's state: 0, or CLI_EXIT_FAILED when the
+ * state could not be read. */
+static int
 convcmd_run(const struct orgw_conf *c, const struct convcmd *k)
 {
 	int64_t now = clock_now_s();
 	cJSON *d = stats_tree(c, now);
 	const char *serr;
-	int rc = CONVCMD_FAILED;
+	int rc = CLI_EXIT_FAILED;
 
 	if (d == NULL) {
 		fputs("orgw-score: conversations: out of memory\n", stderr);
@@ -227,4 +235,23 @@ convcmd_run(const struct orgw_conf *c, const struct convcmd *k)
 out:
 	cJSON_Delete(d);
 	return rc;
+}
+
+int
+convcmd_main(struct orgw_conf *c, const struct cli_opts *o)
+{
+	struct convcmd cc;
+	int rc;
+
+	if (o->run_opts || o->json) {
+		fputs("orgw-score: conversations takes its options "
+		      "after its name\n", stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if ((rc = convcmd_parse(o->cmd_argc, o->cmd_argv, &cc)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = cli_load_conf(c, cc.config ? cc.config : o->config,
+				false)) != 0)
+		return rc;
+	return cli_flush(convcmd_run(c, &cc));
 }

@@ -7,28 +7,17 @@
 #ifndef ORGW_CMD_CONVERSATIONS_H
 #define ORGW_CMD_CONVERSATIONS_H
 
-#include <stdbool.h>
-
+#include "cli.h"
 #include "conf.h"
 
-struct convcmd {
-	const char *model;	/* --model, or NULL for all (borrowed) */
-	const char *config;	/* --config, or NULL (borrowed) */
-	bool json;
-};
-
 /*
- * Reads the command's arguments (argv[0] is "conversations"; borrowed,
- * they must outlive k) into k.  0, -1 after --help, or 2 (usage) after
- * a message on stderr.
+ * Runs o->cmd_argv (cmd_argv[0] is "conversations"; its options come
+ * after its name) on the state of the configuration at its --config,
+ * else o->config, loaded into c: the conversations (one model's with
+ * --model) as a table, or as JSON {"conversations":[...],"models":{...}}
+ * with --json.  The exit status: 0 (also after --help), CLI_EXIT_FAILED
+ * when the state could not be read, CLI_EXIT_USAGE after a message.
  */
-int convcmd_parse(int argc, char **argv, struct convcmd *k);
-
-/*
- * Prints the conversations of c's state (one model's with k->model) as
- * a table, or as JSON {"conversations":[...],"models":{...}} with
- * k->json.  0, or 1 when the state could not be read.
- */
-int convcmd_run(const struct orgw_conf *c, const struct convcmd *k);
+int convcmd_main(struct orgw_conf *c, const struct cli_opts *o);
 
 #endif

@@ -9,9 +9,9 @@
 #      needed by it);
 #   3. only the state modules include the store's header (src/store.h):
 #      the back-ends, the state (state*.c), its upkeep (scorerun.c), its
-#      views (stats.c), the keys store (keystore.c, keyadmin.c,
-#      teamauth.c) and the operator tool (scheduler/); the gateway and
-#      the rest reach the state through them;
+#      views (stats.c), the keys store (keystore.c, teamauth.c) and the
+#      operator tool (scheduler/); the gateway and the rest reach the
+#      state through them;
 #   4. no key prefix of the state or the keys store (the STATEKEY_P_*
 #      of src/statekeys.h) is spelled as a literal outside the schema
 #      module src/statekeys.[ch]: keys are made and parsed through its
@@ -22,6 +22,9 @@
 #      OPENROUTER.md, STYLE.md or /work/shared (files beside the project,
 #      not in it), and a "section N" (or "§N") names its file, e.g.
 #      docs/design.md or an RFC, on its line or the line before.
+#   6. nothing in src/ or cgi-bin/ includes a header of scheduler/: the
+#      operator tool's modules are its own, built into orgw-score only,
+#      never into liborgw.a or the gateway.
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -56,7 +59,7 @@ for f in src/*.c src/*.h cgi-bin/*.c scheduler/*.c; do
 	case $f in
 	src/store.c | src/store.h | src/store_*.c | src/store_*.h | \
 		src/state.c | src/state_*.c | src/scorerun.c | src/stats.c | \
-		src/keystore.c | src/keyadmin.c | src/teamauth.c | \
+		src/keystore.c | src/teamauth.c | \
 		scheduler/*.c) continue ;;
 	esac
 	if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"store\.h"' \
@@ -121,4 +124,17 @@ if [ -s /tmp/orgw-layers-cite.$$ ]; then
 	st=1
 fi
 rm -f /tmp/orgw-layers-cite.$$
+for h in scheduler/*.h; do
+	n=$(basename "$h")
+	# By its name (were -Ischeduler ever added) or by a path.
+	grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]*/)?$n\"" \
+		src/*.c src/*.h cgi-bin/*.c >/tmp/orgw-layers-tool.$$
+	if [ -s /tmp/orgw-layers-tool.$$ ]; then
+		echo "check-layers: $h, the operator tool's, included" \
+			"outside scheduler/:"
+		sed 's/^/  /' /tmp/orgw-layers-tool.$$
+		st=1
+	fi
+done
+rm -f /tmp/orgw-layers-tool.$$
 exit $st

@@ -1,9 +1,9 @@
 /*
  * keyadmin.h - `orgw-score key ...`, the operator's commands on the team
  * keys (keystore.h): add, list, set, disable, enable, revoke, rotate,
- * verify, export, import.  scheduler/orgw-score.c parses its own options,
- * hands the arguments from "key" on to keyadmin_parse(), loads the
- * configuration and calls keyadmin_run().
+ * verify, export, import.  cmd_keys.c hands orgw-score's arguments from
+ * "key" on to keyadmin_parse(), loads the configuration and calls
+ * keyadmin_run().  The tool's alone: not in liborgw.a.
  *
  * A key is printed once, on stdout, by add and rotate (nothing else goes
  * to stdout then), and is never logged, stored or shown again: only its
