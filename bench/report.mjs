@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, median, pct } from './lib.mjs';
 import { longSection } from './report-long.mjs';
+import { teamSection } from './report-team.mjs';
 
 const opt = parseArgs(process.argv.slice(2), { out: '', results: '', chart: '' });
 const D = opt.out;
@@ -158,6 +159,8 @@ S.top_conc = conc[conc.length - 1];
 S.top_conc_not_2xx = tput[S.top_conc] && tput[S.top_conc].orgw ? tput[S.top_conc].orgw.errors : null;
 const long = longSection(D);
 S.long = long.goals;
+const team = teamSection(D);
+S.team = team.goals;
 fs.writeFileSync(path.join(D, 'summary.json'), `${JSON.stringify(S, null, 1)}\n`);
 
 // ---- report ----
@@ -369,6 +372,7 @@ for (const g of ['proxy', 'orgw', 'portkey']) {
 p();
 
 for (const l of long.lines) p(l);
+for (const l of team.lines) p(l);
 
 p('## Time in the state lock');
 p();

@@ -32,6 +32,19 @@
 #      through the bare proxy, orgw and Portkey in turn; memory of every
 #      process of each sampled idle and with all N open; then the same
 #      with a BENCH_LONG_BODY_KB request body (proxy and orgw)
+#   7c. (after 7; 7b stops the stack) a team (bench/team.mjs): BENCH_TEAM_SESSIONS Claude Code-shaped
+#      Messages sessions at once, BENCH_TEAM_TURNS streamed turns each (a
+#      ~BENCH_TEAM_SYS_KB system prompt with a cache breakpoint, the
+#      conversation growing), against a model whose cheapest endpoint
+#      serves BENCH_TEAM_CAP at once (the double answers one more with a
+#      provider 429), a second serving twice that, a third without limit;
+#      the double's prompt cache on (explicit on the first, implicit on
+#      the others), first token after BENCH_TEAM_FIRST_MS.  Run with
+#      CONVERSATIONS=1 and =0 (the workers restarted), alternated
+#      BENCH_TEAM_ROUNDS times, each run on a model of its own (fresh
+#      lock, conversations, pressure and caches): wall time, 429s the
+#      clients saw and the double gave, turns answered, cached share,
+#      cost, sessions that stayed on one provider
 #   3b. a state with 30 days of history (bench/agestate.mjs) loaded into
 #      orgw's state: the bare proxy and orgw again at 64 connections
 #   7b. instructions per request under callgrind (bench/callgrind.sh): the
@@ -67,6 +80,12 @@
 #   request: 4 x 80 for 256 streams, the default set-up); today's build
 #   (one request per process) gets N workers.  BENCH_LONG_WORKERS fixes
 #   the count instead.
+#   Phase 7c: BENCH_TEAM=0 leaves it out, BENCH_TEAM_ONLY=1 runs only it
+#   (after the set-up); BENCH_TEAM_SESSIONS (16), BENCH_TEAM_TURNS (10),
+#   BENCH_TEAM_CAP (4), BENCH_TEAM_ROUNDS (2: on, off, on, off),
+#   BENCH_TEAM_FIRST_MS (1500), BENCH_TEAM_SYS_KB (100).  The orgw stack
+#   keeps its other settings (RETRY_429_DELAYS 2,4,8, MAX_ATTEMPTS 4,
+#   PRESSURE_SECONDS 30) and BENCH_WORKERS workers.
 #
 # Bench-only packages (wrk, gnuplot) come from deploy/install-deps.sh with
 # ORGW_DEPS_BENCH=1; Portkey from npm into bench/node_modules.  Every
@@ -101,6 +120,12 @@ if [ "$QUICK" = 1 ]; then
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-6}
 	LONG_WARM_SPACING_MS=150
 	LONG_WINDOW_MS=250	# the streams start over this long
+	TEAM_SESSIONS=${BENCH_TEAM_SESSIONS:-4}
+	TEAM_TURNS=${BENCH_TEAM_TURNS:-3}
+	TEAM_CAP=${BENCH_TEAM_CAP:-2}
+	TEAM_ROUNDS=${BENCH_TEAM_ROUNDS:-1}
+	TEAM_FIRST_MS=${BENCH_TEAM_FIRST_MS:-300}
+	TEAM_SYS_KB=${BENCH_TEAM_SYS_KB:-20}
 	SETTLE_S=0	# the pause before each wrk run: the figures mean nothing here
 else
 	RESULTS=${BENCH_RESULTS:-bench/RESULTS.md}
@@ -126,6 +151,12 @@ else
 	LONG_BODY_N=${BENCH_LONG_BODY_N:-256}
 	LONG_WARM_SPACING_MS=500
 	LONG_WINDOW_MS=1000
+	TEAM_SESSIONS=${BENCH_TEAM_SESSIONS:-16}
+	TEAM_TURNS=${BENCH_TEAM_TURNS:-10}
+	TEAM_CAP=${BENCH_TEAM_CAP:-4}
+	TEAM_ROUNDS=${BENCH_TEAM_ROUNDS:-2}
+	TEAM_FIRST_MS=${BENCH_TEAM_FIRST_MS:-1500}
+	TEAM_SYS_KB=${BENCH_TEAM_SYS_KB:-100}
 	SETTLE_S=0.5
 fi
 PORTKEY=${BENCH_PORTKEY:-1}
@@ -133,6 +164,13 @@ REDIS=${BENCH_REDIS:-1}
 LONG=${BENCH_LONG:-1}
 LONG_ONLY=${BENCH_LONG_ONLY:-0}
 [ "$LONG_ONLY" = 1 ] && LONG=1
+TEAM=${BENCH_TEAM:-1}
+TEAM_ONLY=${BENCH_TEAM_ONLY:-0}
+[ "$TEAM_ONLY" = 1 ] && TEAM=1
+if [ "$TEAM_ONLY" = 1 ] && [ "$LONG_ONLY" = 1 ]; then
+	echo "bench: BENCH_LONG_ONLY and BENCH_TEAM_ONLY: one or the other" >&2
+	exit 2
+fi
 LONG_BODY_KB=${BENCH_LONG_BODY_KB:-200}
 LONG_THREADS=${BENCH_LONG_THREADS:-80}
 LONG_WORKERS=${BENCH_LONG_WORKERS:-}
@@ -560,6 +598,74 @@ long_phase() {
 	meta long_wall_s "$(($(date +%s) - LONG_T0))"
 }
 
+# ---------------------------------------------------------------------------
+# 7c. A team's sessions, conversations on and off (BENCH_TEAM_ONLY=1 runs
+# only this)
+# ---------------------------------------------------------------------------
+
+# team_run MODE ROUND: one run of bench/team.mjs on a model of its own,
+# the workers restarted with CONVERSATIONS for MODE (on 1, off 0).
+team_run() {
+	local mode=$1 round=$2 conv=1 m res
+	[ "$mode" = off ] && conv=0
+	m=bench/team-$mode-$round
+	ORGW_WORKERS=$WORKERS orgw_restart_workers CONVERSATIONS=$conv ||
+		die "restart with CONVERSATIONS=$conv"
+	# Priced as in tests/integration/t0658: the cheapest caches only what
+	# a breakpoint marks and bills the writes; the others cache
+	# implicitly.  The first serves TEAM_CAP at once, the second twice
+	# that: one more gets a provider 429 naming it.
+	double_ctl PUT "endpoints/$m" "[
+ {\"tag\":\"anth\",\"provider_name\":\"Anth\",\"status\":0,\"uptime_last_30m\":99.9,
+  \"pricing\":{\"prompt\":\"0.000003\",\"completion\":\"0.000015\",\"input_cache_read\":\"0.0000003\",
+   \"input_cache_write\":\"0.00000375\"},
+  \"supports_implicit_caching\":false,\"x_double_max_inflight\":$TEAM_CAP},
+ {\"tag\":\"second\",\"provider_name\":\"Second\",\"status\":0,\"uptime_last_30m\":99.9,
+  \"pricing\":{\"prompt\":\"0.000006\",\"completion\":\"0.00003\",\"input_cache_read\":\"0.0000006\"},
+  \"supports_implicit_caching\":true,\"x_double_max_inflight\":$((TEAM_CAP * 2))},
+ {\"tag\":\"third\",\"provider_name\":\"Third\",\"status\":0,\"uptime_last_30m\":99.9,
+  \"pricing\":{\"prompt\":\"0.000008\",\"completion\":\"0.00004\",\"input_cache_read\":\"0.0000008\"},
+  \"supports_implicit_caching\":true}]" >/dev/null || die "double endpoints"
+	node bench/team.mjs --url "$ORGW_URL" --key "$ORGW_KEY" --double "$DOUBLE_URL" \
+		--model "$m" --mode "$mode" --sessions "$TEAM_SESSIONS" --turns "$TEAM_TURNS" \
+		--sys_kb "$TEAM_SYS_KB" >"$OUT/team-run.json" 2>"$OUT/team-run.err" ||
+		say "   $mode #$round: not every turn was answered ($(tail -n 3 "$OUT/team-run.err"))"
+	res=$(cat "$OUT/team-run.json")
+	[ -n "$res" ] || res=null
+	printf '{"mode":"%s","round":%d,"conversations":%d,"cap":%d,"first_ms":%d,"result":%s}\n' \
+		"$mode" "$round" "$conv" "$TEAM_CAP" "$TEAM_FIRST_MS" "$res" >>"$OUT/team.jsonl"
+	say "   $mode #$round: $(node -e 'const j = JSON.parse(process.argv[1]); if (!j) process.exit(0);
+console.log(`${(j.wall_ms / 1000).toFixed(1)} s, ${j.turns_ok}/${j.sessions * j.turns} turns, 429s: ${j.client_429} to clients, ${j.upstream_429} upstream; cached ${(100 * j.cached_share).toFixed(1)}%, $${j.cost_usd}, ${j.one_provider}/${j.sessions} on one provider`)' "$res")"
+}
+
+team_phase() {
+	local r t0
+	t0=$(date +%s)
+	meta team_sessions "$TEAM_SESSIONS"
+	meta team_turns "$TEAM_TURNS"
+	meta team_cap "$TEAM_CAP"
+	meta team_first_ms "$TEAM_FIRST_MS"
+	meta team_sys_kb "$TEAM_SYS_KB"
+	say "7c/7 a team: $TEAM_SESSIONS sessions of $TEAM_TURNS turns, the lock's provider serving $TEAM_CAP at once; conversations on and off, $TEAM_ROUNDS round(s)"
+	double_ctl POST config "{\"prompt_cache\":true,\"explicit_cache\":true,\"messages_stream_cost\":true,\"first_token_delay_ms\":$TEAM_FIRST_MS,\"chunks\":20,\"spacing_ms\":25}" >/dev/null ||
+		die "double config"
+	for ((r = 1; r <= TEAM_ROUNDS; r++)); do
+		team_run on "$r"
+		team_run off "$r"
+	done
+	double_ctl POST config '{"prompt_cache":false,"explicit_cache":false,"messages_stream_cost":false,"first_token_delay_ms":0,"chunks":3,"spacing_ms":0}' >/dev/null
+	ORGW_WORKERS=$WORKERS orgw_restart_workers -CONVERSATIONS || die "restart"
+	meta team_wall_s "$(($(date +%s) - t0))"
+}
+
+if [ "$TEAM_ONLY" = 1 ]; then
+	team_phase
+	meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+	node bench/report-team.mjs --out "$OUT" --results "$RESULTS" || die "report failed"
+	say "wrote $RESULTS (phase 7c only)"
+	exit 0
+fi
+
 if [ "$LONG_ONLY" = 1 ]; then
 	long_phase
 	meta load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -775,10 +881,13 @@ sleep 0.5
 tail -n +$((mark + 1)) "$ORGW_LOG" >"$OUT/trace-load.log"
 echo "{\"wall_ns\":$((t1 - t0))}" >"$OUT/trace-load-wall.json"
 
+ORGW_FCGI_BIN=$RELEASE_BIN
 if [ "$LONG" = 1 ]; then
-	ORGW_FCGI_BIN=$RELEASE_BIN
 	long_phase
 fi
+# Before 7b: bench/callgrind.sh's own stack takes this one's directory
+# down when it stops.
+[ "$TEAM" = 1 ] && team_phase
 
 # 7b. Instructions per request (callgrind: the same on a busy machine as
 # on an idle one): the bare proxy's lighttpd, and one orgw worker on a

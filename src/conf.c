@@ -148,6 +148,8 @@ static const struct conf_item conf_items[] = {
 	{ .name = "LOCK_IDLE_SECONDS", .kind = CONF_I64,
 	  .off = CONF_OFF(lock_idle_seconds), .def = "1800", .ilo = 1,
 	  .ihi = 604800 },
+	{ .name = "CONVERSATIONS", .kind = CONF_INT,
+	  .off = CONF_OFF(conversations), .def = "1", .ilo = 0, .ihi = 1 },
 	{ .name = "CONVERSATION_IDLE_SECONDS", .kind = CONF_I64,
 	  .off = CONF_OFF(conversation_idle_seconds), .def = "600", .ilo = 1,
 	  .ihi = 604800 },

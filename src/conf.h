@@ -57,11 +57,14 @@ struct orgw_conf {
 	int fail_limit;
 	int64_t cooldown_seconds;
 	int64_t lock_idle_seconds;
-	/* Conversations: a conversation keeps its provider this long after
-	 * its last turn; a provider 429 keeps new conversations of the model
-	 * off that provider this long; orgw adds automatic cache_control
+	/* Conversations: 1 routes a turn by its conversation (affinity,
+	 * spread under pressure), 0 by the model's lock alone; a
+	 * conversation keeps its provider this long after its last turn; a
+	 * provider 429 keeps new conversations of the model off that
+	 * provider this long; orgw adds automatic cache_control
 	 * (0/1); the cache lifetime a break is told "expired" past; the
 	 * conversation records kept. */
+	int conversations;
 	int64_t conversation_idle_seconds;
 	int64_t pressure_seconds;
 	int auto_cache;

@@ -1171,7 +1171,8 @@ attempt_error(const struct attempt *a)
  * provider under pressure for the model; a turn without a warm provider
  * then goes at once to the next candidate neither cooling nor under
  * pressure.  True when it moved (the attempt loop retries without a
- * wait).
+ * wait).  With CONVERSATIONS=0 a 429 is any request's: retried on the
+ * same provider after RETRY_429_DELAYS, no pressure written.
  */
 static bool
 conv_429(struct relay *rl)
@@ -1180,7 +1181,7 @@ conv_429(struct relay *rl)
 	bool moved = false, p429;
 	cJSON *err;
 
-	if (!rl->cv.on || rl->used_tag[0] == '\0' ||
+	if (!rl->cv.on || !rl->c->conversations || rl->used_tag[0] == '\0' ||
 	    rl->route.kind == ROUTE_CLIENT)
 		return false;
 	err = attempt_error(&rl->a);

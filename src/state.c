@@ -545,7 +545,10 @@ move_lock(struct store *s, const struct orgw_conf *c, const char *model,
 }
 
 /* The conversation's view for convroute_decide(): its record (have),
- * the model's view rv, the pressure read through cc. */
+ * the model's view rv, the pressure read through cc.  CONVERSATIONS=0
+ * shows no record and no pressure: every turn goes where the model's
+ * lock says, as any request (the record is still kept, for the breaks
+ * and the lists). */
 static void
 conv_view(struct convroute_view *cvw, struct convroute_conv *conv,
 	  const struct route_view *rv, const struct rec_conv *rc, bool have,
@@ -553,13 +556,15 @@ conv_view(struct convroute_view *cvw, struct convroute_conv *conv,
 {
 	memset(cvw, 0, sizeof(*cvw));
 	memset(conv, 0, sizeof(*conv));
+	cvw->rv = rv;
+	cvw->idle_seconds = c->conversation_idle_seconds;
+	if (!c->conversations)
+		return;
 	if (have) {
 		snprintf(conv->tag, sizeof(conv->tag), "%s", rc->tag);
 		conv->last_turn = rc->last_turn;
 	}
-	cvw->rv = rv;
 	cvw->conv = have ? conv : NULL;
-	cvw->idle_seconds = c->conversation_idle_seconds;
 	cvw->pressure = pressured;
 	cvw->pressure_arg = cc;
 }

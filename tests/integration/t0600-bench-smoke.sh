@@ -1,7 +1,8 @@
 # t0600-bench-smoke.sh - the benchmark (bench/run.sh, `make bench`) still
 # works end to end: a BENCH_QUICK=1 run (seconds, tiny counts, 8 workers)
 # of every step, on every path, into a temporary directory; phase 7 with 6
-# concurrent long streams of 1 s (and 6 with 200 KB bodies); orgw on Redis
+# concurrent long streams of 1 s (and 6 with 200 KB bodies); phase 7c's
+# team of 4 sessions of 3 turns, conversations on and off; orgw on Redis
 # in the sequential and throughput steps; the 30-day state's throughput
 # and instructions per request under callgrind.  No timing is
 # asserted: on a shared 2-core machine these figures mean nothing; what is
@@ -128,6 +129,21 @@ t_check "long streams: the client measured its own lateness" \
 	json_ok "$(grep '"tag":"long-6","target":"orgw"' "$OUT/long.jsonl")" 'typeof j.result.client_lag_ms.p99 === "number" && typeof j.double_lag_ms.p99 === "number"'
 t_check "long streams: orgw workers sampled idle and with the streams open" \
 	sh -c "grep -q '\"phase\":\"long-idle-6\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl' && grep -q '\"phase\":\"long-6\",\"role\":\"orgw-worker\"' '$OUT/mem.jsonl'"
+# Phase 7c (a team): one run with conversations and one without, every
+# turn answered; the locked provider's cap made the double answer 429s,
+# and with conversations on the sessions ended up on more than one
+# provider while off they all stayed on the lock's.
+for mode in on off; do
+	line=$(grep "\"mode\":\"$mode\"" "$OUT/team.jsonl")
+	t_check "team: the $mode run answered every turn, with usage" \
+		json_ok "$line" 'j.result && j.result.turns_ok === 12 && j.result.sessions_failed === 0 && j.result.prompt_tokens > 0 && j.result.cost_usd > 0'
+done
+t_check "team: CONVERSATIONS=0 sent every turn to the lock's provider" \
+	json_ok "$(grep '"mode":"off"' "$OUT/team.jsonl")" 'j.conversations === 0 && Object.keys(j.result.providers).join() === "anth" && j.result.upstream_429 > 0'
+t_check "team: CONVERSATIONS=1 spread the sessions past the lock's provider" \
+	json_ok "$(grep '"mode":"on"' "$OUT/team.jsonl")" 'j.conversations === 1 && Object.keys(j.result.providers).length > 1 && j.result.one_provider === 4'
+t_check "RESULTS.md has the team run table, a row per run" \
+	test "$(grep -cE '^\| CONVERSATIONS=[01] #1 \| [0-9.]+ \| 12 of 12 \|' "$OUT/RESULTS.md")" = 2
 t_check "summary.json has every goal figure" json_ok "$OUT/summary.json" \
 	'["added_ms","tput_vs_proxy","first_token_vs_proxy_ms","idle_worker_rss_kb","hold_pss_kb"].every((k) => typeof j[k] === "number")'
 

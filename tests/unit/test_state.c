@@ -993,6 +993,61 @@ test_conv(void)
 			 r.kind == ROUTE_CLIENT && !r.conversation);
 }
 
+/*
+ * CONVERSATIONS=0: a turn goes where the model's lock says, as any
+ * request: a warm conversation follows the lock when it moves (and
+ * renews it), and a new one goes to the lock under pressure; the record
+ * is still written at the finish.
+ */
+static void
+test_conv_off(void)
+{
+	static const char *const abc[] = {"a", "b", "c"};
+	static const char h1[] = "4444", h2[] = "5555";
+	struct state_route r, next;
+	struct state_conv cv;
+	struct state_conv_turn ct;
+	char tag[ORGW_TAG_MAX];
+	int64_t lu;
+	bool moved = false;
+
+	store_mem_reset();
+	conf.conversations = 0;
+	put_cands(abc, 3);
+	put_lock("a", NOW);
+	T_ASSERT("conv off: a first turn goes to the lock",
+		 conv_route(h1, NOW, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "a") == 0 && !r.conversation);
+	T_ASSERT("conv off: its finish still writes the record",
+		 conv_turn(h1, "a", NOW, 2, 1000, 0, &ct) == ORGW_OK &&
+			 ct.written && conv_now(h1, tag) == 1 &&
+			 strcmp(tag, "a") == 0);
+	put_lock("b", NOW + 10);
+	T_ASSERT("conv off: the lock moved to b, the warm conversation "
+		 "follows it (route locked, not warm)",
+		 conv_route(h1, NOW + 20, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && r.kind == ROUTE_LOCKED &&
+			 !r.conversation && !cv.warm && !cv.moved);
+	lock_now(tag, &lu);
+	T_ASSERT("conv off: ... and renews the lock",
+		 strcmp(tag, "b") == 0 && lu == NOW + 20);
+	T_ASSERT("conv off: a provider 429 on b is recorded as pressure",
+		 state_pressure(&conf, M, "b", NOW + 30, &next, &moved) ==
+				 ORGW_OK &&
+			 moved);
+	T_ASSERT("conv off: a new conversation still goes to the lock b "
+		 "(no spread)",
+		 conv_route(h2, NOW + 31, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && !r.conversation &&
+			 !cv.spread);
+	conf.conversations = 1;
+	T_ASSERT("conv on again: the same new conversation spreads to a "
+		 "(the best candidate not under pressure)",
+		 conv_route(h2, NOW + 31, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "a") == 0 && r.conversation &&
+			 cv.spread);
+}
+
 static void
 test_admit(void)
 {
@@ -1151,6 +1206,7 @@ main(void)
 	test_admit();
 	test_admit_unavailable();
 	test_conv();
+	test_conv_off();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();
