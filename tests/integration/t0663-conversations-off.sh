@@ -1,5 +1,5 @@
 #!/bin/bash
-# t0659-conversations-off: CONVERSATIONS=0 routes a conversation's turns by
+# t0663-conversations-off: CONVERSATIONS=0 routes a conversation's turns by
 # the model's lock alone, through lighttpd, the workers and the double:
 #   - a session whose provider is no longer the lock follows the lock
 #     (X-Orgw-Route: locked), where with conversations on it would stay;
