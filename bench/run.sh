@@ -896,7 +896,9 @@ if [ "${BENCH_CALLGRIND:-1}" = 1 ] && command -v valgrind >/dev/null; then
 	CG_N=200 CG_WARM=20
 	[ "$QUICK" = 1 ] && CG_N=10 CG_WARM=3
 	say "7b: instructions per request under callgrind ($CG_N requests each)"
-	CG_N=$CG_N CG_WARM=$CG_WARM CG_MODEL=$MODEL bash bench/callgrind.sh proxy=lighttpd \
+	# Its own stack: without ORGW_T, tests/lib.sh would stop (and remove)
+	# this run's.
+	env -u ORGW_T CG_N=$CG_N CG_WARM=$CG_WARM CG_MODEL=$MODEL bash bench/callgrind.sh proxy=lighttpd \
 		orgw="$RELEASE_BIN" orgw-30d="$RELEASE_BIN@$OUT/aged-state.jsonl" \
 		>"$OUT/callgrind.txt" 2>"$OUT/callgrind.log" ||
 		say "   callgrind run failed (see $OUT/callgrind.log)"
