@@ -35,11 +35,6 @@ struct convlist {
 	bool ok;
 };
 
-static const enum convcache_cause causes[] = {
-	CONVCACHE_MOVED, CONVCACHE_PREFIX_CHANGED, CONVCACHE_EXPIRED,
-	CONVCACHE_PROVIDER_MISS};
-#define N_CAUSES (sizeof(causes) / sizeof(causes[0]))
-
 struct convlist *
 convlist_new(const struct convlist_opts *o)
 {
@@ -98,27 +93,31 @@ bump(cJSON *o, const char *k, double d)
 	return true;
 }
 
-/* The model's aggregate, every counter present so each model always has
- * the same members (the /metrics series of a model do not come and go
- * with its conversations). */
+/* The members of a model's "conversations" object, added to m where
+ * absent, so each model always has the same ones (the /metrics series
+ * of a model do not come and go with its conversations). */
+static bool
+agg_fill(cJSON *m)
+{
+	return m != NULL &&
+	       (cJSON_HasObjectItem(m, "active") ||
+		cJSON_AddNumberToObject(m, "active", 0) != NULL) &&
+	       (cJSON_HasObjectItem(m, "spread") ||
+		cJSON_AddNumberToObject(m, "spread", 0) != NULL) &&
+	       (cJSON_HasObjectItem(m, "providers") ||
+		cJSON_AddObjectToObject(m, "providers") != NULL);
+}
+
+/* The model's aggregate, every member present. */
 static cJSON *
 model_agg(struct convlist *l, const char *model)
 {
-	cJSON *m = cJSON_GetObjectItemCaseSensitive(l->agg, model), *b;
-	bool ok;
-	size_t i;
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(l->agg, model);
 
 	if (m != NULL)
 		return m;
 	m = cJSON_AddObjectToObject(l->agg, model);
-	ok = m != NULL && cJSON_AddNumberToObject(m, "active", 0) &&
-	     cJSON_AddNumberToObject(m, "spread", 0) &&
-	     (b = cJSON_AddObjectToObject(m, "breaks")) != NULL &&
-	     cJSON_AddObjectToObject(m, "providers") != NULL;
-	for (i = 0; ok && i < N_CAUSES; i++)
-		ok = cJSON_AddNumberToObject(
-			     b, convcache_cause_name(causes[i]), 0) != NULL;
-	return ok ? m : NULL;
+	return agg_fill(m) ? m : NULL;
 }
 
 /* The model's provider entry, with the same members for every one. */
@@ -184,7 +183,6 @@ add_conv(struct convlist *l, const struct statekey_parts *k, const char *val)
 {
 	struct convlist_row *r = l->rows[l->n];
 	cJSON *cache = NULL, *m, *p;
-	size_t i, c;
 
 	memset(r, 0, sizeof(*r));
 	if (k->last[0] == '\0' ||
@@ -209,14 +207,6 @@ add_conv(struct convlist *l, const struct statekey_parts *k, const char *val)
 	}
 	if (r->rec.spread)
 		l->ok = l->ok && bump(m, "spread", 1);
-	for (i = 0; i < r->cache.nbreaks; i++)
-		for (c = 0; c < N_CAUSES; c++)
-			if (r->cache.breaks[i].cause == causes[c])
-				l->ok = l->ok &&
-					bump(cJSON_GetObjectItemCaseSensitive(
-						     m, "breaks"),
-					     convcache_cause_name(causes[c]),
-					     1);
 	if (r->rec.tag[0] != '\0' && r->last > l->o.now - l->o.idle_s) {
 		l->ok = l->ok && bump(m, "active", 1);
 		p = provider_agg(m, r->rec.tag);
@@ -343,7 +333,7 @@ bool
 convlist_render(const struct convlist *l, cJSON *root, cJSON *models)
 {
 	const cJSON *agg = models != NULL ? l->agg : NULL;
-	cJSON *arr, *m, *dst, *dup;
+	cJSON *arr, *m, *dst, *dup, *have, *it;
 	bool ok = l->ok;
 	size_t i;
 
@@ -358,11 +348,37 @@ convlist_render(const struct convlist *l, cJSON *root, cJSON *models)
 		if (!ok)
 			break;
 		dst = obj_at(models, m->string);
+		have = cJSON_GetObjectItemCaseSensitive(dst, "conversations");
+		if (cJSON_IsObject(have)) {
+			/* The ledger's breaks by cause are there already
+			 * (/stats): the records' members join them. */
+			cJSON_ArrayForEach(it, m)
+			{
+				if (!ok)
+					break;
+				if (cJSON_HasObjectItem(have, it->string))
+					continue;
+				dup = cJSON_Duplicate(it, 1);
+				ok = dup != NULL &&
+				     cJSON_AddItemToObject(have, it->string,
+							   dup);
+				if (!ok)
+					cJSON_Delete(dup);
+			}
+			continue;
+		}
 		dup = cJSON_Duplicate(m, 1);
 		ok = dst != NULL && dup != NULL &&
 		     cJSON_AddItemToObject(dst, "conversations", dup);
 		if (!ok)
 			cJSON_Delete(dup);
+	}
+	/* A model with breaks counted but no record kept now. */
+	cJSON_ArrayForEach(m, models)
+	{
+		have = cJSON_GetObjectItemCaseSensitive(m, "conversations");
+		if (ok && cJSON_IsObject(have))
+			ok = agg_fill(have);
 	}
 	return ok;
 }

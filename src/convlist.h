@@ -12,12 +12,14 @@
  *     words, so the page and the terminal say it the same way);
  *   - per model, a "conversations" object: active conversations (last
  *     turn within CONVERSATION_IDLE_SECONDS) in all and per provider,
- *     those started elsewhere because of pressure ("spread"), the breaks
- *     the kept records hold by cause, and per provider its provider 429s
- *     and whether it is under pressure now (until when).
+ *     those started elsewhere because of pressure ("spread"), and per
+ *     provider its provider 429s and whether it is under pressure now
+ *     (until when).  The breaks by cause are not counted here but in
+ *     the ledger (ledger.h), which the sweep of the records leaves
+ *     alone: /stats puts them in the same object.
  * Whatever the number of records walked, the list keeps at most
- * max_rows rows and the per-model objects one member per provider and
- * per cause: the documents' size does not grow with the conversations.
+ * max_rows rows and the per-model objects one member per provider: the
+ * documents' size does not grow with the conversations.
  *
  * Ownership: a struct convlist is convlist_new()'s and freed with
  * convlist_free(); keys and values are borrowed for the call; rendered
@@ -67,8 +69,10 @@ bool convlist_add(struct convlist *l, const struct statekey_parts *k,
  * Adds the list to root as "conversations" (root may be NULL: /metrics
  * has no list) and each model's "conversations" object to models[model]
  * (an object by model id, the /stats "models"; a model not there yet is
- * added; NULL: none).  Both trees belong to the caller.  False when out of memory,
- * now or earlier in convlist_add().
+ * added; NULL: none).  A model that has a "conversations" object already
+ * (the ledger's breaks by cause) gets the members it lacks added to it,
+ * with zeroes when no record of it was walked.  Both trees belong to the
+ * caller.  False when out of memory, now or earlier in convlist_add().
  */
 bool convlist_render(const struct convlist *l, cJSON *root, cJSON *models);
 

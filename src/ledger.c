@@ -75,6 +75,14 @@ const struct ledger_field ledger_fields[LX_N] = {
 	[LX_O_CLIENT] = {"ocl", NULL, 0, NULL, "requests.client_error",
 			 false},
 	[LX_LOCK_CHANGES] = {"lock", NULL, 0, NULL, "lock_changes", true},
+	[LX_BRK_MOVED] = {"bmv", "conversations.breaks.moved", 0, NULL,
+			  "breaks.moved", true},
+	[LX_BRK_PREFIX] = {"bpc", "conversations.breaks.prefix_changed", 0,
+			   NULL, "breaks.prefix_changed", true},
+	[LX_BRK_EXPIRED] = {"bex", "conversations.breaks.expired", 0, NULL,
+			    "breaks.expired", true},
+	[LX_BRK_MISS] = {"bpm", "conversations.breaks.provider_miss", 0,
+			 NULL, "breaks.provider_miss", true},
 };
 
 static double
@@ -288,6 +296,24 @@ ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
 		c->v[LX_SAVED] = unc - spend;
 		c->v[LX_PRICED] = 1;
 	}
+}
+
+enum ledger_ix
+ledger_break_ix(enum convcache_cause cause)
+{
+	switch (cause) {
+	case CONVCACHE_MOVED:
+		return LX_BRK_MOVED;
+	case CONVCACHE_PREFIX_CHANGED:
+		return LX_BRK_PREFIX;
+	case CONVCACHE_EXPIRED:
+		return LX_BRK_EXPIRED;
+	case CONVCACHE_PROVIDER_MISS:
+		return LX_BRK_MISS;
+	case CONVCACHE_NONE:
+		break;
+	}
+	return LX_N;
 }
 
 const char *

@@ -31,6 +31,7 @@
 #include <cJSON.h>
 
 #include "orgw.h"
+#include "convcache.h"
 #include "latency.h"
 #include "record.h"
 #include "statekeys.h"
@@ -85,6 +86,10 @@ enum ledger_ix {
 	LX_O_429,
 	LX_O_CLIENT,
 	LX_LOCK_CHANGES,
+	LX_BRK_MOVED,		/* a conversation's cache breaks, by cause */
+	LX_BRK_PREFIX,
+	LX_BRK_EXPIRED,
+	LX_BRK_MISS,
 	LX_N
 };
 
@@ -129,6 +134,14 @@ void ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src);
  * ledger_price()).  The breaker trips of d are not in it: the trip's
  * own transaction counts them (ledger_event). */
 void ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d);
+
+/* The row that counts a conversation's cache break of cause (its
+ * request's cell adds one to it), or LX_N for CONVCACHE_NONE or a cause
+ * it does not know.  Unlike the kept conversation records, which hold
+ * the last CONVCACHE_BREAKS breaks each and are dropped by the
+ * scorer's sweep, these rows only grow: /metrics' counter and /stats'
+ * breaks by cause read them. */
+enum ledger_ix ledger_break_ix(enum convcache_cause cause);
 
 /* The provider a request's counts go to: the one its money went to,
  * else its pin, else RECORD_MONEY_UNKNOWN.  Borrowed from d or static. */

@@ -282,6 +282,34 @@ api_counts(struct emit *e, const cJSON *models, const char *field,
 	}
 }
 
+/* The ledger's break rows (metrics "breaks.<cause>", per model): every
+ * cause of every model, 0 when none was counted, so a series is there
+ * from the model's first scrape on. */
+static void
+cause_counts(struct emit *e, const cJSON *models, const char *name)
+{
+	const cJSON *m, *b;
+	double v;
+	size_t i;
+
+	cJSON_ArrayForEach(m, models)
+	{
+		b = get(get(m, "metrics"), "breaks");
+		for (i = 0; i < LX_N; i++) {
+			const char *p = ledger_fields[i].metrics;
+			const char *lv[] = {"model", m->string, "cause", NULL,
+					    NULL};
+
+			if (p == NULL || strncmp(p, "breaks.", 7) != 0)
+				continue;
+			lv[3] = p + 7;
+			if (!count_of(get(b, lv[3]), &v))
+				v = 0;
+			sample(e, name, lv, v);
+		}
+	}
+}
+
 /* A histogram per model from METRICS <field>: {"buckets":[one count per
  * slot, not cumulative], "sum_ms", "count"}. */
 static void
@@ -393,10 +421,9 @@ prom_render(struct buf *out, const cJSON *models, int64_t in_flight,
 	family(&e, "orgw_cache_breaks_total", "counter",
 	       "Turns that read less than half of what the previous turn's "
 	       "prompt could give from the cache, by cause (moved, "
-	       "prefix_changed, expired, provider_miss), as the kept "
-	       "conversation records hold them (the last 8 each).");
-	member_value(&e, models, "conversations", "breaks", "cause", NULL,
-		     "orgw_cache_breaks_total");
+	       "prefix_changed, expired, provider_miss), counted with the "
+	       "request: dropping conversation records takes none away.");
+	cause_counts(&e, models, "orgw_cache_breaks_total");
 	family(&e, "orgw_conversations_spread", "gauge",
 	       "Kept conversations that started on another provider "
 	       "because the model's lock was under pressure.");

@@ -1646,6 +1646,8 @@ struct finish_job {
 				 * waits until done */
 	const char *ok_tag;
 	struct state_conv_turn *ct;	/* the caller's, or NULL */
+	size_t cell;		/* its ledger cell, the batch's keys[cell], */
+	bool have_cell;		/* when batch_cell made one */
 	enum orgw_err err;
 	bool done;
 	struct finish_job *next;
@@ -1717,6 +1719,7 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 	enum orgw_err err;
 	bool fresh;
 
+	j->have_cell = false;
 	/* Jobs of one model (most of a batch) read its candidates once. */
 	if (b->cands_model == NULL || strcmp(b->cands_model, j->as) != 0) {
 		batch_cands_clear(b);
@@ -1735,6 +1738,8 @@ batch_cell(struct store *s, struct finish_batch *b, struct finish_job *j)
 		if ((e = batch_key(b, k, &fresh)) == NULL)
 			return ORGW_ENOMEM;
 		ledger_cell_add(&e->cell, &cell);
+		j->cell = (size_t)(e - b->keys);
+		j->have_cell = true;
 	}
 	j->d.money_tag = NULL;	/* it pointed into b->cands */
 	return ORGW_OK;
@@ -1908,12 +1913,16 @@ batch_hold(struct store *s, const struct finish_job *j)
  * Job j's conversation turn (j->ct): on a success, its record read,
  * the turn classified against it and added (convcache.h), and the
  * record written back: one fixed-size read and write.  Runs after
- * batch_cell, which priced the turn.  Ids counted under
- * STATE_OTHER_MODEL keep no conversations: invented ids must not grow
- * the state.
+ * batch_cell, which priced the turn and made its ledger cell: a break
+ * adds one to its cause's row there (ledger_break_ix), so the count is
+ * written with the request's other counts, in this transaction, and
+ * outlives the record (which keeps only its last breaks, and which the
+ * scorer's sweep drops).  Ids counted under STATE_OTHER_MODEL keep no
+ * conversations: invented ids must not grow the state.
  */
 static enum orgw_err
-batch_conv(struct store *s, const struct finish_job *j)
+batch_conv(struct store *s, struct finish_batch *b,
+	   const struct finish_job *j)
 {
 	struct state_conv_turn *ct = j->ct;
 	const struct stats_delta *d = &j->d;
@@ -1923,6 +1932,7 @@ batch_conv(struct store *s, const struct finish_job *j)
 	struct conv_val *cv = NULL;
 	cJSON *enc = NULL;
 	char k[KEY_MAX], *v = NULL, *text;
+	enum ledger_ix ix;
 	enum orgw_err err;
 
 	if (ct == NULL)
@@ -1982,6 +1992,9 @@ batch_conv(struct store *s, const struct finish_job *j)
 	if ((err = store_put_text(s, k, text)) != ORGW_OK)
 		goto out;
 	ct->written = true;
+	if (vd.is_break && j->have_cell &&
+	    (ix = ledger_break_ix(vd.cause)) != LX_N)
+		b->keys[j->cell].cell.v[ix] += 1;
 	ct->is_break = vd.is_break;
 	ct->cause = (int)vd.cause;
 	ct->at = vd.is_break && vd.cause == CONVCACHE_PREFIX_CHANGED ?
@@ -2017,7 +2030,7 @@ do_finish_batch(struct store *s, void *arg)
 		    (err = batch_ok(s, b, j)) == ORGW_OK &&
 		    (err = batch_lease(s, j)) == ORGW_OK &&
 		    (err = batch_hold(s, j)) == ORGW_OK)
-			err = batch_conv(s, j);
+			err = batch_conv(s, b, j);
 	for (i = 0; err == ORGW_OK && i < b->n_keys; i++) {
 		struct finish_key *e = &b->keys[i];
 

@@ -7,10 +7,12 @@
 # turn 3, whose provider missed at turn 5 and which moved at turn 6; one
 # started on deepinfra/fp8 because the lock was under pressure, resumed
 # past the cache lifetime; one idle longer than CONVERSATION_IDLE_SECONDS;
-# deepinfra/fp8 under pressure for 25 s more.  Then:
+# deepinfra/fp8 under pressure for 25 s more; and the model's ledger
+# cells of the day, whose breaks by cause count more than the records
+# hold (the breaks of conversations the scorer's sweep dropped).  Then:
 #   - /stats: the rows (newest first, every member, the breaks in words),
-#     active conversations per provider, spread, breaks by cause,
-#     provider 429s and pressure until when;
+#     active conversations per provider, spread, breaks by cause (the
+#     ledger's, not the records'), provider 429s and pressure until when;
 #   - /metrics: the new series, promtool-clean;
 #   - a team key without --admin sees none of it (/stats 403, /metrics 401);
 #   - the CLI: the table, --json (the /stats rows), --model;
@@ -58,6 +60,10 @@ if (kind === "main") {
   out.push(conv(M, "c".repeat(64), { tag: "deepseek", show: "codex-idle-1", last_turn: NOW - 700,
     api: "responses", turns: 2 }, { cached_tokens: 0, saved: 0 }));
   out.push({ key: `PRESSURE:${M}:deepinfra/fp8`, value: { v: 1, until: NOW + 25, n429: 5 } });
+  // The cells of its requests: breaks moved 2, prefix_changed 4, expired 1, provider_miss 3.
+  const day = new Date(NOW * 1000).toISOString().slice(0, 10);
+  out.push({ key: `LEDGER:${M}:${day}:messages:deepseek`, value: { v: 1, r: 12, ok: 12, bmv: 2, bpc: 4, bpm: 3 } });
+  out.push({ key: `LEDGER:${M}:${day}:chat:deepinfra/fp8`, value: { v: 1, r: 4, ok: 4, bex: 1 } });
 } else {
   for (let i = Number(from); i < Number(to); i++)
     out.push(conv(B, String(i).padStart(64, "0"), { tag: "novita", show: "b" + String(i).padStart(11, "0"),
@@ -88,8 +94,8 @@ t_eq "a break: turn, cause, at, unit, expected and cached tokens" \
 t_eq "the breaks in words" \
 	"turn 3: the system prompt changed at block 0|turn 5: deepseek did not read its cache|turn 6: moved from deepinfra/fp8 to deepseek|turn 4: resumed after 7 min, past the 5 min cache lifetime" \
 	"$(json_get "$S" "j.conversations.flatMap(c => c.breaks.map(b => b.words)).join('|')")"
-t_eq "per model: active per provider (the idle one not), spread, breaks by cause" \
-	"2 1 1 1 1 1 1 1" \
+t_eq "per model: active per provider (the idle one not), spread, breaks by cause (the ledger's)" \
+	"2 1 1 1 2 4 1 3" \
 	"$(json_get "$S" "(c => [c.active, c.providers.deepseek.active, c.providers['deepinfra/fp8'].active, c.spread,
 	c.breaks.moved, c.breaks.prefix_changed, c.breaks.expired, c.breaks.provider_miss].join(' '))(j.models['$M'].conversations)")"
 t_eq "per provider: provider 429s and pressure until when" \
@@ -103,8 +109,10 @@ orgw_curl /metrics >"$ORGW_T/metrics.txt"
 for want in \
 	"orgw_conversations_active{model=\"$M\",provider=\"deepseek\"} 1" \
 	"orgw_conversations_active{model=\"$M\",provider=\"deepinfra/fp8\"} 1" \
-	"orgw_cache_breaks_total{model=\"$M\",cause=\"prefix_changed\"} 1" \
-	"orgw_cache_breaks_total{model=\"$M\",cause=\"moved\"} 1" \
+	"orgw_cache_breaks_total{model=\"$M\",cause=\"prefix_changed\"} 4" \
+	"orgw_cache_breaks_total{model=\"$M\",cause=\"moved\"} 2" \
+	"orgw_cache_breaks_total{model=\"$M\",cause=\"expired\"} 1" \
+	"orgw_cache_breaks_total{model=\"$M\",cause=\"provider_miss\"} 3" \
 	"orgw_conversations_spread{model=\"$M\"} 1" \
 	"orgw_provider_429s{model=\"$M\",provider=\"deepinfra/fp8\"} 5" \
 	"orgw_provider_under_pressure{model=\"$M\",provider=\"deepinfra/fp8\"} 1" \

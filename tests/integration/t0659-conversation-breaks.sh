@@ -19,7 +19,10 @@
 # workers' test clock (expired).  Turns 1, 2, 4 and 7 read the cache and
 # are never breaks.  Each turn's log line (conv=, break=cause@at) and the
 # /stats rows (breaks: turn, cause, at, unit, expected and cached tokens)
-# say so; /metrics counts each cause once per conversation.
+# say so; /metrics counts each cause once per conversation.  Then the
+# scorer's sweep with MAX_CONVERSATIONS=1 drops two of the three records
+# that held the breaks: orgw_cache_breaks_total (a counter) and /stats'
+# breaks by cause keep their counts, since the ledger holds them.
 . "$(dirname "$0")/../lib.sh"
 orgw_test_clock # ORGW_TEST_NOW: the test builds of the binaries
 
@@ -201,7 +204,31 @@ t_eq "/stats: the model's breaks by cause" "3 3 3 3" \
 
 # --- /metrics --------------------------------------------------------------------
 orgw_curl /metrics >"$ORGW_T/metrics.txt"
+# breaks FILE: the model's orgw_cache_breaks_total samples, "cause n|..."
+breaks() {
+	sed -n "s#^orgw_cache_breaks_total{model=\"$M\",cause=\"\([a-z_]*\)\"} \([0-9]*\)\$#\1 \2#p" \
+		"$1" | sort | paste -sd'|'
+}
 t_eq "/metrics: orgw_cache_breaks_total, each cause once per conversation" \
-	"expired 3|moved 3|prefix_changed 3|provider_miss 3" \
-	"$(sed -n "s#^orgw_cache_breaks_total{model=\"$M\",cause=\"\([a-z_]*\)\"} \([0-9]*\)\$#\1 \2#p" \
-		"$ORGW_T/metrics.txt" | sort | paste -sd'|')"
+	"expired 3|moved 3|prefix_changed 3|provider_miss 3" "$(breaks "$ORGW_T/metrics.txt")"
+
+# --- the sweep drops the records; the counter stays ------------------------------
+score() {
+	local bin=${ORGW_SCORE_BIN:-$ORGW_ROOT/scheduler/orgw-score}
+	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
+	env -i PATH="$PATH" "$bin" --config "$ORGW_CONFIG_FILE" "$@"
+}
+nconv() { score --dump 2>/dev/null | grep -c '"key":"CONV:'; }
+t_eq "three conversation records before the sweep" 3 "$(nconv)"
+orgw_restart_workers MAX_CONVERSATIONS=1
+score >"$ORGW_T/run.out" 2>&1
+t_eq "the scorer's run" 0 $?
+t_eq "its sweep (MAX_CONVERSATIONS=1) left one record" 1 "$(nconv)"
+orgw_curl /metrics >"$ORGW_T/metrics.after"
+t_eq "/metrics after the sweep: orgw_cache_breaks_total did not go down" \
+	"$(breaks "$ORGW_T/metrics.txt")" "$(breaks "$ORGW_T/metrics.after")"
+orgw_curl /stats >"$ORGW_T/stats.after"
+t_eq "/stats after the sweep: one row with its 4 breaks, the model's breaks by cause as before" \
+	"1 4 3 3 3 3" \
+	"$(json_get "$ORGW_T/stats.after" "(b => [j.conversations.length, j.conversations[0].breaks.length,
+	b.prefix_changed, b.provider_miss, b.moved, b.expired].join(' '))(j.models['$M'].conversations.breaks)")"

@@ -221,21 +221,10 @@ test_models(void)
 	T_ASSERT("spread counted from the records' flag",
 		 cJSON_GetNumberValue(
 			 cJSON_GetObjectItemCaseSensitive(cv, "spread")) == 2);
-	{
-		cJSON *b = cJSON_GetObjectItemCaseSensitive(cv, "breaks");
-		T_ASSERT("breaks by cause, every cause present",
-			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
-				 b, "moved")) == 2 &&
-				 cJSON_GetNumberValue(
-					 cJSON_GetObjectItemCaseSensitive(
-						 b, "provider_miss")) == 1 &&
-				 cJSON_GetNumberValue(
-					 cJSON_GetObjectItemCaseSensitive(
-						 b, "expired")) == 1 &&
-				 cJSON_GetNumberValue(
-					 cJSON_GetObjectItemCaseSensitive(
-						 b, "prefix_changed")) == 0);
-	}
+	/* The ledger counts them (a record holds only its last ones and
+	 * the sweep drops it): the records add no breaks by cause. */
+	T_ASSERT("no breaks by cause from the records",
+		 !cJSON_HasObjectItem(cv, "breaks"));
 	T_ASSERT("under pressure until, with its 429s",
 		 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			 pb, "under_pressure")) &&
@@ -259,11 +248,15 @@ test_models(void)
 			 strstr(out.p, "orgw_conversations_active{model="
 				       "\"vendor/model:v1\",provider="
 				       "\"prov-a\"} 2\n") != NULL);
-		T_ASSERT("metrics: breaks per cause",
+		T_ASSERT("metrics: breaks per cause from the ledger only "
+			 "(none counted: 0 for every cause, not the records' 2 "
+			 "moved)",
 			 strstr(out.p, "orgw_cache_breaks_total{model="
 				       "\"vendor/model:v1\",cause=\"moved\"} "
-				       "2\n") != NULL &&
-				 strstr(out.p, "cause=\"prefix_changed\"} 0\n"));
+				       "0\n") != NULL &&
+				 strstr(out.p, "cause=\"prefix_changed\"} 0\n") &&
+				 strstr(out.p, "cause=\"provider_miss\"} 0\n") &&
+				 strstr(out.p, "cause=\"expired\"} 0\n"));
 		T_ASSERT("metrics: pressure",
 			 strstr(out.p, "orgw_provider_under_pressure{model="
 				       "\"vendor/model:v1\",provider="
@@ -271,6 +264,59 @@ test_models(void)
 				 strstr(out.p, "provider=\"prov-c\"} 0\n"));
 		buf_free(&out);
 	}
+	cJSON_Delete(models);
+	convlist_free(l);
+}
+
+/* /stats: a model's "conversations" object made by the ledger (its
+ * breaks by cause) is joined by the records' members, not doubled; a
+ * model with breaks counted and no record gets the members at 0. */
+static void
+test_merge(void)
+{
+	struct convlist *l = new_list(CONVLIST_ROWS);
+	cJSON *models = cJSON_Parse(
+		"{\"x\":{\"requests\":3,\"conversations\":{\"breaks\":{"
+		"\"moved\":5,\"prefix_changed\":1,\"expired\":0,"
+		"\"provider_miss\":0}}},\"y\":{\"conversations\":{"
+		"\"breaks\":{\"moved\":2}}}}");
+	cJSON *x, *y, *it;
+	int n = 0;
+
+	add(l, "CONV:x:h1",
+	    conv_val("a", "prov-a", NOW - 10, true, CONVCACHE_MOVED, 1));
+	T_ASSERT("merge: render", models != NULL &&
+					 convlist_render(l, NULL, models));
+	x = cJSON_GetObjectItemCaseSensitive(models, "x");
+	cJSON_ArrayForEach(it, x) n += strcmp(it->string, "conversations") == 0;
+	x = cJSON_GetObjectItemCaseSensitive(x, "conversations");
+	y = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(models, "y"), "conversations");
+	T_ASSERT("merge: one conversations object, the ledger's breaks kept",
+		 n == 1 &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(x, "breaks"),
+				 "moved")) == 5);
+	T_ASSERT("merge: ... with the records' members",
+		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+			 x, "active")) == 1 &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 x, "spread")) == 1 &&
+			 cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(x, "providers"),
+				 "prov-a") != NULL);
+	T_ASSERT("merge: no record: the members at 0, the breaks kept",
+		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+			 y, "active")) == 0 &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 y, "spread")) == 0 &&
+			 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+				 y, "providers")) == 0 &&
+			 cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+				 y, "providers")) &&
+			 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(y, "breaks"),
+				 "moved")) == 2);
 	cJSON_Delete(models);
 	convlist_free(l);
 }
@@ -370,6 +416,7 @@ main(void)
 {
 	test_rows();
 	test_models();
+	test_merge();
 	test_bounds();
 	test_page();
 	return T_REPORT();

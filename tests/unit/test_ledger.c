@@ -550,6 +550,60 @@ test_render(void)
 	cJSON_Delete(mt);
 }
 
+/* A break counts under its cause's row, which a cell keeps through its
+ * text, /stats shows in the model's conversations.breaks (every cause,
+ * 0 too) and /metrics in the model's breaks. */
+static void
+test_breaks(void)
+{
+	struct ledger_cell c, back;
+	struct ledger_key_parts p;
+	cJSON *st = cJSON_CreateObject(), *mt = cJSON_CreateObject();
+	char *text;
+	bool ok;
+
+	T_ASSERT("breaks: one row per cause, none for no break",
+		 ledger_break_ix(CONVCACHE_MOVED) == LX_BRK_MOVED &&
+			 ledger_break_ix(CONVCACHE_PREFIX_CHANGED) ==
+				 LX_BRK_PREFIX &&
+			 ledger_break_ix(CONVCACHE_EXPIRED) == LX_BRK_EXPIRED &&
+			 ledger_break_ix(CONVCACHE_PROVIDER_MISS) ==
+				 LX_BRK_MISS &&
+			 ledger_break_ix(CONVCACHE_NONE) == LX_N);
+	memset(&c, 0, sizeof(c));
+	c.v[LX_REQUESTS] = 2;
+	c.v[LX_BRK_MOVED] = 1;
+	c.v[LX_BRK_MISS] = 3;
+	text = ledger_cell_encode(&c);
+	T_ASSERT("breaks: kept through the cell's text",
+		 text != NULL && ledger_cell_decode(text, &back) == ORGW_OK &&
+			 back.v[LX_BRK_MOVED] == 1 &&
+			 back.v[LX_BRK_MISS] == 3 && back.v[LX_BRK_PREFIX] == 0);
+	record_free(text);
+	memset(&p, 0, sizeof(p));
+	snprintf(p.model, sizeof(p.model), "m");
+	snprintf(p.day, sizeof(p.day), "2026-12-01");
+	snprintf(p.api, sizeof(p.api), "chat");
+	snprintf(p.tag, sizeof(p.tag), "a");
+	ok = ledger_render_cell(st, mt, &p, &c, MONEY_DAY) &&
+	     ledger_render_cell(st, mt, &p, &c, MONEY_DAY) &&
+	     ledger_render_finish(st, MONEY_DAY);
+	T_ASSERT("breaks: /stats per model, every cause",
+		 ok && at(st, "conversations.breaks.moved") == 2 &&
+			 at(st, "conversations.breaks.provider_miss") == 6 &&
+			 at(st, "conversations.breaks.prefix_changed") == 0 &&
+			 at(st, "conversations.breaks.expired") == 0);
+	T_ASSERT("breaks: not per provider or API",
+		 isnan(at(st, "by_provider.a.conversations.breaks.moved")) &&
+			 isnan(at(st, "by_api.chat.conversations.breaks.moved")));
+	T_ASSERT("breaks: /metrics per model",
+		 at(mt, "breaks.moved") == 2 &&
+			 at(mt, "breaks.provider_miss") == 6 &&
+			 isnan(at(mt, "providers.a.breaks.moved")));
+	cJSON_Delete(st);
+	cJSON_Delete(mt);
+}
+
 static void
 money_cands(struct rec_cands *c, struct rec_cand v[2])
 {
@@ -822,6 +876,7 @@ main(void)
 	test_outcome();
 	test_keys();
 	test_render();
+	test_breaks();
 	test_money_price();
 	test_money_estimate();
 	test_key_spend();

@@ -188,7 +188,8 @@ static const char *fixture =
 	"\"429\":1},\"tokens\":{\"input\":100,\"cache_read\":90,"
 	"\"output\":5},\"breaker_trips\":2}},"
 	"\"ttfb\":{\"buckets\":[1,0,2,0,0,0,0,0,0,0,0,0,1],"
-	"\"sum_ms\":1500,\"count\":4},\"lock_changes\":1},"
+	"\"sum_ms\":1500,\"count\":4},\"lock_changes\":1,"
+	"\"breaks\":{\"moved\":2}},"
 	"\"cooling\":1},"
 	"\"idle\":{}}";
 
@@ -239,6 +240,12 @@ test_render(void)
 		"orgw_cooldowns_active{model=\"idle\"} 0\n",
 		"orgw_lock_changes_total{model=\"m/a\\\"q\"} 1\n",
 		"orgw_lock_changes_total{model=\"idle\"} 0\n",
+		"# TYPE orgw_cache_breaks_total counter\n",
+		"orgw_cache_breaks_total{model=\"m/a\\\"q\",cause=\"moved\"} "
+		"2\n",
+		"orgw_cache_breaks_total{model=\"m/a\\\"q\","
+		"cause=\"prefix_changed\"} 0\n",
+		"orgw_cache_breaks_total{model=\"idle\",cause=\"expired\"} 0\n",
 		"# TYPE orgw_requests_in_flight gauge\n"
 		"orgw_requests_in_flight 7\n",
 		"# TYPE orgw_state_lost_updates_total counter\n"

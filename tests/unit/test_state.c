@@ -18,12 +18,15 @@
 #include <cJSON.h>
 
 #include "t.h"
+#include "buf.h"
 #include "conf.h"
 #include "convcache.h"
 #include "fingerprint.h"
 #include "ledger.h"
 #include "record.h"
+#include "scorerun.h"
 #include "state.h"
+#include "stats.h"
 #include "store.h"
 #include "store_mem.h"
 #include "teamkey.h"
@@ -1048,6 +1051,130 @@ test_conv_off(void)
 			 cv.spread);
 }
 
+/* The breaks of cause ix in the day's cells of both providers. */
+static double
+breaks(const char *day, enum ledger_ix ix)
+{
+	return cell(day, "messages", "a", ix) + cell(day, "messages", "b", ix);
+}
+
+/* m.conversations.breaks.<cause> of /stats at now (-1 when absent). */
+static double
+stats_breaks(int64_t now, const char *cause)
+{
+	cJSON *t = stats_tree(&conf, now), *it;
+	double v;
+
+	it = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(t, "models"),
+				M),
+			"conversations"),
+		"breaks");
+	it = cJSON_GetObjectItemCaseSensitive(it, cause);
+	v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+	cJSON_Delete(t);
+	return v;
+}
+
+/* True when /metrics at now has the line want. */
+static bool
+metrics_has(int64_t now, const char *want)
+{
+	struct buf out = {0};
+	bool ok = stats_metrics(&conf, now, -1, &out) == ORGW_OK &&
+		  buf_adds(&out, "") == ORGW_OK && strstr(out.p, want) != NULL;
+
+	buf_free(&out);
+	return ok;
+}
+
+/*
+ * A conversation's cache breaks are counted in the ledger cell of the
+ * request whose turn broke, one under its cause, in the finish's own
+ * transaction; the scorer's sweep drops the record that held them and
+ * the counts stay, in /stats and /metrics too, and grow from there.
+ */
+static void
+test_conv_breaks(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const char h1[] = "1111", h2[] = "2222";
+	struct state_conv_turn ct;
+	char day[11], *v;
+	size_t dropped = 0;
+	int max = conf.max_conversations;
+	bool swept;
+
+	store_mem_reset();
+	record_day(NOW, day);
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	T_ASSERT("breaks: a first turn is none, none counted",
+		 conv_turn(h1, "a", NOW, 2, 1000, 0, &ct) == ORGW_OK &&
+			 ct.written && !ct.is_break &&
+			 breaks(day, LX_BRK_MISS) == 0 &&
+			 breaks(day, LX_BRK_MOVED) == 0);
+	T_ASSERT("breaks: a provider_miss adds one to its cause, in the "
+		 "request's cell",
+		 conv_turn(h1, "a", NOW + 10, 4, 2000, 0, &ct) == ORGW_OK &&
+			 ct.is_break && ct.cause == CONVCACHE_PROVIDER_MISS &&
+			 cell(day, "messages", "a", LX_BRK_MISS) == 1 &&
+			 cell(day, "messages", "a", LX_REQUESTS) == 2 &&
+			 breaks(day, LX_BRK_MOVED) == 0);
+	T_ASSERT("breaks: a move adds one to moved, under the provider that "
+		 "served",
+		 conv_turn(h1, "b", NOW + 20, 6, 3000, 0, &ct) == ORGW_OK &&
+			 ct.is_break && ct.cause == CONVCACHE_MOVED &&
+			 cell(day, "messages", "b", LX_BRK_MOVED) == 1 &&
+			 breaks(day, LX_BRK_MOVED) == 1 &&
+			 breaks(day, LX_BRK_MISS) == 1);
+	T_ASSERT("breaks: a warm turn adds none",
+		 conv_turn(h1, "b", NOW + 30, 8, 4000, 2900, &ct) == ORGW_OK &&
+			 !ct.is_break && breaks(day, LX_BRK_MOVED) == 1 &&
+			 breaks(day, LX_BRK_MISS) == 1 &&
+			 breaks(day, LX_BRK_PREFIX) == 0 &&
+			 breaks(day, LX_BRK_EXPIRED) == 0);
+	T_ASSERT("breaks: /stats and /metrics read them",
+		 stats_breaks(NOW + 35, "moved") == 1 &&
+			 stats_breaks(NOW + 35, "provider_miss") == 1 &&
+			 stats_breaks(NOW + 35, "expired") == 0 &&
+			 metrics_has(NOW + 35, "orgw_cache_breaks_total{model=\""
+					       M "\",cause=\"moved\"} 1\n"));
+	/* A newer conversation, and MAX_CONVERSATIONS 1: the sweep keeps
+	 * only it. */
+	conf.max_conversations = 1;
+	swept = conv_turn(h2, "a", NOW + 40, 2, 1000, 0, &ct) == ORGW_OK &&
+		scorerun_conv_sweep(&conf, NOW + 50, &dropped) == ORGW_OK;
+	conf.max_conversations = max;
+	v = get("CONV:" M ":1111");
+	T_ASSERT("breaks: the sweep dropped the record that held them",
+		 swept && dropped == 1 && v == NULL);
+	free(v);
+	T_ASSERT("breaks: ... and the counts stay",
+		 breaks(day, LX_BRK_MOVED) == 1 &&
+			 breaks(day, LX_BRK_MISS) == 1 &&
+			 stats_breaks(NOW + 50, "moved") == 1 &&
+			 stats_breaks(NOW + 50, "provider_miss") == 1 &&
+			 metrics_has(NOW + 50, "orgw_cache_breaks_total{model=\""
+					       M "\",cause=\"moved\"} 1\n") &&
+			 metrics_has(NOW + 50,
+				     "orgw_cache_breaks_total{model=\"" M
+				     "\",cause=\"provider_miss\"} 1\n"));
+	T_ASSERT("breaks: the conversation starts again; its next break "
+		 "adds to the count",
+		 conv_turn(h1, "b", NOW + 60, 2, 1000, 0, &ct) == ORGW_OK &&
+			 !ct.is_break &&
+			 conv_turn(h1, "b", NOW + 70, 4, 2000, 0, &ct) ==
+				 ORGW_OK &&
+			 ct.cause == CONVCACHE_PROVIDER_MISS &&
+			 breaks(day, LX_BRK_MISS) == 2 &&
+			 metrics_has(NOW + 70,
+				     "orgw_cache_breaks_total{model=\"" M
+				     "\",cause=\"provider_miss\"} 2\n"));
+}
+
 static void
 test_admit(void)
 {
@@ -1207,6 +1334,7 @@ main(void)
 	test_admit_unavailable();
 	test_conv();
 	test_conv_off();
+	test_conv_breaks();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();
