@@ -583,6 +583,7 @@ conv_answer(struct store *s, const char *model, const struct rec_conv *rc,
 	cv->warm = o->warm;
 	cv->spread = o->spread;
 	cv->moved = o->moved;
+	cv->foreign_items = have ? rc->foreign_items : 0;
 	cv->explicit_cache = false;
 	if (!cv->want_explicit || r->tag[0] == '\0')
 		return ORGW_OK;
@@ -1965,6 +1966,8 @@ batch_conv(struct store *s, const struct finish_job *j)
 	}
 	cv->rc.last_turn = d->now;
 	cv->rc.turns++;
+	if (ct->foreign_items >= 0)
+		cv->rc.foreign_items = ct->foreign_items;
 	if ((enc = cJSON_CreateObject()) == NULL ||
 	    !convcache_encode(&cv->cc, enc)) {
 		cJSON_Delete(enc);
