@@ -104,22 +104,42 @@ bound_reasoning(const cJSON *it)
 		       cJSON_GetObjectItemCaseSensitive(it, "encrypted_content"));
 }
 
+size_t
+convbody_input_items(const cJSON *input, size_t *first_bound)
+{
+	const cJSON *it;
+	size_t n = 0;
+
+	*first_bound = CONVBODY_ALL;
+	if (!cJSON_IsArray(input))
+		return 0;
+	cJSON_ArrayForEach(it, input)
+	{
+		if (*first_bound == CONVBODY_ALL && bound_reasoning(it))
+			*first_bound = n;
+		n++;
+	}
+	return n;
+}
+
 char *
-convbody_drop_reasoning(const char *input, size_t len, size_t *dropped)
+convbody_drop_reasoning(const char *input, size_t len, size_t limit,
+			size_t *dropped)
 {
 	cJSON *a = cJSON_ParseWithLength(input, len);
 	const cJSON *it;
 	struct jsonscan s;
-	size_t off, n, nd = 0;
+	size_t off, n, i, nd = 0;
 	char *out = NULL, *o;
 	bool first = true;
 
 	*dropped = 0;
 	if (!cJSON_IsArray(a) || !jsonscan_begin_array(&s, input, len))
 		goto out;
+	i = 0;
 	cJSON_ArrayForEach(it, a)
 	{
-		if (bound_reasoning(it))
+		if (i++ < limit && bound_reasoning(it))
 			nd++;
 	}
 	if (nd == 0)
@@ -131,6 +151,7 @@ convbody_drop_reasoning(const char *input, size_t len, size_t *dropped)
 	}
 	o = out;
 	*o++ = '[';
+	i = 0;
 	cJSON_ArrayForEach(it, a)
 	{
 		if (!jsonscan_next_elem(&s, &off, &n)) {
@@ -141,7 +162,7 @@ convbody_drop_reasoning(const char *input, size_t len, size_t *dropped)
 			nd = 0;
 			goto out;
 		}
-		if (bound_reasoning(it))
+		if (i++ < limit && bound_reasoning(it))
 			continue;
 		if (!first)
 			*o++ = ',';

@@ -10,7 +10,10 @@
  *     with "encrypted_content" can be read only by the provider that
  *     produced them; when a conversation moves they are left out, and an
  *     upstream 400 invalid_encrypted_content is retried once without
- *     them;
+ *     them.  The client resends them on every later turn, so the
+ *     conversation's record keeps how many leading input items such a
+ *     turn carried (rec_conv.foreign_items), and later turns leave out
+ *     the ones among those from their first attempt;
  *   - automatic prompt caching: an endpoint that bills cache writes and
  *     does not cache implicitly caches nothing without a breakpoint; a
  *     chat or Messages request with none of its own gets OpenRouter's
@@ -52,16 +55,28 @@ bool convbody_explicit_endpoint(const struct score_endpoint *e);
 bool convbody_auto_cache(enum api_id api, bool auto_cache,
 			 bool explicit_endpoint, bool has_breakpoint);
 
+/* convbody_drop_reasoning()'s limit that leaves out every such item. */
+#define CONVBODY_ALL ((size_t)-1)
+
 /*
  * The Responses "input" array text (len bytes, borrowed; text cJSON
  * accepts) without its "reasoning" items that carry a string
- * "encrypted_content"; every other item is its own bytes, in order.
- * Returns malloc'd NUL-terminated text (caller frees) and the number
- * left out in *dropped, or NULL with *dropped 0 when nothing is left out
- * (or input is not an array); NULL with *dropped 1 when out of memory.
+ * "encrypted_content" and stand at an index below limit (CONVBODY_ALL:
+ * all of them); every other item is its own bytes, in order.  Returns
+ * malloc'd NUL-terminated text (caller frees) and the number left out in
+ * *dropped, or NULL with *dropped 0 when nothing is left out (or input
+ * is not an array); NULL with *dropped 1 when out of memory.
  */
-char *convbody_drop_reasoning(const char *input, size_t len,
+char *convbody_drop_reasoning(const char *input, size_t len, size_t limit,
 			      size_t *dropped);
+
+/*
+ * Of a parsed Responses "input" (borrowed, may be NULL): its number of
+ * items (0 when it is no array), and in *first_bound the index of its
+ * first item convbody_drop_reasoning() would leave out at any limit
+ * (CONVBODY_ALL when none).  Walks the parsed items only.
+ */
+size_t convbody_input_items(const cJSON *input, size_t *first_bound);
 
 /*
  * True when an upstream error body (parsed, borrowed, may be NULL)

@@ -621,6 +621,9 @@ record_conv_encode_take(const struct rec_conv *c, cJSON *cc)
 	ok = ok && add_num(o, "last_turn", (double)c->last_turn);
 	ok = ok && add_num(o, "turns", (double)c->turns);
 	ok = ok && cJSON_AddBoolToObject(o, "spread", c->spread) != NULL;
+	if (c->foreign_items > 0)
+		ok = ok && add_num(o, "foreign_items",
+				   (double)c->foreign_items);
 	if (cc != NULL) {
 		ok = ok && cJSON_AddItemToObject(o, "cache", cc);
 		if (!ok)
@@ -647,6 +650,9 @@ record_conv_decode(const char *text, struct rec_conv *c, cJSON **cache)
 	c->last_turn = get_i64(o, "last_turn");
 	c->turns = get_i64(o, "turns");
 	c->spread = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "spread"));
+	c->foreign_items = get_i64(o, "foreign_items");
+	if (c->foreign_items < 0)
+		c->foreign_items = 0;
 	cc = cJSON_GetObjectItemCaseSensitive(o, "cache");
 	if (cache != NULL && cJSON_IsObject(cc))
 		*cache = cJSON_DetachItemViaPointer(o, cc);

@@ -173,9 +173,10 @@ enum orgw_err record_cooldown_decode(const char *text,
  * CONV:<model>:<conversation hash> (conv.h), one conversation's routing
  * record: fixed in size, whatever the number of turns.  The value
  * {"v":1,"model","tag","show","api","first_seen","last_turn","turns",
- * "spread","cache":{...}}: "cache" is the per-conversation cache record,
- * another module's to decode; this codec carries it through as a cJSON
- * tree.
+ * "spread","foreign_items","cache":{...}}: "cache" is the
+ * per-conversation cache record, another module's to decode; this codec
+ * carries it through as a cJSON tree.  "foreign_items" is left out at 0
+ * and absent reads 0 (records written before it).
  */
 #define REC_CONV_SHOW_MAX 16
 #define REC_CONV_API_MAX 16
@@ -189,6 +190,12 @@ struct rec_conv {
 	int64_t turns;			/* successful turns */
 	bool spread;			/* it started elsewhere because the
 					 * lock was under pressure */
+	int64_t foreign_items;		/* Responses: the encrypted reasoning
+					 * items among the first this many
+					 * input items were written by
+					 * another provider than tag (the
+					 * input of the last turn that left
+					 * them out); 0 none */
 };
 
 /*

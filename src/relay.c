@@ -113,12 +113,20 @@ struct relay_conv {
 	bool only_new;			/* Responses with previous_response_id */
 	char explicit_tag[ORGW_TAG_MAX]; /* the pin route.explicit_cache is
 					  * about */
-	char *input;			/* input without provider-bound
-					 * reasoning items (malloc'd), once
-					 * made */
+	size_t n_items;			/* Responses: the input's items */
+	size_t first_bound;		/* ... the index of its first
+					 * provider-bound reasoning item,
+					 * CONVBODY_ALL none */
+	char *input;			/* input without the provider-bound
+					 * reasoning items below input_limit
+					 * (malloc'd), once made */
 	size_t dropped;			/* items it leaves out */
+	size_t input_limit;
 	bool input_made;
-	bool drop;			/* the next attempt sends input */
+	bool all;			/* attempts leave out every such item
+					 * (moved, or upstream could not read
+					 * them) */
+	bool all_sent;			/* ... the last attempt did */
 	bool retried;			/* retried for invalid_encrypted */
 	size_t dropped_sent;		/* items left out of what was sent */
 };
@@ -1107,19 +1115,49 @@ upstream_url(const struct orgw_conf *c, const struct relay_in *in,
 	return k > 0 && (size_t)k < n;
 }
 
+/* Makes cv->input for limit (convbody_drop_reasoning), unless it was
+ * made for it already.  -1 when out of memory. */
+static int
+conv_input(struct relay *rl, size_t limit)
+{
+	struct relay_conv *cv = &rl->cv;
+	const char *p;
+	size_t n;
+
+	if (cv->input_made && cv->input_limit == limit)
+		return 0;
+	free(cv->input);
+	cv->input = NULL;
+	cv->dropped = 0;
+	cv->input_made = true;
+	cv->input_limit = limit;
+	if (reqval_input(&rl->req, &p, &n)) {
+		cv->input = convbody_drop_reasoning(p, n, limit, &cv->dropped);
+		if (cv->input == NULL && cv->dropped != 0) {
+			cv->input_made = false;
+			cv->dropped = 0;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * What a conversation changes in the attempt's body (convbody.h): its
  * session_id, the automatic cache_control when the pinned endpoint
  * caches only explicitly, and the input without provider-bound reasoning
- * items when the turn goes elsewhere than its last provider (or an
- * upstream 400 said they are unreadable).  -1 when out of memory.
+ * items: all of them when the turn goes elsewhere than its last provider
+ * (or an upstream 400 said they are unreadable), else those among the
+ * first foreign_items of the record, which an earlier provider wrote
+ * (the client's input only grows from turn to turn).  -1 when out of
+ * memory.
  */
 static int
 conv_edits(struct relay *rl, struct reqval_edits *ed)
 {
 	struct relay_conv *cv = &rl->cv;
-	const char *pin = pinned_tag(rl), *p;
-	size_t n;
+	const char *pin = pinned_tag(rl);
+	size_t limit;
 
 	memset(ed, 0, sizeof(*ed));
 	cv->dropped_sent = 0;
@@ -1137,17 +1175,19 @@ conv_edits(struct relay *rl, struct reqval_edits *ed)
 	 * (a conversation unknown here has none to be bound to). */
 	if (cv->route.have &&
 	    (pin == NULL || strcmp(pin, cv->route.prev_tag) != 0))
-		cv->drop = true;
-	if (!cv->drop)
+		cv->all = true;
+	cv->all_sent = cv->all;
+	if (cv->all)
+		limit = CONVBODY_ALL;
+	else
+		limit = cv->route.foreign_items > 0 ?
+				(size_t)cv->route.foreign_items :
+				0;
+	/* Most turns have nothing to leave out: no second parse. */
+	if (cv->first_bound >= limit)
 		return 0;
-	if (!cv->input_made) {
-		cv->input_made = true;
-		if (reqval_input(&rl->req, &p, &n)) {
-			cv->input = convbody_drop_reasoning(p, n, &cv->dropped);
-			if (cv->input == NULL && cv->dropped != 0)
-				return -1;
-		}
-	}
+	if (conv_input(rl, limit) != 0)
+		return -1;
 	ed->input = cv->input;
 	cv->dropped_sent = cv->input != NULL ? cv->dropped : 0;
 	return 0;
@@ -1207,29 +1247,30 @@ static bool
 conv_invalid_encrypted(struct relay *rl)
 {
 	struct relay_conv *cv = &rl->cv;
-	const char *p;
-	size_t n;
 	cJSON *err;
 	bool mentions;
 
+	/* Only a conversation's body is edited (conv_edits). */
 	if (rl->api->id != API_RESPONSES || rl->a.status != 400 ||
-	    cv->retried)
+	    cv->retried || !cv->on || rl->route.kind == ROUTE_CLIENT ||
+	    cv->first_bound == CONVBODY_ALL)
 		return false;
 	err = attempt_error(&rl->a);
 	mentions = convbody_invalid_encrypted(err);
 	cJSON_Delete(err);
 	if (!mentions)
 		return false;
-	if (!cv->input_made) {
-		cv->input_made = true;
-		if (reqval_input(&rl->req, &p, &n))
-			cv->input = convbody_drop_reasoning(p, n, &cv->dropped);
-	}
-	if (!convbody_retry_without_reasoning(rl->a.status, mentions,
-					      cv->input != NULL, cv->retried))
+	/* Out of memory: the 400 goes to the client. */
+	if (conv_input(rl, CONVBODY_ALL) != 0)
+		return false;
+	/* Items to leave out that the attempt still sent. */
+	if (!convbody_retry_without_reasoning(
+		    rl->a.status, mentions,
+		    cv->input != NULL && cv->dropped > cv->dropped_sent,
+		    cv->retried))
 		return false;
 	cv->retried = true;
-	cv->drop = true;
+	cv->all = true;
 	return true;
 }
 
@@ -1520,6 +1561,10 @@ bookkeep(struct relay *rl)
 		rl->cv.turn.fp = &rl->cv.fp;
 		rl->cv.turn.only_new = rl->cv.only_new;
 		rl->cv.turn.spread = rl->cv.route.spread;
+		/* A turn that left every reasoning item out is on a provider
+		 * that wrote none of its input's. */
+		rl->cv.turn.foreign_items =
+			rl->cv.all_sent ? (int64_t)rl->cv.n_items : -1;
 		rl->cv.turn.ttl_s = rl->c->cache_ttl_seconds;
 	}
 	state_finish_conv(rl->c,
@@ -1646,6 +1691,11 @@ conv_prepare(struct relay *rl)
 	cv->has_breakpoint = convbody_has_breakpoint(tree);
 	prev = cJSON_GetObjectItemCaseSensitive(tree, "previous_response_id");
 	cv->only_new = rl->api->id == API_RESPONSES && cJSON_IsString(prev);
+	cv->first_bound = CONVBODY_ALL;
+	if (rl->api->id == API_RESPONSES)
+		cv->n_items = convbody_input_items(
+			cJSON_GetObjectItemCaseSensitive(tree, rl->api->input),
+			&cv->first_bound);
 	cv->route.hash = cv->key.hash;
 	cv->route.want_explicit =
 		rl->c->auto_cache != 0 && rl->api->id != API_RESPONSES &&

@@ -588,6 +588,7 @@ conv_answer(struct store *s, const char *model, const struct rec_conv *rc,
 	cv->warm = o->warm;
 	cv->spread = o->spread;
 	cv->moved = o->moved;
+	cv->foreign_items = have ? rc->foreign_items : 0;
 	cv->explicit_cache = false;
 	if (!cv->want_explicit || r->tag[0] == '\0')
 		return ORGW_OK;
@@ -1980,6 +1981,8 @@ batch_conv(struct store *s, struct finish_batch *b,
 	}
 	cv->rc.last_turn = d->now;
 	cv->rc.turns++;
+	if (ct->foreign_items >= 0)
+		cv->rc.foreign_items = ct->foreign_items;
 	if ((enc = cJSON_CreateObject()) == NULL ||
 	    !convcache_encode(&cv->cc, enc)) {
 		cJSON_Delete(enc);

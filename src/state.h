@@ -164,6 +164,7 @@ struct state_conv {
 	bool explicit_cache;		/* want_explicit: the pinned endpoint
 					 * bills cache writes and does not
 					 * cache implicitly */
+	int64_t foreign_items;		/* the record's (rec_conv), 0 none */
 };
 /*
  * state_route() for a conversation's turn (cv non-NULL): the provider
@@ -283,6 +284,10 @@ struct state_conv_turn {
 					 * (previous_response_id): no prefix
 					 * comparison */
 	bool spread;			/* state_conv.spread */
+	int64_t foreign_items;		/* >= 0: the record's foreign_items
+					 * becomes this (the turn left
+					 * reasoning items out); -1 keeps
+					 * it */
 	int64_t ttl_s;			/* CACHE_TTL_SECONDS */
 	/* Out. */
 	bool written;			/* the record was written */

@@ -180,7 +180,9 @@ fuzz_conv_pressure(const char *text)
 		    strcmp(c.tag, d.tag) != 0 || strcmp(c.model, d.model) != 0 ||
 		    !near((double)c.last_turn, (double)d.last_turn) ||
 		    !near((double)c.turns, (double)d.turns) ||
-		    c.spread != d.spread || (cache == NULL) != (back == NULL))
+		    c.spread != d.spread ||
+		    !near((double)c.foreign_items, (double)d.foreign_items) ||
+		    (cache == NULL) != (back == NULL))
 			abort();
 		record_free(s);
 	}

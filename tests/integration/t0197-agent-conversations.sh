@@ -8,10 +8,12 @@
 #     the conversation moves to the other candidate; the resumed turn
 #     answers, and the reasoning item Codex resends (encrypted by the first
 #     provider, the double's reasoning_items) never reaches the second: orgw
-#     leaves it out (reasoning_dropped=1, break=moved).  The next turn stays
-#     there; Codex resends both turns' items, the second provider refuses
-#     the first one's with a 400 invalid_encrypted_content, and orgw sends
-#     the turn once more without them;
+#     leaves it out (reasoning_dropped=1, break=moved) and the conversation's
+#     record keeps how many input items that turn had.  The next turns stay
+#     there; Codex resends every turn's items, and orgw leaves out the first
+#     provider's from the first attempt (it stands among those items) while
+#     the second provider's own go up: no 400 invalid_encrypted_content, one
+#     request a turn;
 #   - opencode on a model whose endpoint caches only through a breakpoint:
 #     opencode marks nothing for it, orgw adds the top-level cache_control,
 #     and the continued turns read the cache; on an anthropic/ id opencode
@@ -96,25 +98,40 @@ L=$(lines responses "$CODEX_M" | tail -n 1)
 t_eq "  the log: the same conversation moved to $OTHER, the item dropped, break=moved" \
 	"conv=$CONV provider=$OTHER status=200 attempts=1 reasoning_dropped=1 break=moved" \
 	"conv=$(field conv <<<"$L") provider=$(field provider <<<"$L") status=$(field status <<<"$L") attempts=$(field attempts <<<"$L") reasoning_dropped=$(field reasoning_dropped <<<"$L") break=$(field break <<<"$L")"
+# Codex's input on turn 2: what went up and the item left out.
+N2=$(($(json_get "$U" 'j[0].body.input.length') + 1))
+t_eq "  the record: the first $N2 input items (turn 2's) may hold another provider's reasoning" \
+	"$N2" "$(orgw_state_dump | grep "\"CONV:$CODEX_M:" | sed -n 's/.*"foreign_items":\([0-9]*\).*/\1/p')"
 t_eq "  /stats: 2 turns on $OTHER, one break, turn 2 moved from $LOCK" \
 	"2 $OTHER 1 2 moved $LOCK $OTHER" \
 	"$(conv "$CONV" '[c.turns, c.provider, c.breaks_total, c.breaks[0].turn, c.breaks[0].cause, c.breaks[0].from, c.breaks[0].provider].join(" ")')"
 
-# The third turn stays where the conversation is; Codex resends both
-# reasoning items, the first written by $LOCK.
+# The next turns stay where the conversation is; Codex resends every
+# turn's reasoning item, the first written by $LOCK.
 score uncool "$CODEX_M" "$LOCK"
 turn codex "$CODEX_M" "$H" 3
 U=$(up responses)
 t_eq "codex, turn 3: answered where the conversation is" \
 	"true Hello from $OTHER" "$(json_get "$OUT" 'j.ok + " " + j.answer')"
-t_eq "  upstream: the items of both turns refused (400 invalid_encrypted_content), sent once more without them" \
-	"2 $OTHER,$OTHER 400,200 invalid_encrypted_content,null $LOCK+$OTHER,-" \
+t_eq "  upstream: one request, 200, no 400; $LOCK's item left out, $OTHER's own sent" \
+	"1 $OTHER 200 null $OTHER" \
 	"$(json_get "$U" "[j.length, j.map((r) => r.tag), j.map((r) => r.status), j.map((r) => String(r.fault)), j.map($RS)].join(' ')")"
 L=$(lines responses "$CODEX_M" | tail -n 1)
-t_eq "  the log: 200 in 2 attempts, both items dropped, no break" \
-	"conv=$CONV provider=$OTHER status=200 attempts=2 reasoning_dropped=2 break=" \
+t_eq "  the log: 200 in 1 attempt, $LOCK's item dropped, no break" \
+	"conv=$CONV provider=$OTHER status=200 attempts=1 reasoning_dropped=1 break=" \
 	"conv=$(field conv <<<"$L") provider=$(field provider <<<"$L") status=$(field status <<<"$L") attempts=$(field attempts <<<"$L") reasoning_dropped=$(field reasoning_dropped <<<"$L") break=$(field break <<<"$L")"
-t_eq "  /stats: 3 turns, still the one break" "3 1" "$(conv "$CONV" 'c.turns + " " + c.breaks_total')"
+turn codex "$CODEX_M" "$H" 4
+U=$(up responses)
+t_eq "codex, turn 4: one request again, only $LOCK's item left out" \
+	"true Hello from $OTHER 1 200 null $OTHER+$OTHER" \
+	"$(json_get "$OUT" 'j.ok + " " + j.answer') $(json_get "$U" "[j.length, j.map((r) => r.status), j.map((r) => String(r.fault)), j.map($RS)].join(' ')")"
+L=$(lines responses "$CODEX_M" | tail -n 1)
+t_eq "  the log: 200 in 1 attempt, $LOCK's item dropped" \
+	"conv=$CONV status=200 attempts=1 reasoning_dropped=1" \
+	"conv=$(field conv <<<"$L") status=$(field status <<<"$L") attempts=$(field attempts <<<"$L") reasoning_dropped=$(field reasoning_dropped <<<"$L")"
+t_eq "  /stats: 4 turns, still the one break" "4 1" "$(conv "$CONV" 'c.turns + " " + c.breaks_total')"
+t_eq "  the record's foreign_items unchanged ($N2)" \
+	"$N2" "$(orgw_state_dump | grep "\"CONV:$CODEX_M:" | sed -n 's/.*"foreign_items":\([0-9]*\).*/\1/p')"
 double_ctl POST config '{"reasoning_items":false}' >/dev/null
 
 # --- opencode on an endpoint that caches only through a breakpoint -------------

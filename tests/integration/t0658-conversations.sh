@@ -12,8 +12,10 @@
 #     cools, then stays;
 #   - a Responses conversation with encrypted reasoning items whose
 #     provider cools: the next turn goes elsewhere without the items and
-#     succeeds; a request whose items another endpoint cannot read is
-#     retried once at once without them;
+#     succeeds, and the turns after it leave out the items that came
+#     before the move (not the new provider's) from their first request;
+#     a request whose items another endpoint cannot read is retried once
+#     at once without them, and that conversation's next turn has no 400;
 #   - automatic cache_control for an explicit-cache endpoint: added when the
 #     request has no breakpoint (the next turn reads the cache), not when it
 #     has its own; session_id from the client's header;
@@ -138,6 +140,23 @@ score cool "$M" second 600 test   # the lock goes back to anth
 double_ctl POST config '{"reasoning_items":true}' >/dev/null
 IN='{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}'
 resp() { orgw_http POST /v1/responses "$2" -H "session-id: $1"; }
+# The Responses requests upstream since $seq0: status:input item types.
+sent_types() {
+	double_ctl GET "log?since=$seq0" | json_get - \
+		'j.requests.filter((r) => r.path.includes("responses")).map((r) => r.status + ":" + r.body.input.map((i) => i.type).join("+")).join(" ")'
+}
+# foreign SHOW: the foreign_items of conversation SHOW's record, once the
+# finish of its last turn (after its answer) has written one.
+foreign() {
+	local n="" i
+	for i in $(seq 1 50); do
+		n=$(orgw_state_dump | grep '"CONV:' | grep "\"show\":\"$1\"" |
+			sed -n 's/.*"foreign_items":\([0-9]*\).*/\1/p')
+		[ -n "$n" ] && break
+		sleep 0.2
+	done
+	printf '%s' "$n"
+}
 resp codex-1 "{\"model\":\"$M\",\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"input\":[$IN]}"
 t_eq "reasoning: the first turn on anth" "200 anth" "$HTTP_STATUS $(prov)"
 RS=$(json_get "$HTTP_BODY" 'JSON.stringify(j.output[0])')
@@ -153,12 +172,29 @@ sent=$(double_ctl GET "log?since=$seq0" | json_get - \
 t_eq "... sent once, without the reasoning item" "message+message" "$sent"
 t_match "... reasoning_dropped=1 in the log" 'conv=codex-1 .*reasoning_dropped=1' \
 	"$(grep 'api=responses' "$ORGW_LOG" | tail -n 1)"
+t_eq "... the record: its first 3 input items may hold another provider's reasoning" 3 \
+	"$(foreign codex-1)"
+# Turn 3 resends anth's item and brings second's own (of turn 2).
+T3="{\"model\":\"$M\",\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"input\":[$IN,$RS,$IN,$(json_get "$HTTP_BODY" 'JSON.stringify(j.output[0])'),$IN]}"
+seq0=$(double_seq)
+resp codex-1 "$T3"
+t_eq "reasoning: the third turn, on second" "200 second" "$HTTP_STATUS $(prov)"
+t_eq "... one request, no 400: anth's item (at 1) left out, second's (at 3) sent" \
+	"200:message+message+reasoning+message" "$(sent_types)"
+t_match "... attempts=1 reasoning_dropped=1 in the log" 'attempts=1 .*conv=codex-1 reasoning_dropped=1 ' \
+	"$(grep 'api=responses' "$ORGW_LOG" | tail -n 1)"
 # a conversation orgw has no record of, carrying items second cannot read
 seq0=$(double_seq)
-resp codex-unknown "$T2"
+resp codex-new "$T2"
 n400=$(double_ctl GET "log?since=$seq0" | json_get - 'j.requests.filter((r) => r.status === 400).length')
 t_eq "reasoning: unreadable items: one 400, retried at once without them, 200" "200 1" \
 	"$HTTP_STATUS $n400"
+t_eq "... its record: the first 3 input items" 3 "$(foreign codex-new)"
+T3="{\"model\":\"$M\",\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"input\":[$IN,$RS,$IN,$(json_get "$HTTP_BODY" 'JSON.stringify(j.output[0])'),$IN]}"
+seq0=$(double_seq)
+resp codex-new "$T3"
+t_eq "... its next turn: one request, no 400, second's own item sent" \
+	"200 200:message+message+reasoning+message" "$HTTP_STATUS $(sent_types)"
 double_ctl POST config '{"reasoning_items":false}' >/dev/null
 score uncool "$M" anth
 

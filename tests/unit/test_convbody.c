@@ -166,7 +166,8 @@ test_drop(void)
 {
 	static const char in[] = CODEX_T2_INPUT;
 	size_t d = 99;
-	char *out = convbody_drop_reasoning(in, strlen(in), &d);
+	char *out = convbody_drop_reasoning(in, strlen(in), CONVBODY_ALL,
+					    &d);
 	cJSON *a = out ? cJSON_Parse(out) : NULL;
 
 	T_ASSERT("drop: two encrypted reasoning items left out",
@@ -185,17 +186,80 @@ test_drop(void)
 			 strstr(out, "rs_02") < strstr(out, "now count"));
 	cJSON_Delete(a);
 	free(out);
-	out = convbody_drop_reasoning("[{\"type\":\"message\"}]", 20, &d);
+	out = convbody_drop_reasoning("[{\"type\":\"message\"}]", 20,
+				      CONVBODY_ALL, &d);
 	T_ASSERT("drop: nothing to leave out: NULL, 0",
 		 out == NULL && d == 0);
-	out = convbody_drop_reasoning("\"hi\"", 4, &d);
+	out = convbody_drop_reasoning("\"hi\"", 4, CONVBODY_ALL, &d);
 	T_ASSERT("drop: a string input: NULL, 0", out == NULL && d == 0);
 	out = convbody_drop_reasoning(
 		"[{\"type\":\"reasoning\",\"encrypted_content\":\"e\"}]", 47,
-		&d);
+		CONVBODY_ALL, &d);
 	T_ASSERT("drop: only reasoning: an empty array",
 		 out != NULL && d == 1 && strcmp(out, "[]") == 0);
 	free(out);
+}
+
+/*
+ * The limit: only the items below it are left out (CODEX_T2_INPUT has
+ * its encrypted reasoning items at 2 and 6 of 8); what a client's
+ * input says of itself without a second parse (convbody_input_items).
+ */
+static void
+test_drop_limit(void)
+{
+	static const char in[] = CODEX_T2_INPUT;
+	size_t d = 99, first = 0, n;
+	char *out = convbody_drop_reasoning(in, strlen(in), 6, &d);
+	cJSON *a = out ? cJSON_Parse(out) : NULL, *s;
+
+	T_ASSERT("limit 6: rs_01 (at 2) left out, rs_03 (at 6) kept",
+		 out != NULL && d == 1 && cJSON_GetArraySize(a) == 7 &&
+			 strstr(out, "rs_01") == NULL &&
+			 strstr(out, "\"rs_03\"") != NULL &&
+			 strstr(out, "gAAAAABzz") != NULL);
+	T_ASSERT("limit 6: the kept items are their own bytes, in order",
+		 out != NULL && strstr(out, "9007199254740993") != NULL &&
+			 strstr(out, "call_1") < strstr(out, "rs_03") &&
+			 strstr(out, "rs_03") < strstr(out, "now count"));
+	cJSON_Delete(a);
+	free(out);
+	out = convbody_drop_reasoning(in, strlen(in), 7, &d);
+	T_ASSERT("limit 7: both left out",
+		 out != NULL && d == 2 &&
+			 strstr(out, "encrypted_content") == NULL);
+	free(out);
+	out = convbody_drop_reasoning(in, strlen(in), 100, &d);
+	T_ASSERT("a limit past the input (a client that compacted): both",
+		 out != NULL && d == 2);
+	free(out);
+	out = convbody_drop_reasoning(in, strlen(in), 2, &d);
+	T_ASSERT("limit 2: none below it: NULL, 0", out == NULL && d == 0);
+	out = convbody_drop_reasoning(in, strlen(in), 0, &d);
+	T_ASSERT("limit 0: NULL, 0", out == NULL && d == 0);
+
+	a = cJSON_Parse(in);
+	n = convbody_input_items(a, &first);
+	T_ASSERT("input items: 8, the first bound reasoning at 2",
+		 n == 8 && first == 2);
+	cJSON_Delete(a);
+	a = cJSON_Parse("[{\"type\":\"message\"},{\"type\":\"reasoning\","
+			"\"summary\":[]},{\"type\":\"reasoning\","
+			"\"encrypted_content\":7}]");
+	n = convbody_input_items(a, &first);
+	T_ASSERT("input items: reasoning without a string "
+		 "encrypted_content is not bound",
+		 n == 3 && first == CONVBODY_ALL);
+	cJSON_Delete(a);
+	s = cJSON_CreateString("hi");
+	n = convbody_input_items(s, &first);
+	T_ASSERT("input items: a string input has none",
+		 n == 0 && first == CONVBODY_ALL);
+	cJSON_Delete(s);
+	first = 0;
+	T_ASSERT("input items: absent",
+		 convbody_input_items(NULL, &first) == 0 &&
+			 first == CONVBODY_ALL);
 }
 
 /* The Responses body whose input is CODEX_T2_INPUT, and Codex's header
@@ -230,7 +294,7 @@ test_forward(void)
 	T_ASSERT("forward: the input member is found",
 		 reqval_input(&r, &ip, &il) && ip[0] == '[' &&
 			 il == strlen(CODEX_T2_INPUT));
-	in = convbody_drop_reasoning(ip, il, &d);
+	in = convbody_drop_reasoning(ip, il, CONVBODY_ALL, &d);
 	ed.input = in;
 	ed.session_id = "s-9";
 	out = reqval_forward_edit(&r, "openai", 0, &ed);
@@ -371,6 +435,7 @@ main(void)
 	test_breakpoints();
 	test_auto_cache();
 	test_drop();
+	test_drop_limit();
 	test_forward();
 	test_errors();
 	return T_REPORT();

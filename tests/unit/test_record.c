@@ -832,6 +832,7 @@ test_conv_pressure(void)
 	c.last_turn = 1764547800;
 	c.turns = 5;
 	c.spread = true;
+	c.foreign_items = 41;
 	t = record_conv_encode(&c, cache);
 	T_ASSERT("conv: encode", t != NULL);
 	T_ASSERT("conv: decode gives every field back",
@@ -845,7 +846,31 @@ test_conv_pressure(void)
 	cJSON_Delete(back);
 	T_ASSERT("conv: decode without asking for the cache",
 		 record_conv_decode(t, &d, NULL) == ORGW_OK && d.turns == 5);
+	T_ASSERT("conv: foreign_items written",
+		 strstr(t, "\"foreign_items\":41") != NULL &&
+			 d.foreign_items == 41);
 	record_free(t);
+	c.foreign_items = 0;
+	t = record_conv_encode(&c, NULL);
+	T_ASSERT("conv: foreign_items 0 is left out",
+		 t != NULL && strstr(t, "foreign_items") == NULL);
+	record_free(t);
+	T_ASSERT("conv: a record written before foreign_items reads 0",
+		 record_conv_decode("{\"v\":1,\"model\":\"m/x\",\"tag\":"
+				    "\"openai\",\"show\":\"s\",\"api\":"
+				    "\"responses\",\"first_seen\":1,"
+				    "\"last_turn\":2,\"turns\":2,"
+				    "\"spread\":false}",
+				    &d, NULL) == ORGW_OK &&
+			 d.turns == 2 && d.foreign_items == 0 &&
+			 strcmp(d.tag, "openai") == 0);
+	T_ASSERT("conv: a damaged foreign_items reads 0",
+		 record_conv_decode("{\"foreign_items\":-3}", &d, NULL) ==
+				 ORGW_OK &&
+			 d.foreign_items == 0 &&
+			 record_conv_decode("{\"foreign_items\":\"9\"}", &d,
+					    NULL) == ORGW_OK &&
+			 d.foreign_items == 0);
 	t = record_conv_encode(&c, NULL);
 	T_ASSERT("conv: no cache member: NULL back",
 		 t != NULL && record_conv_decode(t, &d, &back) == ORGW_OK &&

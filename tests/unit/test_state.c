@@ -847,11 +847,12 @@ conv_route(const char *hash, int64_t now, struct state_route *r,
 }
 
 /* A successful turn of conversation hash served by tag at now, with a
- * prompt of units (their hashes 1..units) and its usage; ct says how it
- * was classified. */
+ * prompt of units (their hashes 1..units) and its usage, foreign its
+ * state_conv_turn.foreign_items; ct says how it was classified. */
 static enum orgw_err
-conv_turn(const char *hash, const char *tag, int64_t now, size_t units,
-	  int64_t prompt, int64_t cached, struct state_conv_turn *ct)
+conv_turn_f(const char *hash, const char *tag, int64_t now, size_t units,
+	    int64_t prompt, int64_t cached, int64_t foreign,
+	    struct state_conv_turn *ct)
 {
 	struct fp_unit u[8];
 	struct fp_list fp = {0, 0, u};
@@ -880,7 +881,16 @@ conv_turn(const char *hash, const char *tag, int64_t now, size_t units,
 	ct->show = "sess-1";
 	ct->fp = &fp;
 	ct->ttl_s = 300;
+	ct->foreign_items = foreign;
 	return state_finish_conv(&conf, M, &d, tag, ct);
+}
+
+/* conv_turn_f() of a turn that left no reasoning items out. */
+static enum orgw_err
+conv_turn(const char *hash, const char *tag, int64_t now, size_t units,
+	  int64_t prompt, int64_t cached, struct state_conv_turn *ct)
+{
+	return conv_turn_f(hash, tag, now, units, prompt, cached, -1, ct);
 }
 
 /* The stored conversation's provider and turns ("" and 0 when none). */
@@ -1175,6 +1185,70 @@ test_conv_breaks(void)
 				     "\",cause=\"provider_miss\"} 2\n"));
 }
 
+/* The stored conversation's foreign_items, -1 when there is none. */
+static int64_t
+conv_foreign(const char *hash)
+{
+	char k[256], *v;
+	struct rec_conv rc;
+	int64_t n = -1;
+
+	snprintf(k, sizeof(k), "CONV:" M ":%s", hash);
+	v = get(k);
+	if (v != NULL && record_conv_decode(v, &rc, NULL) == ORGW_OK)
+		n = rc.foreign_items;
+	free(v);
+	return n;
+}
+
+/*
+ * How far a conversation's input holds another provider's reasoning
+ * (rec_conv.foreign_items): written by the finish of a turn that left
+ * them out, kept by the turns after it, read back by the route, set anew
+ * by the next turn that leaves them out.
+ */
+static void
+test_conv_foreign(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const char h[] = "4444";
+	struct state_route r;
+	struct state_conv cv;
+	struct state_conv_turn ct;
+	char tag[ORGW_TAG_MAX];
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	T_ASSERT("foreign: a new conversation has none",
+		 conv_route(h, NOW, &r, &cv) == ORGW_OK &&
+			 cv.foreign_items == 0);
+	T_ASSERT("foreign: a turn that left nothing out: 0 stored",
+		 conv_turn(h, "a", NOW, 2, 1000, 0, &ct) == ORGW_OK &&
+			 ct.written && conv_foreign(h) == 0);
+	put_cooling("a", NOW + 600);
+	T_ASSERT("foreign: a moved turn's finish writes its input's length",
+		 conv_route(h, NOW + 10, &r, &cv) == ORGW_OK && cv.moved &&
+			 strcmp(r.tag, "b") == 0 &&
+			 conv_turn_f(h, "b", NOW + 10, 4, 2000, 0, 12, &ct) ==
+				 ORGW_OK &&
+			 conv_foreign(h) == 12);
+	T_ASSERT("foreign: the next turn's route reads it",
+		 conv_route(h, NOW + 20, &r, &cv) == ORGW_OK &&
+			 strcmp(r.tag, "b") == 0 && cv.have &&
+			 strcmp(cv.prev_tag, "b") == 0 && !cv.moved &&
+			 cv.foreign_items == 12);
+	T_ASSERT("foreign: a turn that left nothing out keeps it",
+		 conv_turn(h, "b", NOW + 20, 6, 3000, 1900, &ct) == ORGW_OK &&
+			 conv_foreign(h) == 12 && conv_now(h, tag) == 3);
+	T_ASSERT("foreign: a later turn that left them out sets it anew",
+		 conv_turn_f(h, "b", NOW + 30, 8, 4000, 2900, 20, &ct) ==
+				 ORGW_OK &&
+			 conv_foreign(h) == 20 &&
+			 conv_route(h, NOW + 40, &r, &cv) == ORGW_OK &&
+			 cv.foreign_items == 20);
+}
+
 static void
 test_admit(void)
 {
@@ -1335,6 +1409,7 @@ main(void)
 	test_conv();
 	test_conv_off();
 	test_conv_breaks();
+	test_conv_foreign();
 	store_mem_reset();
 	conf_free(&conf);
 	return T_REPORT();
