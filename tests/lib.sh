@@ -346,6 +346,19 @@ orgw__conf_write() { # FILE
 	chmod 600 "$1"
 }
 
+# agents_required: the pinned coding agents are installed in tests/agents
+# (deploy/install-deps.sh with ORGW_DEPS_TEST=1), else the test fails
+# and exits.
+agents_required() {
+	local p
+	for p in @anthropic-ai/claude-code @openai/codex opencode-ai; do
+		if [ ! -f "$ORGW_ROOT/tests/agents/node_modules/$p/package.json" ]; then
+			t_fail "the agents are installed in tests/agents ($p missing: ORGW_DEPS_TEST=1 sh deploy/install-deps.sh)"
+			exit 1
+		fi
+	done
+}
+
 # orgw_test_clock: for a test that moves the clock with ORGW_TEST_NOW.
 # The shipped binaries have no test clock; their test builds (make unit:
 # build/release/orgw.fcgi-test and orgw-score-test) do.  Points

@@ -25,12 +25,7 @@
 
 AG=$ORGW_ROOT/tests/agents
 JS=$ORGW_ROOT/tests/js
-for p in @anthropic-ai/claude-code @openai/codex opencode-ai; do
-	if [ ! -f "$AG/node_modules/$p/package.json" ]; then
-		t_fail "the agents are installed in tests/agents ($p missing: ORGW_DEPS_TEST=1 sh deploy/install-deps.sh)"
-		exit 1
-	fi
-done
+agents_required
 
 orgw_start
 # Words 5 ms apart (a stream, not one write); bodies whole in the log.

@@ -23,12 +23,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 AG=$ORGW_ROOT/tests/agents
-for p in @anthropic-ai/claude-code @openai/codex opencode-ai; do
-	if [ ! -f "$AG/node_modules/$p/package.json" ]; then
-		t_fail "the agents are installed in tests/agents ($p missing: ORGW_DEPS_TEST=1 sh deploy/install-deps.sh)"
-		exit 1
-	fi
-done
+agents_required
 
 orgw_start
 double_ctl POST config '{"prompt_cache":true,"explicit_cache":true,"log_body_max_bytes":4194304}' >/dev/null
