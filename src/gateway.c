@@ -133,7 +133,7 @@ models_put(struct models_entry *e)
 }
 
 /* The /healthz state check result, kept a second and shared by the
- * threads under health_mu (state_health may wait 200 ms: one thread
+ * threads under health_mu (state_health may wait a second: one thread
  * waits, the others take its answer). */
 static pthread_mutex_t health_mu = PTHREAD_MUTEX_INITIALIZER;
 static char health_why[512], health_logged[512];
@@ -159,7 +159,7 @@ add_load(cJSON *o, const struct orgw_load *l, bool health)
  * or a short generic reason; the detail (setting values, paths, system
  * errors) goes to the log (once per change) and to a caller that sent the
  * client key.  The state check takes a shared lock at most,
- * waits 200 ms at most and opens no GDBM (state_health), and its result
+ * waits a second at most and opens no GDBM (state_health), and its result
  * is kept for a second per worker.
  */
 static int

@@ -125,7 +125,7 @@ void store_run_end(struct store_run *run);
 
 /*
  * For /healthz, which anyone may ask often: GDBM, that a writer could
- * open the file (no GDBM open, a shared lock within 200 ms at most);
+ * open the file (no GDBM open, a shared lock within a second at most);
  * Redis, a PING within the command timeout (or the last connection
  * error while reconnecting is backed off).  Then, whatever the back-end,
  * that this host's store took its recent writes: a store that opens but

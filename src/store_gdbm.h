@@ -55,7 +55,7 @@ void store_gdbm_run_end(int fd);
  * Checks, without opening GDBM, that a writer could open the store at
  * path: its directory and files are not refused (a symlink, writable by
  * others), the files (or, for a missing one, the directory) are writable,
- * and a shared lock can be had within 200 ms (never the exclusive one).
+ * and a shared lock can be had within a second (never the exclusive one).
  * ORGW_OK, or ORGW_EIO / ORGW_EBUSY with a reason (naming paths) in why
  * (n bytes).
  */

@@ -139,7 +139,9 @@ on hostile && {
 			-H "Authorization: Bearer $k" -H 'Content-Type: application/json' \
 			--data-binary '{"model":"'$HM'","messages":[{"role":"user","content":"'"$say"'"}]'"$x"'}' \
 			"$ORGW_URL/v1/chat/completions" >"$ORGW_T/hostile/$n" 2>/dev/null
-		[ -n "$code" ] && head -n 1 "$ORGW_T/hostile/$n" | cut -d' ' -f2 >>"$ORGW_T/smuggle.codes"
+		# Its status, or "none" when curl had no answer in 10 s.
+		[ -n "$code" ] && { head -n 1 "$ORGW_T/hostile/$n" | cut -d' ' -f2 | grep . ||
+			echo none; } >>"$ORGW_T/smuggle.codes"
 	done) &
 	apids+=($!)
 }
@@ -187,7 +189,9 @@ h_leaks=0
 [ "$h_total" -gt 0 ] && h_leaks=$(key_leaks "$UPSTREAM_KEY" "${hfiles[@]}")
 h_after=$(cat "$ORGW_T"/hostile/* 2>/dev/null | grep -c 'AFTER-END')
 s_total=$(grep -c . "$ORGW_T/smuggle.codes" 2>/dev/null)
-s_in=$(grep -vcE '^(400|403)$' "$ORGW_T/smuggle.codes" 2>/dev/null)
+s_in=$(grep -cE '^2' "$ORGW_T/smuggle.codes" 2>/dev/null)
+s_codes=$(sort "$ORGW_T/smuggle.codes" 2>/dev/null | uniq -c |
+	awk '{ printf "%s%s: %s", s, $2, $1; s = ", " }')
 s_up=$(json_get "$(double_ctl GET stats)" "j.models['openai/gpt-5'] ?? 0")
 retried=$(grep -c 'path=/chat/completions status=503' "$ORGW_LOG")
 sidecap=$(grep -c 'server_overloaded\|side requests' "$ORGW_LOG")
@@ -198,7 +202,7 @@ cat <<EOF
 # /healthz:                 $hz_total asked, $hz_bad not 200 ($(grep -v '^200$' "$ORGW_T/healthz.codes" | sort | uniq -c | tr '\n' ' '))
 # wrong keys from 127.0.0.2: $g_total tried, $g_429 answered 429, $g_in let in
 # invented ids:             $invented requests logged; state keys $keys0 before, $keys1 after
-# hostile (127.0.0.5):      $h_total answers, $h_leaks showing the upstream key, $h_after AFTER-END deltas; smuggled models: $s_total tried, ${s_in:-0} not 400/403, $s_up upstream
+# hostile (127.0.0.5):      $h_total answers, $h_leaks showing the upstream key, $h_after AFTER-END deltas; smuggled models: $s_total tried (${s_codes:-none}), ${s_in:-0} served, $s_up upstream
 # /stats $M:      $st (before the soak $before)
 EOF
 t_check "normal requests were sent ($sent)" test "${sent:-0}" -gt 0
