@@ -22,11 +22,12 @@
 # says how many there were) from 127.0.0.1 and /healthz is asked every
 # 0.5 s.
 # Passes when every normal request is served (ok == sent: none failed,
-# broken or hung), /healthz answered 200 every time, /stats counts exactly
-# the normal requests, the guessing address was refused (429) and never
-# let in, the invented ids left at most a handful of keys in the state, no
-# smuggled model was served or reached the double, and no answer showed
-# the upstream key or a delta sent after the end.
+# broken or hung), /healthz answered 200 every time, /stats counts each
+# normal request once (or under LOST_UPDATES, when the state was too
+# busy), the guessing address was refused (429) and never let in, the
+# invented ids left at most a handful of keys in the state, no smuggled
+# model was served or reached the double, and no answer showed the
+# upstream key or a delta sent after the end.
 # Loopback only; every process started here is stopped here by PID.
 . "$(dirname "$0")/lib.sh"
 
@@ -61,6 +62,7 @@ size=$(curl -sS -H "Authorization: Bearer $MKEY" "$ORGW_URL/metrics" | wc -c)
 echo "# soak (attacks): ${SOAK_SECONDS}s, $SOAK_CLIENTS clients, /metrics $size bytes, $keys0 keys"
 orgw_curl /stats -o "$ORGW_T/stats0.json"
 before=$(json_get "$ORGW_T/stats0.json" "j.models['$M'].requests")
+lost0=$(json_get "$ORGW_T/stats0.json" 'j.lost_updates || 0')
 port=${ORGW_URL##*:}
 END=$(($(date +%s) + SOAK_SECONDS))
 
@@ -180,6 +182,10 @@ g_in=$(grep -cE '^(200|303)$' "$ORGW_T/guess.codes")
 orgw_stats_settle "$M" $((before + ok_n))
 orgw_curl /stats -o "$ORGW_T/stats1.json"
 st=$(json_get "$ORGW_T/stats1.json" "j.models['$M'].requests")
+# A count the state could not take within STORE_LOCK_TIMEOUT_MS (a
+# saturated host, writers behind /metrics scans of 15,000 keys) is added
+# to LOST_UPDATES instead, which counts every request's, not only these.
+lost=$(($(json_get "$ORGW_T/stats1.json" 'j.lost_updates || 0') - lost0))
 keys1=$(state_keys)
 invented=$(grep -cE 'model=(missing|invalid)/' "$ORGW_LOG")
 hfiles=("$ORGW_T"/hostile/*)
@@ -203,12 +209,13 @@ cat <<EOF
 # wrong keys from 127.0.0.2: $g_total tried, $g_429 answered 429, $g_in let in
 # invented ids:             $invented requests logged; state keys $keys0 before, $keys1 after
 # hostile (127.0.0.5):      $h_total answers, $h_leaks showing the upstream key, $h_after AFTER-END deltas; smuggled models: $s_total tried (${s_codes:-none}), ${s_in:-0} served, $s_up upstream
-# /stats $M:      $st (before the soak $before)
+# /stats $M:      $st (before the soak $before); counts lost to a busy state: $lost (LOST_UPDATES, all requests)
 EOF
 t_check "normal requests were sent ($sent)" test "${sent:-0}" -gt 0
 t_eq "every normal request was served" "$sent" "$ok_n"
 t_eq "/healthz answered 200 every time ($hz_total)" 0 "$hz_bad"
-t_eq "/stats counts the normal requests exactly" $((before + ok_n)) "$st"
+t_check "/stats counts each normal request once, or as lost ($((before + ok_n - st)) missing, $lost lost)" \
+	test "$st" -le $((before + ok_n)) -a $((before + ok_n - st)) -le "$lost"
 t_check "the guessing address was answered 429 ($g_429 of $g_total)" test "$g_429" -gt 0
 t_eq "no guess was let in" 0 "$g_in"
 t_check "invented ids were sent ($invented)" test "$invented" -gt 0
