@@ -7,7 +7,8 @@
  * (record_add_number); decoders parse with cJSON_Parse()
  * and copy into fixed structs with bounded string copies, so a damaged
  * or hostile value can at worst read as zeroes.  The counters' cells are
- * ledger.c's.
+ * ledger.c's, the candidates' codec record_cands.c's (it shares the
+ * helpers of record_impl.h).
  */
 #define __STDC_WANT_IEC_60559_BFP_EXT__ 1	/* strfromd */
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <cJSON.h>
 
 #include "record.h"
+#include "record_impl.h"
 #include "score.h"
 
 void
@@ -27,8 +29,8 @@ record_free(char *text)
 	cJSON_free(text);
 }
 
-static cJSON *
-parse_obj(const char *text)
+cJSON *
+rec_parse_obj(const char *text)
 {
 	cJSON *o;
 
@@ -57,14 +59,14 @@ num_i64(const cJSON *it)
 	return (int64_t)d;
 }
 
-static int64_t
-get_i64(const cJSON *o, const char *k)
+int64_t
+rec_get_i64(const cJSON *o, const char *k)
 {
 	return num_i64(cJSON_GetObjectItemCaseSensitive(o, k));
 }
 
-static double
-get_dbl(const cJSON *o, const char *k)
+double
+rec_get_dbl(const cJSON *o, const char *k)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
 
@@ -87,8 +89,8 @@ has_ctl(const char *s)
  * control character is treated as absent: tags and names from the state
  * file go into response headers (X-Orgw-Provider) and log lines, where
  * CR LF would inject a header or break the line. */
-static void
-get_str(const cJSON *o, const char *k, char *dst, size_t n)
+void
+rec_get_str(const cJSON *o, const char *k, char *dst, size_t n)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
 
@@ -99,8 +101,8 @@ get_str(const cJSON *o, const char *k, char *dst, size_t n)
 }
 
 /* Adds a number; NaN/inf become 0 so no state ever holds them. */
-static bool
-add_num(cJSON *o, const char *k, double d)
+bool
+rec_add_num(cJSON *o, const char *k, double d)
 {
 	if (!isfinite(d))
 		d = 0;
@@ -161,8 +163,8 @@ record_add_number(cJSON *o, const char *k, double d)
 	return true;
 }
 
-static char *
-finish(cJSON *o, bool ok)
+char *
+rec_finish(cJSON *o, bool ok)
 {
 	char *s = NULL;
 
@@ -186,359 +188,27 @@ record_lock_encode(const struct rec_lock *l)
 	ok = ok && record_add_number(o, "last_used", (double)l->last_used);
 	ok = ok && record_add_number(o, "max_completion_tokens",
 				     (double)l->max_completion_tokens);
-	return finish(o, ok);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_lock_decode(const char *text, struct rec_lock *l)
 {
-	cJSON *o = parse_obj(text);
+	cJSON *o = rec_parse_obj(text);
 
 	memset(l, 0, sizeof(*l));
 	if (o == NULL)
 		return ORGW_EINVAL;
-	get_str(o, "tag", l->tag, sizeof(l->tag));
-	get_str(o, "provider_name", l->provider_name,
+	rec_get_str(o, "tag", l->tag, sizeof(l->tag));
+	rec_get_str(o, "provider_name", l->provider_name,
 		sizeof(l->provider_name));
-	l->locked_at = get_i64(o, "locked_at");
-	l->last_used = get_i64(o, "last_used");
-	l->max_completion_tokens = get_i64(o, "max_completion_tokens");
+	l->locked_at = rec_get_i64(o, "locked_at");
+	l->last_used = rec_get_i64(o, "last_used");
+	l->max_completion_tokens = rec_get_i64(o, "max_completion_tokens");
 	cJSON_Delete(o);
 	return l->tag[0] ? ORGW_OK : ORGW_EINVAL;
 }
 
-
-/* Adds price k of kind[k]/price[k] to o: a number when valid, null when
- * unreadable (it poisons its key while its window applies), nothing when
- * not given. */
-static bool
-add_price(cJSON *o, int k, const unsigned char *kind, const double *price)
-{
-	if (kind[k] == SCORE_PRICE_OK)
-		return add_num(o, score_key_name[k], price[k]);
-	if (kind[k] == SCORE_PRICE_BAD)
-		return cJSON_AddNullToObject(o, score_key_name[k]) != NULL;
-	return true;
-}
-
-/* "pricing": {base prices, "discount", "windows": [{"utc_start",
- * "utc_end", prices}]} and "supports_implicit_caching" (null when the
- * endpoint did not say). */
-static bool
-terms_to_json(cJSON *o, const struct score_terms *t)
-{
-	cJSON *pr, *arr = NULL, *w = NULL;
-	bool ok;
-	size_t i;
-	int k;
-
-	ok = (pr = cJSON_AddObjectToObject(o, "pricing")) != NULL;
-	for (k = 0; ok && k < SCORE_KEYS; k++)
-		ok = add_price(pr, k, t->base_kind, t->base);
-	ok = ok && add_num(pr, "discount", t->discount);
-	ok = ok && (arr = cJSON_AddArrayToObject(pr, "windows")) != NULL;
-	for (i = 0; ok && i < t->n_win && i < SCORE_WINDOWS_MAX; i++) {
-		const struct score_window *sw = &t->win[i];
-
-		ok = (w = cJSON_CreateObject()) != NULL &&
-		     cJSON_AddItemToArray(arr, w);
-		if (!ok) {
-			cJSON_Delete(w);
-			break;
-		}
-		ok = add_num(w, "utc_start", sw->utc_start) &&
-		     add_num(w, "utc_end", sw->utc_end);
-		for (k = 0; ok && k < SCORE_KEYS; k++)
-			ok = add_price(w, k, sw->kind, sw->price);
-	}
-	if (ok && t->implicit_flag < 0)
-		return cJSON_AddNullToObject(o, "supports_implicit_caching") !=
-		       NULL;
-	return ok && cJSON_AddBoolToObject(o, "supports_implicit_caching",
-					   t->implicit_flag > 0) != NULL;
-}
-
-static cJSON *
-cand_to_json(const struct rec_cand *c)
-{
-	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL;
-
-	ok = ok && cJSON_AddStringToObject(o, "tag", c->tag);
-	ok = ok && cJSON_AddStringToObject(o, "provider_name",
-					   c->provider_name);
-	ok = ok && add_num(o, "score", c->score);
-	ok = ok && add_num(o, "throughput", c->throughput);
-	ok = ok && cJSON_AddBoolToObject(o, "has_throughput",
-					 c->has_throughput);
-	ok = ok && add_num(o, "prompt", c->prompt);
-	ok = ok && add_num(o, "cache_read", c->cache_read);
-	ok = ok && add_num(o, "completion", c->completion);
-	ok = ok && add_num(o, "effective_input", c->effective_input);
-	ok = ok && add_num(o, "cost", c->cost);
-	ok = ok && add_num(o, "uptime", c->uptime);
-	ok = ok && add_num(o, "bonus", c->bonus);
-	ok = ok && cJSON_AddBoolToObject(o, "implicit_cache",
-					 c->implicit_cache);
-	ok = ok && cJSON_AddBoolToObject(o, "free", c->free);
-	ok = ok && add_num(o, "hit_rate", c->hit_rate);
-	ok = ok && cJSON_AddStringToObject(o, "hit_source",
-					   c->hit_measured ? "measured" :
-							     "assumed");
-	ok = ok && add_num(o, "hit_tokens", (double)c->hit_tokens);
-	ok = ok && add_num(o, "max_completion_tokens",
-			   (double)c->max_completion_tokens);
-	ok = ok && terms_to_json(o, &c->terms);
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* A stored price: absent (NONE), a finite number >= 0 (OK), anything
- * else (BAD). */
-static unsigned char
-price_get(const cJSON *o, int k, double *out)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, score_key_name[k]);
-
-	if (it == NULL)
-		return SCORE_PRICE_NONE;
-	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) ||
-	    it->valuedouble < 0)
-		return SCORE_PRICE_BAD;
-	*out = it->valuedouble;
-	return SCORE_PRICE_OK;
-}
-
-/* An HHMM window bound: an integer 0..2400 with minutes below 60. */
-static bool
-hhmm_get(const cJSON *o, const char *k, int *out)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
-	double d;
-
-	if (!cJSON_IsNumber(it))
-		return false;
-	d = it->valuedouble;
-	if (!score_hhmm_valid(d))
-		return false;
-	*out = (int)d;
-	return true;
-}
-
-/*
- * The re-pricing terms of candidate it into d->terms (after d's scored
- * fields).  A candidate written before re-pricing has no "pricing": its
- * scored prices become the base prices (they had any discount and the
- * window of their time applied already), without windows: state is soft,
- * such a candidate is re-ranked at its old prices until the next scoring.
- * Windows with unreadable bounds never apply and are dropped; past
- * SCORE_WINDOWS_MAX, the rest are dropped.
- */
-static void
-terms_from_json(const cJSON *it, struct rec_cand *d)
-{
-	struct score_terms *t = &d->terms;
-	const cJSON *pr, *flag, *w;
-	int k;
-
-	t->throughput = d->throughput;
-	t->has_throughput = d->has_throughput;
-	pr = cJSON_GetObjectItemCaseSensitive(it, "pricing");
-	if (!cJSON_IsObject(pr)) {
-		t->base[SCORE_PROMPT] = d->prompt;
-		t->base[SCORE_COMPLETION] = d->completion;
-		t->base[SCORE_CACHE_READ] = d->cache_read;
-		for (k = 0; k < SCORE_KEYS; k++)
-			t->base_kind[k] = k == SCORE_CACHE_WRITE ?
-						  SCORE_PRICE_NONE :
-						  SCORE_PRICE_OK;
-		t->implicit_flag = d->implicit_cache;
-		return;
-	}
-	for (k = 0; k < SCORE_KEYS; k++)
-		t->base_kind[k] = price_get(pr, k, &t->base[k]);
-	t->discount = get_dbl(pr, "discount");
-	if (!(t->discount >= 0 && t->discount <= 1))
-		t->discount = 0;
-	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(pr, "windows"))
-	{
-		struct score_window *sw = &t->win[t->n_win];
-
-		if (t->n_win == SCORE_WINDOWS_MAX)
-			break;
-		if (!cJSON_IsObject(w) ||
-		    !hhmm_get(w, "utc_start", &sw->utc_start) ||
-		    !hhmm_get(w, "utc_end", &sw->utc_end))
-			continue;
-		for (k = 0; k < SCORE_KEYS; k++)
-			sw->kind[k] = price_get(w, k, &sw->price[k]);
-		t->n_win++;
-	}
-	flag = cJSON_GetObjectItemCaseSensitive(it, "supports_implicit_caching");
-	t->implicit_flag = cJSON_IsBool(flag) ? cJSON_IsTrue(flag) : -1;
-}
-
-char *
-record_cands_encode(const struct rec_cands *c)
-{
-	cJSON *o = cJSON_CreateObject(), *arr, *it;
-	bool ok = o != NULL;
-	size_t i;
-
-	ok = ok && add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(o, "scored_at", (double)c->scored_at);
-	ok = ok && add_num(o, "attempted_at", (double)c->attempted_at);
-	ok = ok && cJSON_AddStringToObject(o, "error", c->error);
-	ok = ok && (arr = cJSON_AddArrayToObject(o, "candidates")) != NULL;
-	for (i = 0; ok && i < c->n; i++) {
-		it = cand_to_json(&c->v[i]);
-		ok = it != NULL && cJSON_AddItemToArray(arr, it);
-	}
-	return finish(o, ok);
-}
-
-enum orgw_err
-record_cands_decode(const char *text, struct rec_cands *c)
-{
-	cJSON *o = parse_obj(text), *arr, *it;
-	struct rec_cand *v;
-	size_t n, i = 0;
-
-	memset(c, 0, sizeof(*c));
-	if (o == NULL)
-		return ORGW_EINVAL;
-	c->scored_at = get_i64(o, "scored_at");
-	c->attempted_at = get_i64(o, "attempted_at");
-	get_str(o, "error", c->error, sizeof(c->error));
-	arr = cJSON_GetObjectItemCaseSensitive(o, "candidates");
-	n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
-	if (n > 0) {
-		if ((v = calloc(n, sizeof(*v))) == NULL) {
-			cJSON_Delete(o);
-			return ORGW_ENOMEM;
-		}
-		cJSON_ArrayForEach(it, arr)
-		{
-			struct rec_cand *d = &v[i];
-			char src[16];
-
-			if (!cJSON_IsObject(it))
-				continue;
-			get_str(it, "tag", d->tag, sizeof(d->tag));
-			if (d->tag[0] == '\0')
-				continue;
-			get_str(it, "provider_name", d->provider_name,
-				sizeof(d->provider_name));
-			d->score = get_dbl(it, "score");
-			d->throughput = get_dbl(it, "throughput");
-			d->has_throughput = cJSON_IsTrue(
-				cJSON_GetObjectItemCaseSensitive(
-					it, "has_throughput"));
-			d->prompt = get_dbl(it, "prompt");
-			d->cache_read = get_dbl(it, "cache_read");
-			d->completion = get_dbl(it, "completion");
-			d->effective_input = get_dbl(it, "effective_input");
-			d->cost = get_dbl(it, "cost");
-			d->uptime = get_dbl(it, "uptime");
-			d->bonus = get_dbl(it, "bonus");
-			d->implicit_cache = cJSON_IsTrue(
-				cJSON_GetObjectItemCaseSensitive(
-					it, "implicit_cache"));
-			d->free = cJSON_IsTrue(
-				cJSON_GetObjectItemCaseSensitive(it, "free"));
-			d->hit_rate = get_dbl(it, "hit_rate");
-			get_str(it, "hit_source", src, sizeof(src));
-			d->hit_measured = strcmp(src, "measured") == 0;
-			d->hit_tokens = get_i64(it, "hit_tokens");
-			d->max_completion_tokens =
-				get_i64(it, "max_completion_tokens");
-			terms_from_json(it, d);
-			i++;
-		}
-		c->v = v;
-		c->n = i;
-	}
-	cJSON_Delete(o);
-	return ORGW_OK;
-}
-
-void
-record_cands_clear(struct rec_cands *c)
-{
-	if (c == NULL)
-		return;
-	free(c->v);
-	c->v = NULL;
-	c->n = 0;
-}
-
-/* True when e was excluded only for cooling down (scorerun.c). */
-static bool
-stored_cooling(const struct score_endpoint *e)
-{
-	return e->excluded != NULL && strcmp(e->excluded, "cooling") == 0;
-}
-
-void
-record_cand_priced(struct rec_cand *d, const struct score_endpoint *e)
-{
-	d->score = e->score;
-	d->throughput = e->throughput;
-	d->has_throughput = e->has_throughput;
-	d->prompt = e->prompt;
-	d->cache_read = e->cache_read;
-	d->completion = e->completion;
-	d->effective_input = e->effective_input;
-	d->cost = e->cost;
-	d->bonus = e->bonus;
-	d->implicit_cache = e->implicit_cache;
-	d->free = e->free;
-	d->hit_rate = e->hit_rate;
-	d->hit_measured = e->hit_measured;
-	d->hit_tokens = e->hit_tokens;
-}
-
-static void
-cand_from_endpoint(struct rec_cand *d, const struct score_endpoint *e)
-{
-	snprintf(d->tag, sizeof(d->tag), "%s", e->tag);
-	snprintf(d->provider_name, sizeof(d->provider_name), "%s",
-		 e->provider_name);
-	record_cand_priced(d, e);
-	d->uptime = e->uptime;
-	d->max_completion_tokens = e->max_completion_tokens;
-	d->terms = e->terms;
-}
-
-enum orgw_err
-record_cands_from_score(const struct score_result *r, int64_t now,
-			struct rec_cands *c)
-{
-	size_t i, n = 0;
-
-	memset(c, 0, sizeof(*c));
-	c->scored_at = now;
-	c->attempted_at = now;
-	/* The ranked endpoints, best first, then those excluded only
-	 * because they were cooling down when scored: routing skips them
-	 * while they cool, and once the cooldown ends the next lock move
-	 * (re-ranked at that time) can take them again without waiting
-	 * for the next scoring run. */
-	for (i = 0; i < r->n; i++)
-		if (i < r->n_ranked || stored_cooling(&r->v[i]))
-			n++;
-	if (n == 0)
-		return ORGW_OK;
-	if ((c->v = calloc(n, sizeof(*c->v))) == NULL)
-		return ORGW_ENOMEM;
-	for (i = 0; i < r->n; i++)
-		if (i < r->n_ranked || stored_cooling(&r->v[i]))
-			cand_from_endpoint(&c->v[c->n++], &r->v[i]);
-	return ORGW_OK;
-}
 
 char *
 record_failure_encode(const struct rec_failure *f)
@@ -546,26 +216,26 @@ record_failure_encode(const struct rec_failure *f)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(o, "count", (double)f->count);
+	ok = ok && rec_add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(o, "count", (double)f->count);
 	ok = ok && cJSON_AddStringToObject(o, "reason", f->reason);
-	ok = ok && add_num(o, "last", (double)f->last);
-	return finish(o, ok);
+	ok = ok && rec_add_num(o, "last", (double)f->last);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_failure_decode(const char *text, struct rec_failure *f)
 {
-	cJSON *o = parse_obj(text);
+	cJSON *o = rec_parse_obj(text);
 
 	memset(f, 0, sizeof(*f));
 	if (o == NULL)
 		return ORGW_EINVAL;
-	f->count = get_i64(o, "count");
+	f->count = rec_get_i64(o, "count");
 	if (f->count < 0)
 		f->count = 0;
-	get_str(o, "reason", f->reason, sizeof(f->reason));
-	f->last = get_i64(o, "last");
+	rec_get_str(o, "reason", f->reason, sizeof(f->reason));
+	f->last = rec_get_i64(o, "last");
 	cJSON_Delete(o);
 	return ORGW_OK;
 }
@@ -576,22 +246,22 @@ record_cooldown_encode(const struct rec_cooldown *c)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(o, "until", (double)c->until);
+	ok = ok && rec_add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(o, "until", (double)c->until);
 	ok = ok && cJSON_AddStringToObject(o, "reason", c->reason);
-	return finish(o, ok);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_cooldown_decode(const char *text, struct rec_cooldown *c)
 {
-	cJSON *o = parse_obj(text);
+	cJSON *o = rec_parse_obj(text);
 
 	memset(c, 0, sizeof(*c));
 	if (o == NULL)
 		return ORGW_EINVAL;
-	c->until = get_i64(o, "until");
-	get_str(o, "reason", c->reason, sizeof(c->reason));
+	c->until = rec_get_i64(o, "until");
+	rec_get_str(o, "reason", c->reason, sizeof(c->reason));
 	cJSON_Delete(o);
 	return ORGW_OK;
 }
@@ -612,45 +282,45 @@ record_conv_encode_take(const struct rec_conv *c, cJSON *cc)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(o, "v", RECORD_VERSION);
 	ok = ok && cJSON_AddStringToObject(o, "model", c->model) != NULL;
 	ok = ok && cJSON_AddStringToObject(o, "tag", c->tag) != NULL;
 	ok = ok && cJSON_AddStringToObject(o, "show", c->show) != NULL;
 	ok = ok && cJSON_AddStringToObject(o, "api", c->api) != NULL;
-	ok = ok && add_num(o, "first_seen", (double)c->first_seen);
-	ok = ok && add_num(o, "last_turn", (double)c->last_turn);
-	ok = ok && add_num(o, "turns", (double)c->turns);
+	ok = ok && rec_add_num(o, "first_seen", (double)c->first_seen);
+	ok = ok && rec_add_num(o, "last_turn", (double)c->last_turn);
+	ok = ok && rec_add_num(o, "turns", (double)c->turns);
 	ok = ok && cJSON_AddBoolToObject(o, "spread", c->spread) != NULL;
 	if (c->foreign_items > 0)
-		ok = ok && add_num(o, "foreign_items",
+		ok = ok && rec_add_num(o, "foreign_items",
 				   (double)c->foreign_items);
 	if (cc != NULL) {
 		ok = ok && cJSON_AddItemToObject(o, "cache", cc);
 		if (!ok)
 			cJSON_Delete(cc);
 	}
-	return finish(o, ok);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_conv_decode(const char *text, struct rec_conv *c, cJSON **cache)
 {
-	cJSON *o = parse_obj(text), *cc;
+	cJSON *o = rec_parse_obj(text), *cc;
 
 	memset(c, 0, sizeof(*c));
 	if (cache != NULL)
 		*cache = NULL;
 	if (o == NULL)
 		return ORGW_EINVAL;
-	get_str(o, "model", c->model, sizeof(c->model));
-	get_str(o, "tag", c->tag, sizeof(c->tag));
-	get_str(o, "show", c->show, sizeof(c->show));
-	get_str(o, "api", c->api, sizeof(c->api));
-	c->first_seen = get_i64(o, "first_seen");
-	c->last_turn = get_i64(o, "last_turn");
-	c->turns = get_i64(o, "turns");
+	rec_get_str(o, "model", c->model, sizeof(c->model));
+	rec_get_str(o, "tag", c->tag, sizeof(c->tag));
+	rec_get_str(o, "show", c->show, sizeof(c->show));
+	rec_get_str(o, "api", c->api, sizeof(c->api));
+	c->first_seen = rec_get_i64(o, "first_seen");
+	c->last_turn = rec_get_i64(o, "last_turn");
+	c->turns = rec_get_i64(o, "turns");
 	c->spread = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "spread"));
-	c->foreign_items = get_i64(o, "foreign_items");
+	c->foreign_items = rec_get_i64(o, "foreign_items");
 	if (c->foreign_items < 0)
 		c->foreign_items = 0;
 	cc = cJSON_GetObjectItemCaseSensitive(o, "cache");
@@ -666,22 +336,22 @@ record_pressure_encode(const struct rec_pressure *p)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(o, "until", (double)p->until);
-	ok = ok && add_num(o, "n429", (double)p->n429);
-	return finish(o, ok);
+	ok = ok && rec_add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(o, "until", (double)p->until);
+	ok = ok && rec_add_num(o, "n429", (double)p->n429);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_pressure_decode(const char *text, struct rec_pressure *p)
 {
-	cJSON *o = parse_obj(text);
+	cJSON *o = rec_parse_obj(text);
 
 	memset(p, 0, sizeof(*p));
 	if (o == NULL)
 		return ORGW_EINVAL;
-	p->until = get_i64(o, "until");
-	p->n429 = get_i64(o, "n429");
+	p->until = rec_get_i64(o, "until");
+	p->n429 = rec_get_i64(o, "n429");
 	cJSON_Delete(o);
 	return ORGW_OK;
 }
@@ -719,20 +389,20 @@ record_model_seen_encode(int64_t first_seen)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok = ok && add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(o, "first_seen", (double)first_seen);
-	return finish(o, ok);
+	ok = ok && rec_add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(o, "first_seen", (double)first_seen);
+	return rec_finish(o, ok);
 }
 
 enum orgw_err
 record_model_seen_decode(const char *text, int64_t *first_seen)
 {
-	cJSON *o = parse_obj(text);
+	cJSON *o = rec_parse_obj(text);
 
 	*first_seen = 0;
 	if (o == NULL)
 		return ORGW_EINVAL;
-	*first_seen = get_i64(o, "first_seen");
+	*first_seen = rec_get_i64(o, "first_seen");
 	cJSON_Delete(o);
 	return ORGW_OK;
 }
@@ -741,22 +411,22 @@ char *
 record_seen_add(const char *text, const char *model, int64_t now,
 		bool *added)
 {
-	cJSON *o = parse_obj(text), *models;
+	cJSON *o = rec_parse_obj(text), *models;
 	bool ok;
 
 	*added = true;
 	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
 		return NULL;
 	if ((models = child_obj(o, "models")) == NULL)
-		return finish(o, false);
+		return rec_finish(o, false);
 	if (cJSON_GetObjectItemCaseSensitive(models, model) != NULL) {
 		*added = false;
-		return finish(o, false);
+		return rec_finish(o, false);
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "v");
-	ok = add_num(o, "v", RECORD_VERSION);
-	ok = ok && add_num(models, model, (double)now);
-	return finish(o, ok);
+	ok = rec_add_num(o, "v", RECORD_VERSION);
+	ok = ok && rec_add_num(models, model, (double)now);
+	return rec_finish(o, ok);
 }
 
 size_t
@@ -764,7 +434,7 @@ record_seen_each(const char *text,
 		 void (*fn)(void *arg, const char *model, int64_t first_seen),
 		 void *arg)
 {
-	cJSON *o = parse_obj(text), *models, *it;
+	cJSON *o = rec_parse_obj(text), *models, *it;
 	size_t n = 0;
 
 	if (o == NULL)
@@ -807,16 +477,16 @@ bump(cJSON *o, const char *k, double d)
 		}
 		return true;
 	}
-	return add_num(o, k, d);
+	return rec_add_num(o, k, d);
 }
 
 /* A hit-rate object's fields into h (zero when absent). */
 static void
 hit_get_fields(const cJSON *o, struct score_hit *h)
 {
-	h->rate = get_dbl(o, "rate");
-	h->weight = get_dbl(o, "weight");
-	h->tokens = get_i64(o, "tokens");
+	h->rate = rec_get_dbl(o, "rate");
+	h->weight = rec_get_dbl(o, "weight");
+	h->tokens = rec_get_i64(o, "tokens");
 }
 
 /* The stored "hit" of an old STATS provider object p into h. */
@@ -829,7 +499,7 @@ hit_get(const cJSON *p, struct score_hit *h)
 enum orgw_err
 record_hits_decode(const char *text, struct score_hit **v, size_t *n)
 {
-	cJSON *o = parse_obj(text), *it;
+	cJSON *o = rec_parse_obj(text), *it;
 	const cJSON *bp;
 	size_t k = 0;
 
@@ -901,7 +571,7 @@ char *
 record_lock_log_add(const char *text, int64_t at, const char *from,
 		    const char *to, const char *reason)
 {
-	cJSON *o = parse_obj(text), *arr, *e;
+	cJSON *o = rec_parse_obj(text), *arr, *e;
 	bool ok;
 
 	if (o == NULL && (o = cJSON_CreateObject()) == NULL)
@@ -919,14 +589,14 @@ record_lock_log_add(const char *text, int64_t at, const char *from,
 		cJSON_Delete(e);
 		e = NULL;
 	}
-	ok = e != NULL && add_num(e, "at", (double)at) &&
+	ok = e != NULL && rec_add_num(e, "at", (double)at) &&
 	     cJSON_AddStringToObject(e, "from", from ? from : "") &&
 	     cJSON_AddStringToObject(e, "to", to ? to : "") &&
 	     cJSON_AddStringToObject(e, "reason", reason ? reason : "");
 	if (ok)
 		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "v"),
 				     RECORD_VERSION);
-	return finish(o, ok);
+	return rec_finish(o, ok);
 }
 
 char *
@@ -946,5 +616,5 @@ record_hits_encode(const struct score_hit *v, size_t n)
 		     record_add_number(h, "weight", v[i].weight) &&
 		     record_add_number(h, "tokens", (double)v[i].tokens);
 	}
-	return finish(o, ok);
+	return rec_finish(o, ok);
 }

@@ -24,7 +24,10 @@
 #      docs/design.md or an RFC, on its line or the line before.
 #   6. nothing in src/ or cgi-bin/ includes a header of scheduler/: the
 #      operator tool's modules are its own, built into orgw-score only,
-#      never into liborgw.a or the gateway.
+#      never into liborgw.a or the gateway;
+#   7. a module's private header src/X_impl.h is included only by its own
+#      files, src/X.c, src/X_*.c and src/X_*.h (a module split in files
+#      shares it; the rest of the tree uses src/X.h).
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -137,4 +140,19 @@ for h in scheduler/*.h; do
 	fi
 done
 rm -f /tmp/orgw-layers-tool.$$
+for h in src/*_impl.h; do
+	[ -e "$h" ] || continue
+	n=$(basename "$h")
+	m=${n%_impl.h}
+	grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]*/)?$n\"" \
+		src/*.c src/*.h cgi-bin/*.c scheduler/*.c tests/unit/*.c \
+		tests/fuzz/*.c 2>/dev/null |
+		grep -vE "^src/$m(_[a-z0-9_]+)?\.[ch]:" >/tmp/orgw-layers-impl.$$
+	if [ -s /tmp/orgw-layers-impl.$$ ]; then
+		echo "check-layers: $h, private to src/$m*.c, included by:"
+		sed 's/^/  /' /tmp/orgw-layers-impl.$$
+		st=1
+	fi
+done
+rm -f /tmp/orgw-layers-impl.$$
 exit $st
