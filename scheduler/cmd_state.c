@@ -1,7 +1,7 @@
 /*
  * cmd_state.c - status, unlock, cool, uncool and rescore (cmd_state.h).
  *
- * They run on the workers' state through state.c's transactions (the
+ * They run on the workers' state through state_ops.c's transactions (the
  * same lock file, the same record.c values), so a worker mid-request
  * and an operator never see half a change, and need no upstream key.
  * status reads the very document GET /stats serves (stats_json), cut to

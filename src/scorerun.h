@@ -4,7 +4,9 @@
  * inline (scorerun_fetch: the gateway, on a model's first request) or a
  * run over many (orgw-score, POST /__cron: fetch every model's
  * endpoints in parallel, bounded, score, and write each model's
- * candidates).  Never touches a live lock.
+ * candidates).  Never touches a live lock.  The state's upkeep before a
+ * run (scorerun_prune, scorerun_fold, scorerun_conv_sweep) and the list
+ * of models it scores (scorerun_list) are state_upkeep.c's.
  */
 #ifndef ORGW_SCORERUN_H
 #define ORGW_SCORERUN_H

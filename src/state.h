@@ -2,7 +2,9 @@
  * state.h - the request path's transactions on the shared state
  * (docs/design.md sections 4, 5 and 7), built from store.c, record.c, route.c and
  * failover.c.  Each function is one short transaction: read, decide,
- * write, close.  None does network I/O.
+ * write, close.  None does network I/O.  The transactions are split by
+ * job: state.c (the runner, what the others share), state_route.c,
+ * state_admit.c, state_fail.c, state_batch.c and state_ops.c.
  *
  * Every function degrades instead of failing: a state store that cannot
  * be opened in time is reported (ORGW_EBUSY/ORGW_EIO) and the caller

@@ -2,8 +2,9 @@
  * store.h - the shared state store, whatever holds it (docs/design.md section 7,
  * docs/style.md 7): the back-end boundary.  STATE_BACKEND=gdbm (default: one
  * GDBM file, store_gdbm.c) or STATE_BACKEND=redis (one Redis for several
- * gateway hosts, store_redis.c).  Everything above this file (state.c,
- * stats.c, scorerun.c, orgw-score) sees the same transactions:
+ * gateway hosts, store_redis.c).  Everything above this file (state.c and
+ * its modules state_*.c, stats.c, scorerun.c, orgw-score) sees the same
+ * transactions:
  *
  *   store_open(write or read) -> store_get/put/del/each -> store_close
  *   (commit) or store_abort.
@@ -80,7 +81,7 @@ enum orgw_err store_close(struct store *s);
 /*
  * Asks that store_close() of write transaction s report a commit that
  * went in as ORGW_OK even when its answer was lost on the way, for a
- * caller that acts on a failure (state.c adds a failed batch's counts to
+ * caller that acts on a failure (state_batch.c adds a failed batch's counts to
  * LOST_UPDATES: a commit that went in and was reported failed would be
  * counted twice).  Call it before the first get, put or each.  GDBM
  * knows every outcome (the commit is local); on Redis a commit whose

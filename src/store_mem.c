@@ -1,6 +1,6 @@
 /*
  * store_mem.c - a state back-end in this process's memory, for the unit
- * tests of state.c (tests/unit/test_state.c): the same transactions as
+ * tests of the state (tests/unit/test_state.c): the same transactions as
  * GDBM (one writer or readers at a time, a writer's own writes visible to
  * it, all or nothing at commit) without files, sockets or other
  * processes.  Not a setting: STATE_BACKEND names gdbm or redis, and a

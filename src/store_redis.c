@@ -10,8 +10,9 @@
  * sends MULTI, the writes and EXEC in one round trip: a nil EXEC means
  * another host changed a key read meanwhile, nothing was written, and
  * the caller (state_txn) runs the transaction again.  So every
- * read-modify-write of state.c is atomic across hosts with the policy
- * still in C, and the same C for both back-ends.  No server-side script.
+ * read-modify-write of the state (state*.c) is atomic across hosts
+ * with the policy still in C, and the same C for both back-ends.  No
+ * server-side script.
  *
  * A lost EXEC reply.  A command timeout that fires after EXEC was sent
  * leaves the outcome open: a frozen Redis runs the transaction once it

@@ -8,10 +8,11 @@
 #      as one module (a module that needs another's header must not be
 #      needed by it);
 #   3. only the state modules include the store's header (src/store.h):
-#      the back-ends, the state (state*.c), its upkeep (scorerun.c), its
-#      views (stats.c), the keys store (keystore.c, teamauth.c) and the
-#      operator tool (scheduler/); the gateway and the rest reach the
-#      state through them;
+#      the back-ends, the state (state.c and its modules state_*.c:
+#      route, admit, fail, batch, ops, upkeep), the scoring runs
+#      (scorerun.c), its views (stats.c), the keys store (keystore.c,
+#      teamauth.c) and the operator tool (scheduler/); the gateway and
+#      the rest reach the state through them;
 #   4. no key prefix of the state or the keys store (the STATEKEY_P_*
 #      of src/statekeys.h) is spelled as a literal outside the schema
 #      module src/statekeys.[ch]: keys are made and parsed through its

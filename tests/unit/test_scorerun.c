@@ -5,9 +5,11 @@
  * list (scorerun_add: validation, dedup), fetchmany_run's
  * option checks, and its bookkeeping (every item gets exactly one done()
  * call, whatever fails) driven by URLs curl refuses before any I/O,
- * and the pruning on the in-memory state (a model dropped past
- * MAX_MODELS, or never seen, takes all its keys with it and its ledger
- * cells go to STATE_OTHER_MODEL).  The parallel fetches themselves are tested against the double in
+ * and the state's upkeep on the in-memory state (state_upkeep.c): the
+ * pruning (a model dropped past MAX_MODELS, or never seen, takes all its
+ * keys with it and its ledger cells go to STATE_OTHER_MODEL), the
+ * conversation sweep and the models a run lists.  The parallel fetches
+ * themselves are tested against the double in
  * tests/integration/t0320-score-parallel.sh.
  */
 #include <stdlib.h>
@@ -450,6 +452,51 @@ test_prune(void)
 	conf_free(&c);
 }
 
+/* The models a run scores (scorerun_list): TARGET_MODEL first, then the
+ * seen ones in the order they were first seen, the old MODELS_SEEN
+ * list's with them, each once, a bad id left out. */
+static void
+test_list(void)
+{
+	static char target[] = "t/target";
+	struct orgw_conf c;
+	struct scorerun_model *v;
+	int64_t now = 1796083200;
+	char day[11];
+	size_t n = 9;
+
+	if (conf_init(&c) != ORGW_OK)
+		return;
+	c.state_backend = CONF_BACKEND_MEMORY;
+	record_day(now, day);
+	store_mem_reset();
+	v = scorerun_list(&c, &n);
+	T_ASSERT("list: an empty state lists none", v == NULL && n == 0);
+	free(v);
+	c.target_models[0] = target;
+	c.n_target_models = 1;
+	mem_model(&c, "a/second", now - 200, now, day);
+	mem_model(&c, "a/third", now - 100, now, day);
+	mem_model(&c, "t/target", now - 50, now, day);
+	mem_put(&c, "MODELS_SEEN",
+		"{\"models\":{\"a/first\":1796082900,\"a/third\":1,"
+		"\"bad id\":1}}");
+	v = scorerun_list(&c, &n);
+	T_ASSERT("list: the target, then by first seen, each once",
+		 v != NULL && n == 4 && strcmp(v[0].model, "t/target") == 0 &&
+			 strcmp(v[1].model, "a/first") == 0 &&
+			 strcmp(v[2].model, "a/second") == 0 &&
+			 strcmp(v[3].model, "a/third") == 0);
+	T_ASSERT("list: ...the old list left as it is (the prune migrates it)",
+		 store_mem_count("MODELS_SEEN") == 1);
+	scorerun_free(v, n);
+	free(v);
+	c.target_models[0] = NULL;
+	c.n_target_models = 0;
+	store_mem_reset();
+	conf_free(&c);
+}
+
 int
 main(void)
 {
@@ -465,6 +512,7 @@ main(void)
 	test_models_empty();
 	test_prune();
 	test_conv_sweep();
+	test_list();
 	upstream_global_cleanup();
 	return T_REPORT();
 }

@@ -1,14 +1,26 @@
 /*
- * test_state.c - state.c's transactions on the in-memory back-end
- * (store_mem.c), without files, sockets or servers: routing (a table of
- * locks, candidates, cooldowns and clients), renewal, the shared-lock
- * route that writes nothing, relocks and their lock log and ledger
- * events, the breaker (and a failure of a provider that cools already:
- * not counted, the request sent after the current lock), the
- * bookkeeping of many threads at once (group commit: N finished, N
- * counted), a state that refuses to open (counts
- * kept for LOST_UPDATES), the operator commands, and a team key's
- * admission (rpm, concurrency leases, budget) in the route transaction.
+ * test_state.c - the state's transactions (state.c and its modules
+ * state_*.c) on the in-memory back-end (store_mem.c), without files,
+ * sockets or servers: routing (a table of locks, candidates, cooldowns
+ * and clients), renewal, the shared-lock route that writes nothing,
+ * relocks and their lock log and ledger events, the breaker (and a
+ * failure of a provider that cools already: not counted, the request
+ * sent after the current lock), the bookkeeping of many threads at once
+ * (group commit: N finished, N counted), a state that refuses to open
+ * (counts kept for LOST_UPDATES), the operator commands, and a team
+ * key's admission (rpm, concurrency leases, budget) in the route
+ * transaction and outside it.
+ *
+ * By module: state_route.c test_route_table, test_relock_events,
+ * test_unseen, test_conv, test_conv_off, test_conv_foreign (the route
+ * reads it); state_fail.c test_breaker, test_breaker_cooling, test_conv
+ * and test_conv_off (pressure), test_other_writer (hit rates);
+ * state_batch.c test_finish, test_other_writer, test_conv (its turns),
+ * test_conv_breaks (the breaks counted), test_conv_foreign (the finish
+ * writes it); state_admit.c test_admit, test_admit_unavailable,
+ * test_admit_plain; state_ops.c test_operator, test_rate_release;
+ * state.c (the runner, the reads and writes they share) all of them.
+ * state_upkeep.c is test_scorerun.c's, and test_conv_breaks' sweep.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -1249,6 +1261,20 @@ test_conv_foreign(void)
 			 cv.foreign_items == 20);
 }
 
+/* A fresh state, candidates a and b, the lock on a, and *k the team key
+ * "team" without limits. */
+static void
+team_state(struct teamkey *k)
+{
+	static const char *const ab[] = {"a", "b"};
+
+	store_mem_reset();
+	put_cands(ab, 2);
+	put_lock("a", NOW);
+	memset(k, 0, sizeof(*k));
+	snprintf(k->name, sizeof(k->name), "team");
+}
+
 static void
 test_admit(void)
 {
@@ -1259,11 +1285,7 @@ test_admit(void)
 	int64_t now_ms = (int64_t)NOW * 1000 + 1000, retry = 0, writes;
 	char *v = NULL;
 
-	store_mem_reset();
-	put_cands(ab, 2);
-	put_lock("a", NOW);
-	memset(&k, 0, sizeof(k));
-	snprintf(k.name, sizeof(k.name), "team");
+	team_state(&k);
 	k.rpm = 2;
 	T_ASSERT("admit: rpm 2 admits two in a minute",
 		 admit_one(&k, now_ms, NULL, &none, &none, NULL) == TK_OK &&
@@ -1341,12 +1363,114 @@ test_admit(void)
 	test_admit_holds(&k, now_ms + 2 * 86400000);
 }
 
+/*
+ * A team key admitted outside a route (count_tokens) and its hold's
+ * estimate (state_admit.c): an rpm key counted and refused as in the
+ * route, a key without limits written nothing, and the most a request
+ * can cost at the stored candidates' dearest prices, else at the price
+ * ceiling.
+ */
+static void
+test_admit_plain(void)
+{
+	static const char *const ab[] = {"a", "b"};
+	static const struct teamkey_use none;
+	struct state_admit ad;
+	struct teamkey k;
+	const char *basis = NULL;
+	double usd = -1;
+	int64_t writes;
+	char *v = NULL;
+
+	store_mem_reset();
+	memset(&k, 0, sizeof(k));
+	snprintf(k.name, sizeof(k.name), "team");
+	memset(&ad, 0, sizeof(ad));
+	ad.key = &k;
+	ad.lease = ad.hold = "p1";
+	ad.now_ms = (int64_t)NOW * 1000;
+	ad.day = ad.month = &none;
+	writes = store_mem_writes();
+	T_ASSERT("plain: a key without limits is admitted, nothing written, "
+		 "no lease or hold",
+		 state_admit_plain(&conf, &ad) == ORGW_OK &&
+			 ad.verdict == TK_OK && ad.lease == NULL &&
+			 ad.hold == NULL && store_mem_writes() == writes);
+	k.rpm = 1;
+	T_ASSERT("plain: rpm 1 admits one, counted in its rate record",
+		 state_admit_plain(&conf, &ad) == ORGW_OK &&
+			 ad.verdict == TK_OK &&
+			 (v = get(STATE_RATE_PREFIX "team")) != NULL);
+	free(v);
+	writes = store_mem_writes();
+	ad.now_ms += 1000;
+	T_ASSERT("plain: ...and refuses the next, writing nothing",
+		 state_admit_plain(&conf, &ad) == ORGW_OK &&
+			 ad.verdict == TK_RPM && ad.retry_after_s > 0 &&
+			 store_mem_writes() == writes);
+
+	T_ASSERT("estimate: without candidates, at the price ceiling",
+		 state_estimate(&conf, M, 1000, 100, &usd, &basis) ==
+				 ORGW_OK &&
+			 basis != NULL &&
+			 strcmp(basis, LEDGER_BASIS_CEILING) == 0 &&
+			 usd > 0 &&
+			 usd == ledger_ceiling_cost(
+					conf.price_ceiling_usd_per_mtok / 1e6,
+					1000, 100));
+	put_cands(ab, 2);
+	/* b, the dearer: 1000 prompt tokens at 2e-6, 100 out at 4e-6. */
+	T_ASSERT("estimate: ...with them, at the dearest one's prices",
+		 state_estimate(&conf, M, 1000, 100, &usd, &basis) ==
+				 ORGW_OK &&
+			 strcmp(basis, LEDGER_BASIS_MODEL_MAX) == 0 &&
+			 usd > 0.0024 - 1e-12 && usd < 0.0024 + 1e-12);
+}
+
+/*
+ * orgw-score key release (state_rate_release, state_ops.c): every lease
+ * of a key given back at once and its rpm window kept; a key without a
+ * record releases none, and a damaged record goes.
+ */
+static void
+test_rate_release(void)
+{
+	static const struct teamkey_use none;
+	struct teamkey k;
+	int64_t now_ms = (int64_t)NOW * 1000 + 1000;
+	size_t n = 9;
+	char *v = NULL;
+
+	team_state(&k);
+	k.rpm = 3;
+	k.concurrent = 2;
+	T_ASSERT("release: a key without a record releases none",
+		 state_rate_release(&conf, "team", &n) == ORGW_OK && n == 0);
+	T_ASSERT("release: two leases taken, a third refused",
+		 admit_one(&k, now_ms, "c1", &none, &none, NULL) == TK_OK &&
+			 admit_one(&k, now_ms, "c2", &none, &none, NULL) ==
+				 TK_OK &&
+			 admit_one(&k, now_ms, "c3", &none, &none, NULL) ==
+				 TK_CONCURRENT);
+	T_ASSERT("release: gives both back",
+		 state_rate_release(&conf, "team", &n) == ORGW_OK && n == 2);
+	T_ASSERT("release: ...so the third goes in",
+		 admit_one(&k, now_ms, "c3", &none, &none, NULL) == TK_OK);
+	T_ASSERT("release: ...and the rpm window stays: a fourth is over "
+		 "rpm 3",
+		 admit_one(&k, now_ms, "c4", &none, &none, NULL) == TK_RPM);
+	put(STATE_RATE_PREFIX "team", "{not json");
+	T_ASSERT("release: a damaged record is deleted, none released",
+		 state_rate_release(&conf, "team", &n) == ORGW_OK && n == 0 &&
+			 (v = get(STATE_RATE_PREFIX "team")) == NULL);
+	free(v);
+}
+
 /* A state that cannot record refuses the keys with limits or a budget
  * (TK_UNAVAILABLE, no lease), and still routes the operator's key. */
 static void
 test_admit_unavailable(void)
 {
-	static const char *const ab[] = {"a", "b"};
 	static const struct teamkey_use none;
 	struct state_admit ad;
 	struct state_route r;
@@ -1355,11 +1479,7 @@ test_admit_unavailable(void)
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		store_mem_reset();
-		put_cands(ab, 2);
-		put_lock("a", NOW);
-		memset(&k, 0, sizeof(k));
-		snprintf(k.name, sizeof(k.name), "team");
+		team_state(&k);
 		if (i == 0)
 			k.rpm = 2;
 		else if (i == 1)
@@ -1406,6 +1526,8 @@ main(void)
 	test_operator();
 	test_admit();
 	test_admit_unavailable();
+	test_admit_plain();
+	test_rate_release();
 	test_conv();
 	test_conv_off();
 	test_conv_breaks();
