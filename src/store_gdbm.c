@@ -1317,9 +1317,10 @@ gd_commit(struct store *base)
 	if (flock(s->lockfd, LOCK_UN) == -1)
 		err = ORGW_EIO;
 #ifdef ORGW_TRACE_LOCK
-	log_msg("lock", "write=%d wait_us=%lld hold_us=%lld", s->write ? 1 : 0,
+	log_msg("lock", "write=%d wait_us=%lld hold_us=%lld file=%s",
+		s->write ? 1 : 0,
 		(long long)(s->t_got_us - s->t_ask_us),
-		(long long)(clock_mono_us() - s->t_got_us));
+		(long long)(clock_mono_us() - s->t_got_us), s->path);
 #endif
 	if (close(s->lockfd) == -1)
 		err = ORGW_EIO;
