@@ -28,7 +28,9 @@
 #      never into liborgw.a or the gateway;
 #   7. a module's private header src/X_impl.h is included only by its own
 #      files, src/X.c, src/X_*.c and src/X_*.h (a module split in files
-#      shares it; the rest of the tree uses src/X.h).
+#      shares it; the rest of the tree uses src/X.h);
+#   8. README.md's Layout section names every source file of src/,
+#      scheduler/ and cgi-bin/ (a new module says there what it is for).
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -156,4 +158,12 @@ for h in src/*_impl.h; do
 	fi
 done
 rm -f /tmp/orgw-layers-impl.$$
+layout=$(sed -n '/^## Layout/,/^## /p' README.md)
+for f in src/*.c scheduler/*.c cgi-bin/*.c; do
+	n=$(basename "$f" | sed 's/\./\\./g')
+	printf '%s\n' "$layout" | grep -qE "(^|[^A-Za-z0-9_.-])$n([^A-Za-z0-9_]|$)" || {
+		echo "check-layers: README.md's Layout section does not name $f"
+		st=1
+	}
+done
 exit $st
