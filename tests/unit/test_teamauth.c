@@ -26,7 +26,7 @@ static struct orgw_conf conf;
 struct use_call {
 	const char *name;
 	int64_t now;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 };
 
 static enum orgw_err
@@ -41,12 +41,14 @@ do_use(struct store *s, void *arg)
 static double
 spent_today(const char *name)
 {
-	struct use_call u = {name, 0, {0}, {0}};
+	struct use_call u;
 
+	memset(&u, 0, sizeof(u));
+	u.name = name;
 	u.now = clock_now_s();
 	if (keystore_txn(&conf, false, do_use, &u) != ORGW_OK)
 		return -1;
-	return u.day.spend_usd;
+	return u.day.v[LX_KEY_SPEND];
 }
 
 /* A request of t's that ended having cost usd (as upstream's usage said). */
@@ -100,12 +102,12 @@ test_kept_spend(void)
 		 teamauth_check(&conf, &t, "m/x", NULL, 0) == TK_BUDGET &&
 			 spent_today("budget") > 0.0599 &&
 			 spent_today("budget") < 0.0601 &&
-			 t.day.spend_usd > 0.0599);
+			 t.day.v[LX_KEY_SPEND] > 0.0599);
 	key_init(&t, "budget", 0.05);
 	T_ASSERT("kept: ...once: the admission after adds nothing",
 		 teamauth_check(&conf, &t, "m/x", NULL, 0) == TK_OK &&
 			 spent_today("budget") < 0.0601 &&
-			 t.day.spend_usd == 0);
+			 t.day.v[LX_KEY_SPEND] == 0);
 	T_ASSERT("kept: nothing else kept: settle is true",
 		 teamauth_settle(&conf, &t, clock_now_s()));
 }
