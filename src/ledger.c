@@ -43,7 +43,7 @@ const struct ledger_field ledger_fields[LX_N] = {
 	[LX_COMPLETION] = {"out", "tokens.completion", LS_PROVIDER | LS_API,
 			   NULL, "tokens.output", false, "completion_tokens"},
 	[LX_REASONING] = {"rt", "tokens.reasoning", LS_PROVIDER | LS_API,
-			  NULL, "tokens.reasoning", false},
+			  NULL, "tokens.reasoning", false, "reasoning_tokens"},
 	[LX_COST] = {"usd", "cost_usd", LS_PROVIDER | LS_API, NULL, NULL,
 		     false},
 	[LX_COST_EST] = {"eusd", "cost_estimated_usd", LS_PROVIDER | LS_API,

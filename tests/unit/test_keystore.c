@@ -227,6 +227,7 @@ test_use_revoke(void)
 	memset(&u, 0, sizeof(u));
 	u.v[LX_REQUESTS] = 1;
 	u.v[LX_KEY_SPEND] = 0.25;
+	u.v[LX_REASONING] = 7;
 	u.v[LX_LAST_USED] = NOW + 5;
 	c.add = &u;
 	T_ASSERT("use_add: once", run(&c, true) == ORGW_OK);
@@ -236,14 +237,15 @@ test_use_revoke(void)
 	T_ASSERT("use: the next day's window holds one, the month two",
 		 run(&c, false) == ORGW_OK && c.day.v[LX_REQUESTS] == 1 &&
 			 c.month.v[LX_REQUESTS] == 2 &&
-			 T_NEAR(c.month.v[LX_KEY_SPEND], 0.5));
+			 T_NEAR(c.month.v[LX_KEY_SPEND], 0.5) &&
+			 c.month.v[LX_REASONING] == 14);
 	c.now = NOW;
 	T_ASSERT("use: the first day's window holds one",
 		 run(&c, false) == ORGW_OK && c.day.v[LX_REQUESTS] == 1);
 	v = raw_get("TEAMKEY_USE:alice:2026-12");
 	T_ASSERT("use: a window is stored as a ledger cell",
-		 v != NULL && strcmp(v, "{\"v\":1,\"r\":2,\"ksp\":0.5,"
-				     "\"lu\":1796083205}") == 0);
+		 v != NULL && strcmp(v, "{\"v\":1,\"r\":2,\"rt\":14,"
+				     "\"ksp\":0.5,\"lu\":1796083205}") == 0);
 	free(v);
 	/* A window written before use was a ledger cell reads on, and the
 	 * next request writes it back as a cell. */
@@ -272,7 +274,7 @@ test_use_revoke(void)
 	T_ASSERT("use_add: the older shape written back as a cell",
 		 v != NULL &&
 			 strcmp(v, "{\"v\":1,\"r\":4,\"pt\":100,\"ct\":40,"
-				   "\"out\":20,\"ksp\":1.75,"
+				   "\"out\":20,\"rt\":7,\"ksp\":1.75,"
 				   "\"ksv\":0.25,\"xrpm\":1,\"xconc\":2,"
 				   "\"xbud\":3,\"xmod\":4,"
 				   "\"lu\":1796083205}") == 0);

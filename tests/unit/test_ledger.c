@@ -892,9 +892,10 @@ test_key_cell(void)
 		if (k.ttfb[i] != 0 || k.dur[i] != 0)
 			clean = 0;
 	T_ASSERT("key cell: only the rows a key counts, no histogram", clean);
-	T_ASSERT("key cell: the request, its tokens",
+	T_ASSERT("key cell: the request, its tokens, reasoning included",
 		 k.v[LX_REQUESTS] == 1 && k.v[LX_PROMPT] == 1000 &&
-			 k.v[LX_CACHED] == 400 && k.v[LX_COMPLETION] == 50);
+			 k.v[LX_CACHED] == 400 && k.v[LX_COMPLETION] == 50 &&
+			 k.v[LX_REASONING] == 20);
 	T_ASSERT("key cell: its spend, what cache reads saved, its last use",
 		 k.v[LX_KEY_SPEND] == 0.002 &&
 			 T_NEAR(k.v[LX_KEY_SAVED], 0.001) &&
@@ -912,7 +913,7 @@ test_key_cell(void)
 	T_ASSERT("key render: every row with a team name, by that name",
 		 o != NULL && ledger_render_key(o, &k) &&
 			 at(o, "requests") == 1 &&
-			 at(o, "completion_tokens") == 50 &&
+			 at(o, "reasoning_tokens") == 20 &&
 			 at(o, "spend_usd") == 0.5 &&
 			 at(o, "refused_model") == 0 &&
 			 cJSON_GetObjectItemCaseSensitive(o, "lu") == NULL &&
@@ -920,10 +921,10 @@ test_key_cell(void)
 				 NULL);
 	cJSON_Delete(o);
 	T_ASSERT("key rows: by their names",
-		 ledger_field_ix("out") == LX_COMPLETION &&
+		 ledger_field_ix("rt") == LX_REASONING &&
 			 ledger_field_ix("lu") == LX_LAST_USED &&
 			 ledger_field_ix("nope") == -1 &&
-			 ledger_key_row(LX_COMPLETION) &&
+			 ledger_key_row(LX_REASONING) &&
 			 ledger_key_row(LX_LAST_USED) &&
 			 !ledger_key_row(LX_COST) && !ledger_key_row(-1) &&
 			 !ledger_key_row(LX_N));

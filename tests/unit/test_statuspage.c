@@ -325,7 +325,7 @@ test_days_tokens(void)
 }
 
 /* The Keys table: its tokens and refusals are every row of the ledger
- * with a team name of that kind. */
+ * with a team name of that kind, reasoning included. */
 static void
 test_keys_table(void)
 {
@@ -336,7 +336,7 @@ test_keys_table(void)
 		"\"last_used\":1764590000,\"today\":{\"spend_usd\":0.25},"
 		"\"month\":{\"requests\":3,\"prompt_tokens\":30,"
 		"\"cached_tokens\":10,\"completion_tokens\":9,"
-		"\"spend_usd\":0.5,"
+		"\"reasoning_tokens\":6,\"spend_usd\":0.5,"
 		"\"saved_usd\":0.125,\"refused_rpm\":1,"
 		"\"refused_concurrent\":2,\"refused_budget\":4,"
 		"\"refused_model\":0}}}}";
@@ -347,9 +347,10 @@ test_keys_table(void)
 
 	T_ASSERT("keys: rendered", h != NULL);
 	h = h ? h : calloc(1, 1);
-	T_ASSERT("keys: the tokens",
-		 has(h, "<th>prompt / cached / completion tokens</th>") &&
-			 has(h, ">30 / 10 / 9</td>"));
+	T_ASSERT("keys: the tokens, reasoning included",
+		 has(h, "<th>prompt / cached / completion / reasoning "
+			"tokens</th>") &&
+			 has(h, ">30 / 10 / 9 / 6</td>"));
 	T_ASSERT("keys: the refusals by reason",
 		 has(h, "<th>refused rpm / concurrent / budget / model</th>") &&
 			 has(h, ">1 / 2 / 4 / 0</td>"));

@@ -636,6 +636,7 @@ test_use_record(void)
 	u.v[LX_PROMPT] = 34000;
 	u.v[LX_CACHED] = 1200;
 	u.v[LX_COMPLETION] = 560;
+	u.v[LX_REASONING] = 300;
 	u.v[LX_KEY_SPEND] = 0.123456789012345;
 	u.v[LX_KEY_SAVED] = 0.01;
 	u.v[LX_REFUSED_RPM] = 1;
@@ -647,7 +648,7 @@ test_use_record(void)
 	T_ASSERT("use: a ledger cell of every row",
 		 s != NULL &&
 			 strcmp(s, "{\"v\":1,\"r\":12,\"pt\":34000,"
-				   "\"ct\":1200,\"out\":560,"
+				   "\"ct\":1200,\"out\":560,\"rt\":300,"
 				   "\"ksp\":0.123456789012345,"
 				   "\"ksv\":0.01,\"xrpm\":1,\"xconc\":2,"
 				   "\"xbud\":3,\"xmod\":4,"
@@ -669,6 +670,7 @@ test_use_record(void)
 			 back.v[LX_PROMPT] == 34000 &&
 			 back.v[LX_CACHED] == 1200 &&
 			 back.v[LX_COMPLETION] == 560 &&
+			 back.v[LX_REASONING] == 0 &&
 			 back.v[LX_KEY_SPEND] == 0.123456789012345 &&
 			 back.v[LX_KEY_SAVED] == 0.01 &&
 			 back.v[LX_REFUSED_RPM] == 1 &&
@@ -766,6 +768,7 @@ test_use_record(void)
 	memset(&a, 0, sizeof(a));
 	a.v[LX_REQUESTS] = 1;
 	a.v[LX_PROMPT] = 100;
+	a.v[LX_REASONING] = 5;
 	a.v[LX_KEY_SPEND] = 0.5;
 	a.v[LX_REFUSED_BUDGET] = 1;
 	a.v[LX_LAST_USED] = 2000;
@@ -773,7 +776,7 @@ test_use_record(void)
 	teamkey_use_add(&b, &a);
 	T_ASSERT("use add: counters sum",
 		 b.v[LX_REQUESTS] == 13 && b.v[LX_PROMPT] == 34100 &&
-			 b.v[LX_CACHED] == 1200 &&
+			 b.v[LX_CACHED] == 1200 && b.v[LX_REASONING] == 305 &&
 			 b.v[LX_REFUSED_BUDGET] == 4 &&
 			 b.v[LX_REFUSED_MODEL] == 4 &&
 			 T_NEAR(b.v[LX_KEY_SPEND], u.v[LX_KEY_SPEND] + 0.5) &&
