@@ -98,13 +98,8 @@ raw_get(const char *key)
 static bool
 raw_has(const char *key)
 {
-	struct store *s;
-	char *v = NULL;
+	char *v = raw_get(key);
 
-	if (store_open(&s, &conf, false, 100) != ORGW_OK)
-		return false;
-	(void)store_get(s, key, &v);
-	(void)store_close(s);
 	free(v);
 	return v != NULL;
 }
