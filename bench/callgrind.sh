@@ -20,6 +20,11 @@
 #   CG_FUNCS="f g"         also print each function's inclusive
 #                          instructions per request (callgrind_annotate),
 #                          e.g. fp_compute for what fingerprinting costs
+#   CG_TEAMKEY="ARGS"      send a team key's requests instead of the
+#                          operator's: the key is made with `orgw-score key
+#                          add bench ARGS` (e.g. "--budget-usd-day 100
+#                          --rpm 100000"; "-" for none), with KEYS_SECRET
+#                          set for the gateway
 set -u
 . "$(dirname "$0")/../tests/lib.sh"
 
@@ -28,6 +33,7 @@ N=${CG_N:-200}
 M=${CG_MODEL:-deepseek/deepseek-v3.2}
 API_PATH=${CG_PATH:-/v1/chat/completions}
 FUNCS=${CG_FUNCS:-}
+TEAMKEY=${CG_TEAMKEY:-}
 OUTDIR=$(mktemp -d "${TMPDIR:-/tmp}/orgw-cg.XXXXXX")
 BODY_FILE=${CG_BODY_FILE:-$OUTDIR/body.json}
 [ -n "${CG_BODY_FILE:-}" ] ||
@@ -69,7 +75,8 @@ measure() {
 
 # One orgw worker of BINARY under callgrind, behind lighttpd.
 one() {
-	local label=$1 bin=$2 state=$3 out pid
+	local label=$1 bin=$2 state=$3 out pid key=$ORGW_KEY
+	local -a secret=() args=()
 	[[ $bin == /* ]] || bin=$ORGW_ROOT/$bin
 	out=$OUTDIR/$label
 	mkdir -p "$out"
@@ -78,13 +85,20 @@ one() {
 	exec valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=$out/cg.%p $bin
 	EOF
 	chmod +x "$out/wrap.sh"
-	ORGW_FCGI_BIN=$out/wrap.sh ORGW_WORKERS=1 orgw_start
+	[ -n "$TEAMKEY" ] && secret=(KEYS_SECRET=callgrind-bench-secret-0123456789)
+	ORGW_FCGI_BIN=$out/wrap.sh ORGW_WORKERS=1 orgw_start "${secret[@]}"
 	if [ -n "$state" ]; then
 		env -i PATH="$PATH" "$ORGW_ROOT/scheduler/orgw-score" \
 			--config "$ORGW_CONFIG_FILE" --load <"$state" >/dev/null 2>&1
 	fi
+	if [ -n "$TEAMKEY" ]; then
+		[ "$TEAMKEY" = - ] || read -r -a args <<<"$TEAMKEY"
+		key=$(env -i PATH="$PATH" "$ORGW_ROOT/scheduler/orgw-score" \
+			--config "$ORGW_CONFIG_FILE" key add bench "${args[@]}")
+		[[ $key == orgw-* ]] || { echo "$label: key add failed" >&2; return 1; }
+	fi
 	pid=$(pgrep -f "callgrind-out-file=$out/cg" | head -1)
-	measure "$label" "$pid" "$ORGW_URL$API_PATH" "$ORGW_KEY" "$out"
+	measure "$label" "$pid" "$ORGW_URL$API_PATH" "$key" "$out"
 	orgw_stop >/dev/null 2>&1
 }
 

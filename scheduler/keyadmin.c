@@ -38,6 +38,7 @@
 #include "dump.h"
 #include "keyadmin.h"
 #include "keystore.h"
+#include "ledger.h"
 #include "state.h"
 #include "store.h"
 #include "teamkey.h"
@@ -634,7 +635,7 @@ run_release(const struct orgw_conf *c, const struct keyadmin_cmd *cmd)
 /* One key of a list, with its use. */
 struct row {
 	struct teamkey k;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 };
 
 struct rows {
@@ -750,7 +751,7 @@ print_table(const struct list_ctx *l)
 	char models[TEAMKEY_GLOBS_MAX * (TEAMKEY_GLOB_MAX + 1) + 2];
 	char bd[32], bm[32], rpm[24], conc[24], last[32], exp[32];
 	size_t i;
-	int64_t lu;
+	double lu;
 
 	printf("%-20s %-8s %-5s %10s %10s %10s %10s %6s %5s %8s %9s %-19s "
 	       "%-19s %s\n",
@@ -765,45 +766,32 @@ print_table(const struct list_ctx *l)
 		cell_usd(bm, sizeof(bm), r->k.budget_month_usd);
 		cell_int(rpm, sizeof(rpm), r->k.rpm);
 		cell_int(conc, sizeof(conc), r->k.concurrent);
-		lu = r->month.last_used > r->day.last_used ?
-			     r->month.last_used :
-			     r->day.last_used;
-		cell_time(last, sizeof(last), lu);
+		lu = r->month.v[LX_LAST_USED] > r->day.v[LX_LAST_USED] ?
+			     r->month.v[LX_LAST_USED] :
+			     r->day.v[LX_LAST_USED];
+		cell_time(last, sizeof(last), (int64_t)lu);
 		cell_time(exp, sizeof(exp), r->k.expires);
-		printf("%-20s %-8s %-5s %10.4f %10s %10.4f %10s %6s %5s %8lld "
-		       "%9lld %-19s %-19s %s\n",
+		printf("%-20s %-8s %-5s %10.4f %10s %10.4f %10s %6s %5s %8.0f "
+		       "%9.0f %-19s %-19s %s\n",
 		       r->k.name, teamkey_state(&r->k, l->now),
-		       r->k.admin ? "yes" : "no", r->day.spend_usd, bd,
-		       r->month.spend_usd, bm, rpm, conc,
-		       (long long)r->day.requests,
-		       (long long)r->month.requests, last, exp, models);
+		       r->k.admin ? "yes" : "no", r->day.v[LX_KEY_SPEND], bd,
+		       r->month.v[LX_KEY_SPEND], bm, rpm, conc,
+		       r->day.v[LX_REQUESTS], r->month.v[LX_REQUESTS], last,
+		       exp, models);
 	}
 	printf("# %zu keys\n", l->rows.n);
 }
 
-/* A window's use as a JSON object; false on allocation failure. */
+/* A window's use as a JSON object: the key's figures as /stats shows
+ * them (ledger_render_key) and its last use; false on allocation
+ * failure. */
 static bool
-json_use(cJSON *o, const char *name, const struct teamkey_use *u)
+json_use(cJSON *o, const char *name, const struct ledger_cell *u)
 {
 	cJSON *j = cJSON_AddObjectToObject(o, name);
 
-	return j != NULL &&
-	       cJSON_AddNumberToObject(j, "requests", (double)u->requests) &&
-	       cJSON_AddNumberToObject(j, "spend_usd", u->spend_usd) &&
-	       cJSON_AddNumberToObject(j, "saved_usd", u->saved_usd) &&
-	       cJSON_AddNumberToObject(j, "prompt", (double)u->prompt) &&
-	       cJSON_AddNumberToObject(j, "cached", (double)u->cached) &&
-	       cJSON_AddNumberToObject(j, "completion",
-				       (double)u->completion) &&
-	       cJSON_AddNumberToObject(j, "refused_rpm",
-				       (double)u->refused_rpm) &&
-	       cJSON_AddNumberToObject(j, "refused_concurrent",
-				       (double)u->refused_concurrent) &&
-	       cJSON_AddNumberToObject(j, "refused_budget",
-				       (double)u->refused_budget) &&
-	       cJSON_AddNumberToObject(j, "refused_model",
-				       (double)u->refused_model) &&
-	       cJSON_AddNumberToObject(j, "last_used", (double)u->last_used);
+	return j != NULL && ledger_render_key(j, u) &&
+	       cJSON_AddNumberToObject(j, "last_used", u->v[LX_LAST_USED]);
 }
 
 static bool
@@ -1074,7 +1062,7 @@ when_ok(const char *w)
 static const char *
 item_check(struct item *it)
 {
-	struct teamkey_use u;
+	struct ledger_cell u;
 	char name[TEAMKEY_NAME_MAX + 2], *colon, *text;
 	const char *rest;
 	size_t n;

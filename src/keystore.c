@@ -266,7 +266,7 @@ keystore_del(struct store *s, const char *name)
 
 /* One use window of name into *u: absent is zeros. */
 static enum orgw_err
-use_get(struct store *s, const char *key, struct teamkey_use *u)
+use_get(struct store *s, const char *key, struct ledger_cell *u)
 {
 	char *v = NULL;
 	enum orgw_err err;
@@ -301,7 +301,7 @@ use_keys(const char *name, int64_t now_s, char *kd, char *km)
 
 enum orgw_err
 keystore_use(struct store *s, const char *name, int64_t now_s,
-	     struct teamkey_use *day, struct teamkey_use *month)
+	     struct ledger_cell *day, struct ledger_cell *month)
 {
 	char kd[KEY_MAX], km[KEY_MAX];
 	enum orgw_err err;
@@ -317,11 +317,11 @@ keystore_use(struct store *s, const char *name, int64_t now_s,
 
 enum orgw_err
 keystore_use_add(struct store *s, const char *name, int64_t now_s,
-		 const struct teamkey_use *u)
+		 const struct ledger_cell *u)
 {
 	char kd[KEY_MAX], km[KEY_MAX];
 	const char *keys[2] = {kd, km};
-	struct teamkey_use w;
+	struct ledger_cell w;
 	enum orgw_err err;
 	size_t i;
 

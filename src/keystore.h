@@ -25,7 +25,8 @@
  * Keys (values are JSON text):
  *   TEAMKEY:<name>             teamkey_encode()
  *   TEAMKEY_HASH:<hex>         {"v":1,"name":"<name>"}
- *   TEAMKEY_USE:<name>:<day>   teamkey_use_encode(), day "YYYY-MM-DD"
+ *   TEAMKEY_USE:<name>:<day>   teamkey_use_encode() (a ledger cell of
+ *                              the key's rows), day "YYYY-MM-DD"
  *   TEAMKEY_USE:<name>:<month> the same, month "YYYY-MM"
  *
  * A revoked key (keystore_del) loses its record and index; its use
@@ -110,12 +111,12 @@ enum orgw_err keystore_del(struct store *s, const char *name);
  * ORGW_EIO for a damaged window (logged); ORGW_EINVAL for a bad name.
  */
 enum orgw_err keystore_use(struct store *s, const char *name, int64_t now_s,
-			   struct teamkey_use *day,
-			   struct teamkey_use *month);
+			   struct ledger_cell *day,
+			   struct ledger_cell *month);
 
 /* Adds u to both windows of now_s (writers only; teamkey_use_add). */
 enum orgw_err keystore_use_add(struct store *s, const char *name,
-			       int64_t now_s, const struct teamkey_use *u);
+			       int64_t now_s, const struct ledger_cell *u);
 
 /*
  * Calls fn for every key record (k borrowed for the call), in the

@@ -18,7 +18,7 @@
 
 const struct ledger_field ledger_fields[LX_N] = {
 	[LX_REQUESTS] = {"r", "requests", LS_PROVIDER | LS_API, NULL, NULL,
-			 false},
+			 false, "requests"},
 	[LX_OK] = {"ok", "ok", LS_PROVIDER | LS_API, NULL, "requests.ok",
 		   false},
 	[LX_E429] = {"e429", "errors.429", 0, NULL, NULL, false},
@@ -34,15 +34,16 @@ const struct ledger_field ledger_fields[LX_N] = {
 		      false},
 	[LX_OFF_PIN] = {"off", "off_pin", 0, NULL, NULL, false},
 	[LX_PROMPT] = {"pt", "tokens.prompt", LS_PROVIDER | LS_API,
-		       "prompt_tokens", "tokens.input", false},
+		       "prompt_tokens", "tokens.input", false, "prompt_tokens"},
 	[LX_CACHED] = {"ct", "tokens.cached", LS_PROVIDER | LS_API,
-		       "cached_tokens", "tokens.cache_read", false},
+		       "cached_tokens", "tokens.cache_read", false,
+		       "cached_tokens"},
 	[LX_CACHE_WRITE] = {"cw", "tokens.cache_write", LS_PROVIDER | LS_API,
 			    NULL, "tokens.cache_write", false},
 	[LX_COMPLETION] = {"out", "tokens.completion", LS_PROVIDER | LS_API,
-			   NULL, "tokens.output", false},
+			   NULL, "tokens.output", false, "completion_tokens"},
 	[LX_REASONING] = {"rt", "tokens.reasoning", LS_PROVIDER | LS_API,
-			  NULL, "tokens.reasoning", false},
+			  NULL, "tokens.reasoning", false, "reasoning_tokens"},
 	[LX_COST] = {"usd", "cost_usd", LS_PROVIDER | LS_API, NULL, NULL,
 		     false},
 	[LX_COST_EST] = {"eusd", "cost_estimated_usd", LS_PROVIDER | LS_API,
@@ -83,6 +84,20 @@ const struct ledger_field ledger_fields[LX_N] = {
 			    "breaks.expired", true},
 	[LX_BRK_MISS] = {"bpm", "conversations.breaks.provider_miss", 0,
 			 NULL, "breaks.provider_miss", true},
+	[LX_KEY_SPEND] = {"ksp", NULL, LS_KEYONLY, NULL, NULL, false,
+			  "spend_usd"},
+	[LX_KEY_SAVED] = {"ksv", NULL, LS_KEYONLY, NULL, NULL, false,
+			  "saved_usd"},
+	[LX_REFUSED_RPM] = {"xrpm", NULL, LS_KEYONLY, NULL, NULL, false,
+			    "refused_rpm"},
+	[LX_REFUSED_CONCURRENT] = {"xconc", NULL, LS_KEYONLY, NULL, NULL,
+				   false, "refused_concurrent"},
+	[LX_REFUSED_BUDGET] = {"xbud", NULL, LS_KEYONLY, NULL, NULL, false,
+			       "refused_budget"},
+	[LX_REFUSED_MODEL] = {"xmod", NULL, LS_KEYONLY, NULL, NULL, false,
+			      "refused_model"},
+	[LX_LAST_USED] = {"lu", NULL, LS_KEYONLY | LS_MAX, NULL, NULL, false,
+			  NULL},
 };
 
 static double
@@ -106,6 +121,22 @@ field_of(const char *key, int *from)
 			return i;
 		}
 	return -1;
+}
+
+int
+ledger_field_ix(const char *key)
+{
+	int from = 0;
+
+	return field_of(key, &from);
+}
+
+bool
+ledger_key_row(int i)
+{
+	return i >= 0 && i < LX_N &&
+	       (ledger_fields[i].team != NULL ||
+		(ledger_fields[i].scope & LS_KEYONLY));
 }
 
 /* A histogram member "t<slot>" or "d<slot>": the slot array, else NULL. */
@@ -249,8 +280,10 @@ ledger_outcome(const struct stats_delta *d)
 	return ledger_fields[outcome_ix(d)].metrics + strlen("requests.");
 }
 
-void
-ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
+/* Every row of d, a model's and its key's (ledger_from_delta and
+ * ledger_key_from_delta keep theirs). */
+static void
+delta_rows(struct ledger_cell *c, const struct stats_delta *d)
 {
 	double spend = fin(d->cost_usd);
 
@@ -296,6 +329,48 @@ ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
 		c->v[LX_SAVED] = unc - spend;
 		c->v[LX_PRICED] = 1;
 	}
+	c->v[LX_KEY_SPEND] = fin(ledger_key_spend(d));
+	/* Only cache reads save a key money (the rest is rounding). */
+	if (d->usage && d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
+		c->v[LX_KEY_SAVED] = fin(d->uncached_usd - d->cost_usd);
+	c->v[LX_LAST_USED] = (double)d->now;
+}
+
+void
+ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d)
+{
+	int i;
+
+	delta_rows(c, d);
+	for (i = 0; i < LX_N; i++)
+		if (ledger_fields[i].scope & LS_KEYONLY)
+			c->v[i] = 0;
+}
+
+void
+ledger_key_from_delta(struct ledger_cell *c, const struct stats_delta *d)
+{
+	int i;
+
+	delta_rows(c, d);
+	for (i = 0; i < LX_N; i++)
+		if (!ledger_key_row(i))
+			c->v[i] = 0;
+	memset(c->ttfb, 0, sizeof(c->ttfb));
+	memset(c->dur, 0, sizeof(c->dur));
+}
+
+bool
+ledger_render_key(cJSON *o, const struct ledger_cell *c)
+{
+	int i;
+
+	for (i = 0; i < LX_N; i++)
+		if (ledger_fields[i].team != NULL &&
+		    cJSON_AddNumberToObject(o, ledger_fields[i].team,
+					    fin(c->v[i])) == NULL)
+			return false;
+	return true;
 }
 
 enum ledger_ix

@@ -15,9 +15,18 @@
  *
  * Every counter is one row of ledger_fields: its name in a cell, where
  * /stats shows it (a path in the model's object, and whether it is also
- * broken down by provider, by API and by day) and where /metrics reads
- * it.  /stats, /status and /metrics are all rendered from these rows, so
- * a new counter is one row here and one line where the request sets it.
+ * broken down by provider, by API and by day), where /metrics reads it
+ * and its name in a team key's figures.  /stats, /status and /metrics
+ * are all rendered from these rows, so a new counter is one row here and
+ * one line where the request sets it.
+ *
+ * A team key's use is counted in cells of the same codec, one per key
+ * and UTC day or month, in the keys store (TEAMKEY_USE:<name>:<when>,
+ * keystore.h; teamkey_use_decode reads them strictly): a key's cell
+ * holds the rows with a team name and the key's own rows (LS_KEYONLY:
+ * its spend, savings, refusals and last use), which no model's cell
+ * holds.  So a row given a team name is a figure of every key in
+ * /stats, /status, /metrics, /v1/key and `orgw-score key list`.
  *
  * The records of earlier releases (STATS:<model>, METRICS:<model>) are
  * read and added in (ledger_merge_legacy), never written.
@@ -90,6 +99,13 @@ enum ledger_ix {
 	LX_BRK_PREFIX,
 	LX_BRK_EXPIRED,
 	LX_BRK_MISS,
+	LX_KEY_SPEND,		/* a team key's own rows (LS_KEYONLY): */
+	LX_KEY_SAVED,		/* its spend, what cache reads saved it, */
+	LX_REFUSED_RPM,		/* its refusals by reason */
+	LX_REFUSED_CONCURRENT,
+	LX_REFUSED_BUDGET,
+	LX_REFUSED_MODEL,
+	LX_LAST_USED,		/* unix s of its last request counted */
 	LX_N
 };
 
@@ -98,6 +114,7 @@ enum ledger_ix {
 #define LS_PROVIDER 1u
 #define LS_API 2u
 #define LS_MAX 4u		/* a maximum, not a sum */
+#define LS_KEYONLY 8u		/* counted in team keys' cells only */
 
 struct ledger_field {
 	const char *key;	/* name in a cell */
@@ -109,6 +126,11 @@ struct ledger_field {
 				 * (metrics_model false) or model object,
 				 * or NULL */
 	bool metrics_model;
+	const char *team;	/* its name in a team key's figures of a
+				 * window (/stats keys.<name>.today and
+				 * .month), or NULL: not one.  A key's
+				 * cell holds these rows and the
+				 * LS_KEYONLY ones. */
 };
 
 extern const struct ledger_field ledger_fields[LX_N];
@@ -130,10 +152,31 @@ char *ledger_cell_encode(const struct ledger_cell *c);
 /* dst += src (a maximum for LS_MAX rows); non-finite values count 0. */
 void ledger_cell_add(struct ledger_cell *dst, const struct ledger_cell *src);
 
+/* The row whose name in a cell is key, or -1. */
+int ledger_field_ix(const char *key);
+
+/* True when row i is counted in a team key's cells (a team name, or
+ * LS_KEYONLY). */
+bool ledger_key_row(int i);
+
 /* The cell of one request d (money already priced by
  * ledger_price()).  The breaker trips of d are not in it: the trip's
  * own transaction counts them (ledger_event). */
 void ledger_from_delta(struct ledger_cell *c, const struct stats_delta *d);
+
+/*
+ * The cell of one request d in its team key's use: the rows of
+ * ledger_from_delta() a key counts (ledger_key_row), its spend
+ * (ledger_key_spend), what cache reads saved it (the uncached cost over
+ * the cost of an answer with usage and cached tokens; nothing else
+ * saves) and d->now as its last use.
+ */
+void ledger_key_from_delta(struct ledger_cell *c, const struct stats_delta *d);
+
+/* Adds c's figures to o (one number member per row with a team name, by
+ * that name, in the rows' order): a team key's window as /stats, /v1/key
+ * and `orgw-score key list --json` show it.  False when out of memory. */
+bool ledger_render_key(cJSON *o, const struct ledger_cell *c);
 
 /* The row that counts a conversation's cache break of cause (its
  * request's cell adds one to it), or LX_N for CONVCACHE_NONE or a cause

@@ -474,17 +474,6 @@ key_value(struct emit *e, const cJSON *keys, const char *field,
 enum orgw_err
 prom_render_keys(struct buf *out, const cJSON *keys)
 {
-	static const struct {
-		const char *field, *type;
-	} tokens[] = {{"prompt_tokens", "input"},
-		      {"cached_tokens", "cache_read"},
-		      {"completion_tokens", "output"}};
-	static const struct {
-		const char *field, *reason;
-	} refusals[] = {{"refused_rpm", "rpm"},
-			{"refused_concurrent", "concurrent"},
-			{"refused_budget", "budget"},
-			{"refused_model", "model"}};
 	struct emit e = {out, ORGW_OK};
 	const cJSON *k;
 	double v;
@@ -499,9 +488,16 @@ prom_render_keys(struct buf *out, const cJSON *keys)
 	family(&e, "orgw_key_tokens_total", "counter",
 	       "Tokens of a team key this UTC month, by type (as "
 	       "orgw_tokens_total).");
-	for (i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++)
-		key_value(&e, keys, tokens[i].field, "orgw_key_tokens_total",
-			  "type", tokens[i].type);
+	/* Every token row of the ledger a key counts, under the type
+	 * orgw_tokens_total gives it. */
+	for (i = 0; i < LX_N; i++) {
+		const struct ledger_field *f = &ledger_fields[i];
+
+		if (f->team != NULL && f->metrics != NULL &&
+		    strncmp(f->metrics, "tokens.", 7) == 0)
+			key_value(&e, keys, f->team, "orgw_key_tokens_total",
+				  "type", f->metrics + 7);
+	}
 	family(&e, "orgw_key_spend_usd_total", "counter",
 	       "What a team key spent this UTC month, USD.");
 	key_value(&e, keys, "spend_usd", "orgw_key_spend_usd_total", NULL,
@@ -513,9 +509,14 @@ prom_render_keys(struct buf *out, const cJSON *keys)
 	family(&e, "orgw_key_refused_total", "counter",
 	       "Requests of a team key refused this UTC month, by reason "
 	       "(rpm, concurrent, budget, model).");
-	for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
-		key_value(&e, keys, refusals[i].field, "orgw_key_refused_total",
-			  "reason", refusals[i].reason);
+	/* Every refusal row, "refused_<reason>". */
+	for (i = 0; i < LX_N; i++) {
+		const char *t = ledger_fields[i].team;
+
+		if (t != NULL && strncmp(t, "refused_", 8) == 0)
+			key_value(&e, keys, t, "orgw_key_refused_total",
+				  "reason", t + 8);
+	}
 	family(&e, "orgw_key_budget_remaining_usd", "gauge",
 	       "What is left of a team key's budget, by window (day, "
 	       "month); only for keys with that budget.");

@@ -1618,7 +1618,7 @@ team_refuse(struct relay *rl, enum teamkey_verdict v)
 			 "the next UTC %s",
 			 t->key.budget_month_usd > 0 &&
 					 (t->key.budget_day_usd <= 0 ||
-					  t->month.spend_usd >=
+					  t->month.v[LX_KEY_SPEND] >=
 						  t->key.budget_month_usd) ?
 				 "month" :
 				 "day");

@@ -96,7 +96,7 @@ struct state_admit {
 	/* Its use as the keys store had it when the request came, which
 	 * the budget is checked against, raised to the spend of the
 	 * requests that ended since (teamkey_rate_use). */
-	const struct teamkey_use *day, *month;
+	const struct ledger_cell *day, *month;
 	/* A key with a budget: the request's hold id (its lease id; set
 	 * to NULL when none was taken), and what bounds its cost: its
 	 * body's bytes and its output limit (0: none), priced at the

@@ -67,7 +67,7 @@ estimate_in(struct store *s, const char *model, int64_t now_s,
  */
 static enum orgw_err
 hold_check(struct store *s, struct state_admit *ad, const char *model,
-	   struct teamkey_use *day, struct teamkey_use *month,
+	   struct ledger_cell *day, struct ledger_cell *month,
 	   struct holds **hp)
 {
 	struct holds *h;
@@ -79,8 +79,8 @@ hold_check(struct store *s, struct state_admit *ad, const char *model,
 	if ((err = hold_read(s, ad->key->name, k, &h)) != ORGW_OK)
 		return err;
 	held = holds_total(h, ad->now_ms);
-	day->spend_usd += held;
-	month->spend_usd += held;
+	day->v[LX_KEY_SPEND] += held;
+	month->v[LX_KEY_SPEND] += held;
 	if (teamkey_check_budget(ad->key, day, month) != TK_OK) {
 		ad->verdict = TK_CONCURRENT;
 		ad->retry_after_s = 1;
@@ -173,7 +173,7 @@ admit(struct store *s, struct state_admit *ad, const char *model)
 		return err;
 	}
 	if (ad->key->budget_day_usd > 0 || ad->key->budget_month_usd > 0) {
-		struct teamkey_use day = *ad->day, month = *ad->month;
+		struct ledger_cell day = *ad->day, month = *ad->month;
 
 		teamkey_rate_use(r, ad->now_ms / 1000, &day, &month);
 		ad->verdict = teamkey_check_budget(ad->key, &day, &month);

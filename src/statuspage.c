@@ -746,24 +746,83 @@ budget_text(const cJSON *k, const char *budget, const char *left, char *dst,
 	snprintf(dst, n, "$%.4f of $%.4f", num(k, left), num(k, budget));
 }
 
+/* True when a row's team name t is one of the figures a Keys cell
+ * shows together: the tokens ("<type>_tokens") or the refusals
+ * ("refused_<reason>"); *part the name that shows. */
+static bool
+team_group(const char *t, bool refusals, char *part, size_t n)
+{
+	size_t len = t != NULL ? strlen(t) : 0;
+
+	if (len == 0)
+		return false;
+	if (refusals) {
+		if (len <= 8 || strncmp(t, "refused_", 8) != 0)
+			return false;
+		snprintf(part, n, "%s", t + 8);
+		return true;
+	}
+	if (len <= 7 || strcmp(t + len - 7, "_tokens") != 0)
+		return false;
+	snprintf(part, n, "%.*s", (int)(len - 7), t);
+	return true;
+}
+
+/* One Keys cell of the rows of a group (team_group) of window w, as
+ * "a / b / c" into vals, and (head not NULL) its heading into head:
+ * "<pre>a / b / c<post>".  The rows come from the ledger's table, so a
+ * row given a team name shows without a change here. */
+static void
+team_cell(const cJSON *w, bool refusals, char *head, size_t hn,
+	  const char *pre, const char *post, char *vals, size_t vn)
+{
+	char part[64];
+	size_t h = 0, v = 0, shown = 0;
+	int i;
+
+	if (head != NULL)
+		h = (size_t)snprintf(head, hn, "%s", pre);
+	vals[0] = '\0';
+	for (i = 0; i < LX_N; i++) {
+		const char *sep = shown > 0 ? " / " : "";
+
+		if (!team_group(ledger_fields[i].team, refusals, part,
+				sizeof(part)))
+			continue;
+		shown++;
+		if (head != NULL && h < hn)
+			h += (size_t)snprintf(head + h, hn - h, "%s%s", sep,
+					      part);
+		if (v < vn)
+			v += (size_t)snprintf(vals + v, vn - v, "%s%.0f", sep,
+					      num(w, ledger_fields[i].team));
+	}
+	if (head != NULL && h < hn)
+		snprintf(head + h, hn - h, "%s", post);
+}
+
 /* The team keys (/stats "keys"): this month's use, today's spend and
  * what is left of the budgets. */
 static void
 keys_table(struct out *o, const cJSON *stats)
 {
-	static const char *const cols[] = {
-		"key", "state", "models", "requests (month)",
-		"prompt / cached / completion tokens", "spend $ today",
-		"spend $ month", "saved $ month", "left of day budget",
-		"left of month budget", "refused rpm / conc / budget / model",
+	char tok_head[160], ref_head[160];
+	const char *cols[] = {
+		"key", "state", "models", "requests (month)", tok_head,
+		"spend $ today", "spend $ month", "saved $ month",
+		"left of day budget", "left of month budget", ref_head,
 		"last used"};
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(stats, "keys");
 	const cJSON *k, *g, *mo, *dy;
-	char models[256], b[96], t[24];
+	char models[256], b[160], t[24];
 	size_t n;
 
 	if (!cJSON_IsObject(keys))
 		return;
+	team_cell(NULL, false, tok_head, sizeof(tok_head), "", " tokens", b,
+		  sizeof(b));
+	team_cell(NULL, true, ref_head, sizeof(ref_head), "refused ", "", b,
+		  sizeof(b));
 	put(o, "<section><h2>Keys</h2>");
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(stats,
 							    "keys_error"))) {
@@ -797,9 +856,7 @@ keys_table(struct out *o, const cJSON *stats)
 		td(o, cols[1], NULL, str(k, "state"));
 		td(o, cols[2], NULL, models);
 		tdf(o, cols[3], "%.0f", num(mo, "requests"));
-		snprintf(b, sizeof(b), "%.0f / %.0f / %.0f",
-			 num(mo, "prompt_tokens"), num(mo, "cached_tokens"),
-			 num(mo, "completion_tokens"));
+		team_cell(mo, false, NULL, 0, NULL, NULL, b, sizeof(b));
 		td(o, cols[4], "n", b);
 		tdf(o, cols[5], "%.6f", num(dy, "spend_usd"));
 		tdf(o, cols[6], "%.6f", num(mo, "spend_usd"));
@@ -810,9 +867,7 @@ keys_table(struct out *o, const cJSON *stats)
 		budget_text(k, "budget_usd_month", "remaining_usd_month", b,
 			    sizeof(b));
 		td(o, cols[9], "n", b);
-		snprintf(b, sizeof(b), "%.0f / %.0f / %.0f / %.0f",
-			 num(mo, "refused_rpm"), num(mo, "refused_concurrent"),
-			 num(mo, "refused_budget"), num(mo, "refused_model"));
+		team_cell(mo, true, NULL, 0, NULL, NULL, b, sizeof(b));
 		td(o, cols[10], "n", b);
 		if (num(k, "last_used") > 0)
 			fmt_time((int64_t)num(k, "last_used"), t);

@@ -157,7 +157,7 @@ teamauth_check_plain(const struct orgw_conf *c, struct teamauth *t)
 struct use_arg {
 	const char *name;
 	int64_t now_s;
-	const struct teamkey_use *u;
+	const struct ledger_cell *u;
 };
 
 static enum orgw_err
@@ -173,7 +173,7 @@ do_use_add(struct store *s, void *arg)
 
 static enum orgw_err
 use_add(const struct orgw_conf *c, const char *name, int64_t now_s,
-	const struct teamkey_use *u)
+	const struct ledger_cell *u)
 {
 	struct use_arg a = {name, now_s, u};
 
@@ -187,7 +187,7 @@ use_add(const struct orgw_conf *c, const char *name, int64_t now_s,
 struct pending {
 	char name[TEAMKEY_NAME_MAX + 1];	/* "": free */
 	int64_t now_s;		/* in the UTC day the use is counted in */
-	struct teamkey_use u;
+	struct ledger_cell u;
 };
 
 static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -196,7 +196,7 @@ static struct pending pending[PENDING_MAX];
 /* Keeps u (of name, at now_s) to be settled; false when the table is
  * full.  Merged with what the key already has kept for that day. */
 static bool
-pending_keep(const char *name, int64_t now_s, const struct teamkey_use *u)
+pending_keep(const char *name, int64_t now_s, const struct ledger_cell *u)
 {
 	char day[11], d[11];
 	struct pending *free_e = NULL;
@@ -269,15 +269,16 @@ teamauth_settle(const struct orgw_conf *c, struct teamauth *t, int64_t now_s)
 					 e.name, orgw_strerror(err));
 			else
 				log_err("keys store: use of key %s not counted "
-					"(%s), no room to keep it: requests=%lld "
-					"spend_usd=%.8f",
+					"(%s), no room to keep it: "
+					"requests=%.0f spend_usd=%.8f",
 					e.name, orgw_strerror(err),
-					(long long)e.u.requests, e.u.spend_usd);
+					e.u.v[LX_REQUESTS],
+					e.u.v[LX_KEY_SPEND]);
 			return false;
 		}
 		log_info("keys store: kept use of key %s recorded: "
-			 "requests=%lld spend_usd=%.8f",
-			 e.name, (long long)e.u.requests, e.u.spend_usd);
+			 "requests=%.0f spend_usd=%.8f",
+			 e.name, e.u.v[LX_REQUESTS], e.u.v[LX_KEY_SPEND]);
 		/* t's use was read before this went in. */
 		teamkey_day(e.now_s, d);
 		teamkey_month(e.now_s, m);
@@ -293,28 +294,14 @@ void
 teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
 		 enum teamkey_verdict verdict, int64_t now_s)
 {
-	struct teamkey_use u;
+	struct ledger_cell u;
+	enum ledger_ix ix = teamkey_refused_ix(verdict);
 	enum orgw_err err;
 
-	memset(&u, 0, sizeof(u));
-	switch (verdict) {
-	case TK_MODEL:
-		u.refused_model = 1;
-		break;
-	case TK_BUDGET:
-		u.refused_budget = 1;
-		break;
-	case TK_RPM:
-		u.refused_rpm = 1;
-		break;
-	case TK_CONCURRENT:
-		u.refused_concurrent = 1;
-		break;
-	case TK_OK:
-	case TK_UNKNOWN:
-	case TK_UNAVAILABLE:	/* the store refuses writes already */
+	if (ix == LX_N)
 		return;
-	}
+	memset(&u, 0, sizeof(u));
+	u.v[ix] = 1;
 	if ((err = use_add(c, t->key.name, now_s, &u)) != ORGW_OK)
 		log_err("keys store: refusal of key %s not counted (%s)",
 			t->key.name, orgw_strerror(err));
@@ -325,7 +312,7 @@ teamauth_refused(const struct orgw_conf *c, const struct teamauth *t,
  * dropped while there is room to keep it. */
 static void
 use_record(const struct orgw_conf *c, const char *name, int64_t now_s,
-	   const struct teamkey_use *u)
+	   const struct ledger_cell *u)
 {
 	enum orgw_err err;
 
@@ -333,27 +320,27 @@ use_record(const struct orgw_conf *c, const char *name, int64_t now_s,
 		return;
 	if (pending_keep(name, now_s, u))
 		log_warn("keys store: use of key %s not recorded (%s), kept "
-			 "in this worker until it can be: requests=%lld "
+			 "in this worker until it can be: requests=%.0f "
 			 "spend_usd=%.8f",
-			 name, orgw_strerror(err), (long long)u->requests,
-			 u->spend_usd);
+			 name, orgw_strerror(err), u->v[LX_REQUESTS],
+			 u->v[LX_KEY_SPEND]);
 	else
 		log_err("keys store: use of key %s not counted (%s), no "
-			"room to keep it: requests=%lld spend_usd=%.8f",
-			name, orgw_strerror(err), (long long)u->requests,
-			u->spend_usd);
+			"room to keep it: requests=%.0f spend_usd=%.8f",
+			name, orgw_strerror(err), u->v[LX_REQUESTS],
+			u->v[LX_KEY_SPEND]);
 }
 
 void
 teamauth_spend(const struct orgw_conf *c, const char *name, int64_t now_s,
 	       int64_t requests, double usd)
 {
-	struct teamkey_use u;
+	struct ledger_cell u;
 
 	memset(&u, 0, sizeof(u));
-	u.requests = requests;
-	u.spend_usd = usd;
-	u.last_used = now_s;
+	u.v[LX_REQUESTS] = (double)requests;
+	u.v[LX_KEY_SPEND] = usd;
+	u.v[LX_LAST_USED] = (double)now_s;
 	use_record(c, name, now_s, &u);
 }
 
@@ -361,18 +348,9 @@ void
 teamauth_finish(const struct orgw_conf *c, const struct teamauth *t,
 		const struct stats_delta *d)
 {
-	struct teamkey_use u;
+	struct ledger_cell u;
 
-	memset(&u, 0, sizeof(u));
-	u.requests = 1;
-	u.prompt = d->prompt_tokens;
-	u.cached = d->cached_tokens;
-	u.completion = d->completion_tokens;
-	u.spend_usd = ledger_key_spend(d);
-	/* Only cache reads save (the rest is rounding). */
-	if (d->usage && d->cached_tokens > 0 && d->uncached_usd > d->cost_usd)
-		u.saved_usd = d->uncached_usd - d->cost_usd;
-	u.last_used = d->now;
+	ledger_key_from_delta(&u, d);
 	use_record(c, t->key.name, d->now, &u);
 }
 
@@ -417,6 +395,15 @@ teamauth_code(enum teamkey_verdict v)
 		break;
 	}
 	return "ok";
+}
+
+/* One window's figures (the key's ledger rows) as o's object name. */
+static bool
+add_use(cJSON *o, const char *name, const struct ledger_cell *u)
+{
+	cJSON *w = cJSON_AddObjectToObject(o, name);
+
+	return w != NULL && ledger_render_key(w, u);
 }
 
 /* A budget's figure for /v1/key: null when there is none. */
@@ -466,11 +453,11 @@ teamauth_key_json(const struct teamauth *t)
 	 * longer window), else the day's. */
 	if (k->budget_month_usd > 0) {
 		limit = k->budget_month_usd;
-		used = t->month.spend_usd;
+		used = t->month.v[LX_KEY_SPEND];
 		reset = "monthly";
 	} else if (k->budget_day_usd > 0) {
 		limit = k->budget_day_usd;
-		used = t->day.spend_usd;
+		used = t->day.v[LX_KEY_SPEND];
 		reset = "daily";
 	}
 	if ((o = cJSON_CreateObject()) == NULL)
@@ -482,9 +469,11 @@ teamauth_key_json(const struct teamauth *t)
 				   remaining(limit, used)) &&
 	     (reset ? cJSON_AddStringToObject(d, "limit_reset", reset) :
 		      cJSON_AddNullToObject(d, "limit_reset")) &&
-	     cJSON_AddNumberToObject(d, "usage", t->month.spend_usd) &&
-	     cJSON_AddNumberToObject(d, "usage_daily", t->day.spend_usd) &&
-	     cJSON_AddNumberToObject(d, "usage_monthly", t->month.spend_usd) &&
+	     cJSON_AddNumberToObject(d, "usage", t->month.v[LX_KEY_SPEND]) &&
+	     cJSON_AddNumberToObject(d, "usage_daily",
+				     t->day.v[LX_KEY_SPEND]) &&
+	     cJSON_AddNumberToObject(d, "usage_monthly",
+				     t->month.v[LX_KEY_SPEND]) &&
 	     cJSON_AddFalseToObject(d, "is_free_tier") &&
 	     cJSON_AddFalseToObject(d, "is_management_key") &&
 	     cJSON_AddFalseToObject(d, "is_provisioning_key");
@@ -515,9 +504,10 @@ teamauth_key_json(const struct teamauth *t)
 	     cJSON_AddNumberToObject(own, "concurrent",
 				     (double)k->concurrent) &&
 	     cJSON_AddNumberToObject(own, "requests_today",
-				     (double)t->day.requests) &&
+				     t->day.v[LX_REQUESTS]) &&
 	     cJSON_AddNumberToObject(own, "requests_month",
-				     (double)t->month.requests);
+				     t->month.v[LX_REQUESTS]) &&
+	     add_use(own, "today", &t->day) && add_use(own, "month", &t->month);
 	if (ok)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
@@ -531,35 +521,11 @@ struct tree_arg {
 	enum orgw_err err;
 };
 
-/* One window's figures, as /stats shows them. */
-static bool
-add_use(cJSON *o, const char *name, const struct teamkey_use *u)
-{
-	cJSON *w = cJSON_AddObjectToObject(o, name);
-
-	return w != NULL &&
-	       cJSON_AddNumberToObject(w, "requests", (double)u->requests) &&
-	       cJSON_AddNumberToObject(w, "prompt_tokens", (double)u->prompt) &&
-	       cJSON_AddNumberToObject(w, "cached_tokens", (double)u->cached) &&
-	       cJSON_AddNumberToObject(w, "completion_tokens",
-				       (double)u->completion) &&
-	       cJSON_AddNumberToObject(w, "spend_usd", u->spend_usd) &&
-	       cJSON_AddNumberToObject(w, "saved_usd", u->saved_usd) &&
-	       cJSON_AddNumberToObject(w, "refused_rpm",
-				       (double)u->refused_rpm) &&
-	       cJSON_AddNumberToObject(w, "refused_concurrent",
-				       (double)u->refused_concurrent) &&
-	       cJSON_AddNumberToObject(w, "refused_budget",
-				       (double)u->refused_budget) &&
-	       cJSON_AddNumberToObject(w, "refused_model",
-				       (double)u->refused_model);
-}
-
 static int
 tree_key(void *arg, const struct teamkey *k)
 {
 	struct tree_arg *a = arg;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 	cJSON *o;
 	bool ok;
 
@@ -579,14 +545,15 @@ tree_key(void *arg, const struct teamkey *k)
 				   limit_of(k->budget_month_usd)) &&
 	     cJSON_AddItemToObject(o, "remaining_usd_day",
 				   remaining(k->budget_day_usd,
-					     day.spend_usd)) &&
+					     day.v[LX_KEY_SPEND])) &&
 	     cJSON_AddItemToObject(o, "remaining_usd_month",
 				   remaining(k->budget_month_usd,
-					     month.spend_usd)) &&
+					     month.v[LX_KEY_SPEND])) &&
 	     cJSON_AddNumberToObject(o, "last_used",
-				     (double)(day.last_used > month.last_used ?
-						      day.last_used :
-						      month.last_used)) &&
+				     day.v[LX_LAST_USED] >
+						     month.v[LX_LAST_USED] ?
+					     day.v[LX_LAST_USED] :
+					     month.v[LX_LAST_USED]) &&
 	     add_use(o, "today", &day) && add_use(o, "month", &month);
 	if (!ok)
 		a->err = ORGW_ENOMEM;

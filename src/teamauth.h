@@ -35,7 +35,7 @@ enum teamauth_who {
 /* A team key's request. */
 struct teamauth {
 	struct teamkey key;
-	struct teamkey_use day, month;	/* its use when the request came */
+	struct ledger_cell day, month;	/* its use when it came */
 	char lease[TEAMKEY_LEASE_ID_MAX + 1];	/* its concurrency lease id */
 	struct state_admit admit;	/* for state_route() */
 };
@@ -110,17 +110,19 @@ const char *teamauth_code(enum teamkey_verdict v);
 
 /*
  * GET /v1/key's body for t (OpenRouter's shape: the key's name, limits
- * and usage today and this month), cJSON-allocated (free with
+ * and usage today and this month; under data.orgw its own figures of
+ * today and this month, ledger_render_key), cJSON-allocated (free with
  * cJSON_free), NULL when out of memory.
  */
 char *teamauth_key_json(const struct teamauth *t);
 
 /*
  * Adds every team key to keys (an object, by name): its state, models,
- * limits, remaining budgets, last use, and today's and this month's
- * requests, tokens, spend, savings and refusals, for /stats, /status
- * and /metrics.  Nothing without KEYS_SECRET.  The keys store's error
- * (keys holds what was added before it), else ORGW_OK.
+ * limits, remaining budgets, last use, and its figures of today and
+ * this month (ledger_render_key: requests, tokens, spend, savings and
+ * refusals), for /stats, /status and /metrics.  Nothing without
+ * KEYS_SECRET.  The keys store's error (keys holds what was added
+ * before it), else ORGW_OK.
  */
 enum orgw_err teamauth_keys_tree(const struct orgw_conf *c, int64_t now_s,
 				 cJSON *keys);

@@ -1,7 +1,8 @@
 /*
  * teamkey.c - the pure core of team keys (see teamkey.h): names and
  * model globs, the keyed hash of a key, the codecs of its three records
- * and the checks made before a request goes upstream.
+ * (its use a ledger cell, ledger.c's codec checked strictly) and the
+ * checks made before a request goes upstream.
  *
  * Pure: no clock, no environment, no file.  The HMAC and the
  * constant-time compare are libcrypto's, the globs fnmatch(3)'s, the
@@ -437,71 +438,78 @@ teamkey_decode(const char *text, struct teamkey *k)
 
 /* ---- TEAMKEY_USE:<name>:<when> ---- */
 
-/* The members of struct teamkey_use, by name, so encode, decode, add
- * and the check of a struct are one loop each. */
-enum use_kind { USE_INT, USE_DBL };
-
-static const struct use_field {
+/* The members of a use record before it was a ledger cell, by the row
+ * each counts in now: such a record reads as the cell it would be. */
+static const struct {
 	const char *name;
-	size_t off;
-	enum use_kind kind;
-} use_fields[] = {
-	{"requests", offsetof(struct teamkey_use, requests), USE_INT},
-	{"prompt", offsetof(struct teamkey_use, prompt), USE_INT},
-	{"cached", offsetof(struct teamkey_use, cached), USE_INT},
-	{"completion", offsetof(struct teamkey_use, completion), USE_INT},
-	{"spend_usd", offsetof(struct teamkey_use, spend_usd), USE_DBL},
-	{"saved_usd", offsetof(struct teamkey_use, saved_usd), USE_DBL},
-	{"refused_rpm", offsetof(struct teamkey_use, refused_rpm), USE_INT},
-	{"refused_concurrent", offsetof(struct teamkey_use, refused_concurrent),
-	 USE_INT},
-	{"refused_budget", offsetof(struct teamkey_use, refused_budget),
-	 USE_INT},
-	{"refused_model", offsetof(struct teamkey_use, refused_model), USE_INT},
-	{"last_used", offsetof(struct teamkey_use, last_used), USE_INT},
+	enum ledger_ix ix;
+} use_v1[] = {
+	{"requests", LX_REQUESTS},
+	{"prompt", LX_PROMPT},
+	{"cached", LX_CACHED},
+	{"completion", LX_COMPLETION},
+	{"spend_usd", LX_KEY_SPEND},
+	{"saved_usd", LX_KEY_SAVED},
+	{"refused_rpm", LX_REFUSED_RPM},
+	{"refused_concurrent", LX_REFUSED_CONCURRENT},
+	{"refused_budget", LX_REFUSED_BUDGET},
+	{"refused_model", LX_REFUSED_MODEL},
+	{"last_used", LX_LAST_USED},
 };
 
-#define N_USE_FIELDS (sizeof(use_fields) / sizeof(use_fields[0]))
+#define N_USE_V1 (sizeof(use_v1) / sizeof(use_v1[0]))
 
-static int64_t *
-use_int(struct teamkey_use *u, const struct use_field *f)
+/* The row a key counts named name in a cell, or in a record of the
+ * older shape; -1 for any other member. */
+static int
+use_row(const char *name)
 {
-	return (int64_t *)(void *)((char *)u + f->off);
+	int i = ledger_field_ix(name);
+	size_t j;
+
+	if (i >= 0)
+		return ledger_key_row(i) ? i : -1;
+	for (j = 0; j < N_USE_V1; j++)
+		if (strcmp(use_v1[j].name, name) == 0)
+			return (int)use_v1[j].ix;
+	return -1;
 }
 
-static double *
-use_dbl(struct teamkey_use *u, const struct use_field *f)
+/* True when v may be row i of a key's use: in 0..TK_NUM_MAX, and whole
+ * but for a dollar amount (a team name ending in "_usd"). */
+static bool
+use_value_ok(int i, double v)
 {
-	return (double *)(void *)((char *)u + f->off);
+	const char *t = ledger_fields[i].team;
+	size_t n = t != NULL ? strlen(t) : 0;
+
+	if (!dbl_ok(v))
+		return false;
+	return (n > 4 && strcmp(t + n - 4, "_usd") == 0) || v == floor(v);
 }
 
 char *
-teamkey_use_encode(const struct teamkey_use *u)
+teamkey_use_encode(const struct ledger_cell *u)
 {
-	struct teamkey_use c = *u;
-	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL && add_int(o, "v", TK_VERSION);
-	size_t i;
+	int i;
 
-	for (i = 0; ok && i < N_USE_FIELDS; i++) {
-		const struct use_field *f = &use_fields[i];
-
-		if (f->kind == USE_INT)
-			ok = int_ok(*use_int(&c, f)) &&
-			     add_int(o, f->name, *use_int(&c, f));
-		else
-			ok = dbl_ok(*use_dbl(&c, f)) &&
-			     add_dbl(o, f->name, *use_dbl(&c, f));
-	}
-	return finish(o, ok);
+	for (i = 0; i < LX_N; i++)
+		if (ledger_key_row(i) ? !use_value_ok(i, u->v[i]) :
+					u->v[i] != 0)
+			return NULL;
+	for (i = 0; i < LAT_N_SLOTS; i++)
+		if (u->ttfb[i] != 0 || u->dur[i] != 0)
+			return NULL;
+	return ledger_cell_encode(u);
 }
 
 enum orgw_err
-teamkey_use_decode(const char *text, struct teamkey_use *u)
+teamkey_use_decode(const char *text, struct ledger_cell *u)
 {
+	const cJSON *it;
 	cJSON *o;
 	bool ok;
-	size_t i;
+	int i;
 
 	memset(u, 0, sizeof(*u));
 	if (text == NULL)
@@ -509,12 +517,12 @@ teamkey_use_decode(const char *text, struct teamkey_use *u)
 	o = parse_record(text);
 	ok = o != NULL;
 	/* Absent members are 0: a window's record only grows. */
-	for (i = 0; ok && i < N_USE_FIELDS; i++) {
-		const struct use_field *f = &use_fields[i];
-
-		ok = f->kind == USE_INT ?
-			     int_get(o, f->name, false, use_int(u, f)) :
-			     dbl_get(o, f->name, false, use_dbl(u, f));
+	for (it = ok ? o->child : NULL; ok && it != NULL; it = it->next) {
+		if (it->string == NULL || (i = use_row(it->string)) < 0)
+			continue;
+		ok = cJSON_IsNumber(it) && use_value_ok(i, it->valuedouble);
+		if (ok)
+			u->v[i] = it->valuedouble;
 	}
 	cJSON_Delete(o);
 	if (!ok) {
@@ -535,24 +543,16 @@ count_add(int64_t a, int64_t b)
 }
 
 void
-teamkey_use_add(struct teamkey_use *dst, const struct teamkey_use *src)
+teamkey_use_add(struct ledger_cell *dst, const struct ledger_cell *src)
 {
-	struct teamkey_use s = *src;
-	size_t i;
+	int i;
 
-	for (i = 0; i < N_USE_FIELDS; i++) {
-		const struct use_field *f = &use_fields[i];
-
-		if (f->off == offsetof(struct teamkey_use, last_used))
-			continue;
-		if (f->kind == USE_INT)
-			*use_int(dst, f) =
-				count_add(*use_int(dst, f), *use_int(&s, f));
-		else
-			*use_dbl(dst, f) += *use_dbl(&s, f);
-	}
-	if (src->last_used > dst->last_used)
-		dst->last_used = src->last_used;
+	ledger_cell_add(dst, src);
+	for (i = 0; i < LX_N; i++)
+		if (!(dst->v[i] >= 0))
+			dst->v[i] = 0;
+		else if (dst->v[i] > (double)TK_NUM_MAX)
+			dst->v[i] = (double)TK_NUM_MAX;
 }
 
 void
@@ -595,6 +595,26 @@ teamkey_verdict_name(enum teamkey_verdict v)
 	return "unknown";
 }
 
+enum ledger_ix
+teamkey_refused_ix(enum teamkey_verdict v)
+{
+	switch (v) {
+	case TK_MODEL:
+		return LX_REFUSED_MODEL;
+	case TK_BUDGET:
+		return LX_REFUSED_BUDGET;
+	case TK_RPM:
+		return LX_REFUSED_RPM;
+	case TK_CONCURRENT:
+		return LX_REFUSED_CONCURRENT;
+	case TK_OK:
+	case TK_UNKNOWN:
+	case TK_UNAVAILABLE:
+		break;
+	}
+	return LX_N;
+}
+
 enum teamkey_verdict
 teamkey_check_key(const struct teamkey *k, int64_t now_s, const char *model,
 		  const char *const *models, size_t n_models)
@@ -630,11 +650,11 @@ over(double spend, double budget)
 }
 
 enum teamkey_verdict
-teamkey_check_budget(const struct teamkey *k, const struct teamkey_use *day,
-		     const struct teamkey_use *month)
+teamkey_check_budget(const struct teamkey *k, const struct ledger_cell *day,
+		     const struct ledger_cell *month)
 {
-	if (over(day ? day->spend_usd : 0, k->budget_day_usd) ||
-	    over(month ? month->spend_usd : 0, k->budget_month_usd))
+	if (over(day ? day->v[LX_KEY_SPEND] : 0, k->budget_day_usd) ||
+	    over(month ? month->v[LX_KEY_SPEND] : 0, k->budget_month_usd))
 		return TK_BUDGET;
 	return TK_OK;
 }
@@ -1011,13 +1031,13 @@ teamkey_rate_spend(struct teamkey_rate *r, int64_t now_s, double usd)
 
 void
 teamkey_rate_use(const struct teamkey_rate *r, int64_t now_s,
-		 struct teamkey_use *day, struct teamkey_use *month)
+		 struct ledger_cell *day, struct ledger_cell *month)
 {
 	int64_t d, m;
 
 	windows_of(now_s, &d, &m);
-	if (r->day == d && r->spent_day > day->spend_usd)
-		day->spend_usd = r->spent_day;
-	if (r->month == m && r->spent_month > month->spend_usd)
-		month->spend_usd = r->spent_month;
+	if (r->day == d && r->spent_day > day->v[LX_KEY_SPEND])
+		day->v[LX_KEY_SPEND] = r->spent_day;
+	if (r->month == m && r->spent_month > month->v[LX_KEY_SPEND])
+		month->v[LX_KEY_SPEND] = r->spent_month;
 }

@@ -12,7 +12,9 @@
  *   TEAMKEY:<name>             the key's record (teamkey_encode)
  *   TEAMKEY_HASH:<hex>         the name of the key with that hash
  *   TEAMKEY_USE:<name>:<when>  what the key used in one UTC day
- *                              ("YYYY-MM-DD") or month ("YYYY-MM")
+ *                              ("YYYY-MM-DD") or month ("YYYY-MM"): a
+ *                              ledger cell of the rows a key counts
+ *                              (ledger.h, teamkey_use_encode)
  * In the routing state (soft: losing it only forgets a minute's count):
  *   TEAMKEY_RATE:<name>        requests in the current minute and the
  *                              concurrency leases (teamkey_rate_*)
@@ -27,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ledger.h"
 #include "orgw.h"
 
 #define TEAMKEY_PREFIX "orgw-"
@@ -51,16 +54,6 @@ struct teamkey {
 	int64_t rotated;	/* unix s of the last rotate, 0: never */
 	bool admin;		/* may read /stats, /metrics, /status */
 	bool disabled;
-};
-
-/* What a key used in one window (a UTC day or month). */
-struct teamkey_use {
-	int64_t requests;
-	int64_t prompt, cached, completion;
-	double spend_usd;
-	double saved_usd;
-	int64_t refused_rpm, refused_concurrent, refused_budget, refused_model;
-	int64_t last_used;	/* unix s of the last request counted */
 };
 
 /* True when name may name a key: 1..TEAMKEY_NAME_MAX of [A-Za-z0-9._-],
@@ -123,16 +116,26 @@ bool teamkey_ok(const struct teamkey *k);
 char *teamkey_encode(const struct teamkey *k);
 enum orgw_err teamkey_decode(const char *text, struct teamkey *k);
 
-/* The same for a window's use; absent (NULL) text decodes to zeros
- * (ORGW_OK), absent members to 0.  encode gives NULL also for a counter
- * or dollar amount that is negative, NaN, infinite or over 10^15: the
- * caller keeps the stored record rather than lose it. */
-char *teamkey_use_encode(const struct teamkey_use *u);
-enum orgw_err teamkey_use_decode(const char *text, struct teamkey_use *u);
+/*
+ * The same for what a key used in one window (a UTC day or month): a
+ * ledger cell (ledger.h) of the rows a key counts (ledger_key_row), its
+ * text ledger_cell_encode()'s.  Absent (NULL) text decodes to zeros
+ * (ORGW_OK), absent members to 0; the members of a record written
+ * before use was a ledger cell ({"v":1,"requests":...,"spend_usd":...,
+ * "last_used":...}) read into their rows, so such a record is written
+ * back as a cell.  Members of no row a key counts are left out.  encode
+ * gives NULL, and decode refuses, a figure that is negative, NaN,
+ * infinite or over 10^15, or a count (anything but a dollar amount,
+ * whose team name ends in "_usd") that is not whole; encode also a
+ * non-zero row or histogram slot a key does not count: the caller keeps
+ * the stored record rather than lose it.
+ */
+char *teamkey_use_encode(const struct ledger_cell *u);
+enum orgw_err teamkey_use_decode(const char *text, struct ledger_cell *u);
 
-/* dst += src (last_used: the later).  The counters saturate at 10^15,
- * so they never overflow and always encode. */
-void teamkey_use_add(struct teamkey_use *dst, const struct teamkey_use *src);
+/* dst += src (ledger_cell_add: the last use is the later), every row
+ * held in 0..10^15, so it never overflows and always encodes. */
+void teamkey_use_add(struct ledger_cell *dst, const struct ledger_cell *src);
 
 /* The UTC day "YYYY-MM-DD" (11 bytes) and month "YYYY-MM" (8 bytes) of
  * now_s (record_day's, the one date formatter). */
@@ -152,9 +155,13 @@ enum teamkey_verdict {
 };
 
 /* A static name of v for logs and labels ("ok", "unknown", "model",
- * "budget", "rpm", "concurrent": the refused_* of struct teamkey_use;
- * "unavailable"); never NULL. */
+ * "budget", "rpm", "concurrent", "unavailable"); never NULL. */
 const char *teamkey_verdict_name(enum teamkey_verdict v);
+
+/* The row of a key's use that counts a refusal v (LX_REFUSED_*), or
+ * LX_N for a verdict that is not counted (TK_OK, TK_UNKNOWN, and
+ * TK_UNAVAILABLE: the store refuses writes already). */
+enum ledger_ix teamkey_refused_ix(enum teamkey_verdict v);
 
 /*
  * The checks that need no counts: k disabled or expired at now_s is
@@ -172,13 +179,13 @@ enum teamkey_verdict teamkey_check_key(const struct teamkey *k,
  * (expires passed) or "active"; only an active key is let in. */
 const char *teamkey_state(const struct teamkey *k, int64_t now_s);
 
-/* TK_BUDGET when today's (day) or this month's (month) spend has
- * reached k's budget for that window (a budget of 0 is none; a NaN or
- * infinite spend has reached any); TK_OK otherwise.  day or month NULL
- * is no use yet. */
+/* TK_BUDGET when today's (day) or this month's (month) spend
+ * (LX_KEY_SPEND) has reached k's budget for that window (a budget of 0
+ * is none; a NaN or infinite spend has reached any); TK_OK otherwise.
+ * day or month NULL is no use yet. */
 enum teamkey_verdict teamkey_check_budget(const struct teamkey *k,
-					  const struct teamkey_use *day,
-					  const struct teamkey_use *month);
+					  const struct ledger_cell *day,
+					  const struct ledger_cell *month);
 
 #define TEAMKEY_LEASE_ID_MAX 32	/* hex digits of a lease id */
 
@@ -277,6 +284,6 @@ void teamkey_rate_spend(struct teamkey_rate *r, int64_t now_s, double usd);
  * same windows of now_s where that is more.
  */
 void teamkey_rate_use(const struct teamkey_rate *r, int64_t now_s,
-		      struct teamkey_use *day, struct teamkey_use *month);
+		      struct ledger_cell *day, struct ledger_cell *month);
 
 #endif

@@ -26,8 +26,9 @@
 # end of that UTC day), the double's own
 # answer for the operator's key; /stats, /metrics, /__cron and the /status
 # login for --admin keys only (403 admin_key_required on /stats and /metrics, 403 at the login); every
-# field of /stats keys.<name>, the orgw_key_* families of /metrics, the
-# Keys table of /status; the log line's " key=NAME"; the openai SDK
+# field of /stats keys.<name> (the reasoning tokens of an answer whose
+# usage has them included, in /v1/key too), the orgw_key_* families of
+# /metrics, the Keys table of /status; the log line's " key=NAME"; the openai SDK
 # (chat.mjs) and Claude Code (claude -p, ANTHROPIC_API_KEY) with a team
 # key, served when the key allows anthropic/*, refused with nothing sent
 # upstream when it does not.
@@ -369,7 +370,10 @@ surface() {
 	orgw_http GET /v1/models
 	t_eq "/v1/models with the operator's key: others too" true \
 		"$(json_get "$HTTP_BODY" 'j.data.some((m) => !/^(deepseek|anthropic)\//.test(m.id))')"
+	# Its first answer's usage has reasoning tokens (2 of its output).
+	double_ctl POST config '{"reasoning_tokens":2}' >/dev/null
 	ask "$kt" chat "$M" "one"
+	double_ctl POST config '{"reasoning_tokens":0}' >/dev/null
 	for p in /v1/key /v1/auth/key; do
 		HTTP_KEY=$kt orgw_http GET "$p"
 		t_eq "$p with a team key: OpenRouter's shape, its name, the month's limit, rpm" \
@@ -379,6 +383,9 @@ surface() {
 	t_eq "/v1/key: orgw's own part: models, budgets, concurrency, requests" \
 		'["deepseek/*","anthropic/*"] 5 50 16 1' \
 		"$(json_get "$HTTP_BODY" '((o) => [JSON.stringify(o.models), o.budget_usd_day, o.budget_usd_month, o.concurrent, o.requests_today].join(" "))(j.data.orgw)')"
+	t_eq "/v1/key: today's and this month's figures, the answer's reasoning tokens included" \
+		"1 1 2 2 true" \
+		"$(json_get "$HTTP_BODY" '((o) => [o.today.requests, o.month.requests, o.today.reasoning_tokens, o.month.reasoning_tokens, o.today.completion_tokens >= 2].join(" "))(j.data.orgw)')"
 	orgw_http GET /v1/key
 	out=$(curl -sS -H "Authorization: Bearer $UPSTREAM_KEY" "$DOUBLE_URL/api/v1/key")
 	t_eq "/v1/key with the operator's key: the double's answer for the upstream key" \
@@ -450,10 +457,12 @@ surface() {
 		"state admin models rpm concurrent budget_usd_day budget_usd_month remaining_usd_day remaining_usd_month last_used today month" \
 		"$(json_get "$TK/stats.json" 'Object.keys(j.keys.web).join(" ")')"
 	t_eq "... today and month: every counter" \
-		"requests prompt_tokens cached_tokens completion_tokens spend_usd saved_usd refused_rpm refused_concurrent refused_budget refused_model" \
+		"requests prompt_tokens cached_tokens completion_tokens reasoning_tokens spend_usd saved_usd refused_rpm refused_concurrent refused_budget refused_model" \
 		"$(json_get "$TK/stats.json" 'Object.keys(j.keys.web.today).join(" ") + (JSON.stringify(Object.keys(j.keys.web.today)) === JSON.stringify(Object.keys(j.keys.web.month)) ? "" : " (month differs)")')"
 	t_eq "... its values" 'active false ["deepseek/*","anthropic/*"] 600 16 5 50 true true true' \
 		"$(json_get "$TK/stats.json" '((k) => [k.state, k.admin, JSON.stringify(k.models), k.rpm, k.concurrent, k.budget_usd_day, k.budget_usd_month, Math.abs(k.remaining_usd_day - (5 - k.today.spend_usd)) < 1e-12, Math.abs(Date.now() / 1000 - k.last_used) < 120, k.today.requests === 3].join(" "))(j.keys.web)')"
+	t_eq "... its reasoning tokens: the 2 of its first answer, today and this month" "2 2" \
+		"$(json_get "$TK/stats.json" '[j.keys.web.today.reasoning_tokens, j.keys.web.month.reasoning_tokens].join(" ")')"
 	t_eq "... the admin key: admin true; states of the others" "true active" \
 		"$(json_get "$TK/stats.json" 'j.keys.ops.admin + " " + j.keys.plain.state')"
 	orgw_curl /metrics >"$TK/metrics"
@@ -462,6 +471,7 @@ surface() {
 `orgw_key_tokens_total{key="web",type="input"} ${m.prompt_tokens}`,
 `orgw_key_tokens_total{key="web",type="cache_read"} ${m.cached_tokens}`,
 `orgw_key_tokens_total{key="web",type="output"} ${m.completion_tokens}`,
+`orgw_key_tokens_total{key="web",type="reasoning"} ${m.reasoning_tokens}`,
 `orgw_key_refused_total{key="web",reason="rpm"} 0`,
 `orgw_key_refused_total{key="web",reason="concurrent"} 0`,
 `orgw_key_refused_total{key="web",reason="budget"} 0`,
@@ -485,6 +495,8 @@ if (!ok || !none) { console.log(m.split("\n").filter((l) => l.includes("key=\"we
 	page=$(curl -sS -H "Cookie: $ck" "$ORGW_URL/status")
 	t_check "/status (logged in with the --admin key): the Keys table with web, ops, claude" \
 		bash -c 'p=$1; [[ $p == *"<h2>Keys</h2>"* && $p == *">web<"* && $p == *">ops<"* && $p == *">claude<"* ]]' _ "$page"
+	t_check "... its tokens column has the reasoning tokens" \
+		bash -c 'p=$1; [[ $p == *"<th>prompt / cached / completion / reasoning tokens</th>"* ]]' _ "$page"
 
 	# --- the log line ----------------------------------------------------
 	t_eq "the log: web's 3 answers and its refusal, each line ending key=web" "3 1" \

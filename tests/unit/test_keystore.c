@@ -25,10 +25,10 @@ static struct orgw_conf conf;
 struct call {
 	const struct teamkey *put;
 	const char *find, *get, *del, *use_name;
-	const struct teamkey_use *add;
+	const struct ledger_cell *add;
 	int64_t now;
 	struct teamkey k;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 };
 
 static enum orgw_err
@@ -81,16 +81,25 @@ raw_put(const char *key, const char *val)
 	(void)store_close(s);
 }
 
-static bool
-raw_has(const char *key)
+/* The stored text of key (malloc'd, the caller frees), or NULL. */
+static char *
+raw_get(const char *key)
 {
 	struct store *s;
 	char *v = NULL;
 
 	if (store_open(&s, &conf, false, 100) != ORGW_OK)
-		return false;
+		return NULL;
 	(void)store_get(s, key, &v);
 	(void)store_close(s);
+	return v;
+}
+
+static bool
+raw_has(const char *key)
+{
+	char *v = raw_get(key);
+
 	free(v);
 	return v != NULL;
 }
@@ -193,8 +202,9 @@ test_use_revoke(void)
 {
 	char plain[TEAMKEY_PLAIN_MAX], hk[TEAMKEY_HASH_HEX + 32];
 	struct teamkey a;
-	struct teamkey_use u;
+	struct ledger_cell u;
 	struct call c;
+	char *v;
 	int n = -1;
 
 	store_mem_reset();
@@ -207,24 +217,64 @@ test_use_revoke(void)
 	c.use_name = "alice";
 	c.now = NOW;
 	T_ASSERT("use: absent is zeros",
-		 run(&c, false) == ORGW_OK && c.day.requests == 0 &&
-			 c.month.requests == 0);
+		 run(&c, false) == ORGW_OK && c.day.v[LX_REQUESTS] == 0 &&
+			 c.month.v[LX_REQUESTS] == 0);
 	memset(&u, 0, sizeof(u));
-	u.requests = 1;
-	u.spend_usd = 0.25;
-	u.last_used = NOW + 5;
+	u.v[LX_REQUESTS] = 1;
+	u.v[LX_KEY_SPEND] = 0.25;
+	u.v[LX_REASONING] = 7;
+	u.v[LX_LAST_USED] = NOW + 5;
 	c.add = &u;
 	T_ASSERT("use_add: once", run(&c, true) == ORGW_OK);
 	c.now = NOW + 86400;	/* the next day, same month */
 	T_ASSERT("use_add: the next day", run(&c, true) == ORGW_OK);
 	c.add = NULL;
 	T_ASSERT("use: the next day's window holds one, the month two",
-		 run(&c, false) == ORGW_OK && c.day.requests == 1 &&
-			 c.month.requests == 2 &&
-			 T_NEAR(c.month.spend_usd, 0.5));
+		 run(&c, false) == ORGW_OK && c.day.v[LX_REQUESTS] == 1 &&
+			 c.month.v[LX_REQUESTS] == 2 &&
+			 T_NEAR(c.month.v[LX_KEY_SPEND], 0.5) &&
+			 c.month.v[LX_REASONING] == 14);
 	c.now = NOW;
 	T_ASSERT("use: the first day's window holds one",
-		 run(&c, false) == ORGW_OK && c.day.requests == 1);
+		 run(&c, false) == ORGW_OK && c.day.v[LX_REQUESTS] == 1);
+	v = raw_get("TEAMKEY_USE:alice:2026-12");
+	T_ASSERT("use: a window is stored as a ledger cell",
+		 v != NULL && strcmp(v, "{\"v\":1,\"r\":2,\"rt\":14,"
+				     "\"ksp\":0.5,\"lu\":1796083205}") == 0);
+	free(v);
+	/* A window written before use was a ledger cell reads on, and the
+	 * next request writes it back as a cell. */
+	raw_put("TEAMKEY_USE:alice:2026-12",
+		"{\"v\":1,\"requests\":3,\"prompt\":100,\"cached\":40,"
+		"\"completion\":20,\"spend_usd\":1.5,\"saved_usd\":0.25,"
+		"\"refused_rpm\":1,\"refused_concurrent\":2,"
+		"\"refused_budget\":3,\"refused_model\":4,"
+		"\"last_used\":1796083000}");
+	c.add = NULL;
+	T_ASSERT("use: a window of the older shape reads",
+		 run(&c, false) == ORGW_OK && c.month.v[LX_REQUESTS] == 3 &&
+			 c.month.v[LX_PROMPT] == 100 &&
+			 c.month.v[LX_CACHED] == 40 &&
+			 c.month.v[LX_COMPLETION] == 20 &&
+			 c.month.v[LX_KEY_SPEND] == 1.5 &&
+			 c.month.v[LX_KEY_SAVED] == 0.25 &&
+			 c.month.v[LX_REFUSED_RPM] == 1 &&
+			 c.month.v[LX_REFUSED_CONCURRENT] == 2 &&
+			 c.month.v[LX_REFUSED_BUDGET] == 3 &&
+			 c.month.v[LX_REFUSED_MODEL] == 4 &&
+			 c.month.v[LX_LAST_USED] == 1796083000);
+	c.add = &u;
+	T_ASSERT("use_add: onto the older shape", run(&c, true) == ORGW_OK);
+	v = raw_get("TEAMKEY_USE:alice:2026-12");
+	T_ASSERT("use_add: the older shape written back as a cell",
+		 v != NULL &&
+			 strcmp(v, "{\"v\":1,\"r\":4,\"pt\":100,\"ct\":40,"
+				   "\"out\":20,\"rt\":7,\"ksp\":1.75,"
+				   "\"ksv\":0.25,\"xrpm\":1,\"xconc\":2,"
+				   "\"xbud\":3,\"xmod\":4,"
+				   "\"lu\":1796083205}") == 0);
+	free(v);
+	c.add = NULL;
 	T_ASSERT("use: the keys", raw_has("TEAMKEY_USE:alice:2026-12-01") &&
 					  raw_has("TEAMKEY_USE:alice:2026-12-02") &&
 					  raw_has("TEAMKEY_USE:alice:2026-12"));

@@ -867,6 +867,69 @@ test_key_spend(void)
 		 ledger_key_spend(&d) == 0.5);
 }
 
+/* A team key's cell: the rows with a team name and the key's own, no
+ * other; a model's cell none of the key's own. */
+static void
+test_key_cell(void)
+{
+	struct ledger_cell m, k;
+	struct stats_delta d;
+	cJSON *o;
+	int i, clean = 1;
+
+	delta_ok(&d, "p");
+	ledger_from_delta(&m, &d);
+	ledger_key_from_delta(&k, &d);
+	for (i = 0; i < LX_N; i++)
+		if ((ledger_fields[i].scope & LS_KEYONLY) && m.v[i] != 0)
+			clean = 0;
+	T_ASSERT("key cell: a model's cell holds none of a key's own rows",
+		 clean && m.v[LX_REASONING] == 20);
+	for (i = 0, clean = 1; i < LX_N; i++)
+		if (!ledger_key_row(i) && k.v[i] != 0)
+			clean = 0;
+	for (i = 0; i < LAT_N_SLOTS; i++)
+		if (k.ttfb[i] != 0 || k.dur[i] != 0)
+			clean = 0;
+	T_ASSERT("key cell: only the rows a key counts, no histogram", clean);
+	T_ASSERT("key cell: the request, its tokens, reasoning included",
+		 k.v[LX_REQUESTS] == 1 && k.v[LX_PROMPT] == 1000 &&
+			 k.v[LX_CACHED] == 400 && k.v[LX_COMPLETION] == 50 &&
+			 k.v[LX_REASONING] == 20);
+	T_ASSERT("key cell: its spend, what cache reads saved, its last use",
+		 k.v[LX_KEY_SPEND] == 0.002 &&
+			 T_NEAR(k.v[LX_KEY_SAVED], 0.001) &&
+			 k.v[LX_LAST_USED] == (double)d.now);
+	d.cached_tokens = 0;
+	ledger_key_from_delta(&k, &d);
+	T_ASSERT("key cell: no cache read, nothing saved",
+		 k.v[LX_KEY_SAVED] == 0);
+	d.usage = false;
+	d.key_billed_usd = 0.5;
+	ledger_key_from_delta(&k, &d);
+	T_ASSERT("key cell: no usage: what upstream billed",
+		 k.v[LX_KEY_SPEND] == 0.5);
+	o = cJSON_CreateObject();
+	T_ASSERT("key render: every row with a team name, by that name",
+		 o != NULL && ledger_render_key(o, &k) &&
+			 at(o, "requests") == 1 &&
+			 at(o, "reasoning_tokens") == 20 &&
+			 at(o, "spend_usd") == 0.5 &&
+			 at(o, "refused_model") == 0 &&
+			 cJSON_GetObjectItemCaseSensitive(o, "lu") == NULL &&
+			 cJSON_GetObjectItemCaseSensitive(o, "cost_usd") ==
+				 NULL);
+	cJSON_Delete(o);
+	T_ASSERT("key rows: by their names",
+		 ledger_field_ix("rt") == LX_REASONING &&
+			 ledger_field_ix("lu") == LX_LAST_USED &&
+			 ledger_field_ix("nope") == -1 &&
+			 ledger_key_row(LX_REASONING) &&
+			 ledger_key_row(LX_LAST_USED) &&
+			 !ledger_key_row(LX_COST) && !ledger_key_row(-1) &&
+			 !ledger_key_row(LX_N));
+}
+
 int
 main(void)
 {
@@ -880,6 +943,7 @@ main(void)
 	test_money_price();
 	test_money_estimate();
 	test_key_spend();
+	test_key_cell();
 	test_hold_estimate();
 	return T_REPORT();
 }

@@ -307,7 +307,8 @@ test_render_keys(void)
 		"{\"alice\":{\"remaining_usd_day\":0.25,"
 		"\"remaining_usd_month\":null,\"month\":{\"requests\":3,"
 		"\"prompt_tokens\":30,\"cached_tokens\":10,"
-		"\"completion_tokens\":9,\"spend_usd\":0.5,"
+		"\"completion_tokens\":9,\"reasoning_tokens\":6,"
+		"\"spend_usd\":0.5,"
 		"\"saved_usd\":0.125,\"refused_rpm\":1,"
 		"\"refused_concurrent\":2,\"refused_budget\":4,"
 		"\"refused_model\":0}}}";
@@ -328,7 +329,9 @@ test_render_keys(void)
 			 strstr(p, "orgw_key_tokens_total{key=\"alice\",type="
 				   "\"cache_read\"} 10\n") != NULL &&
 			 strstr(p, "orgw_key_tokens_total{key=\"alice\",type="
-				   "\"output\"} 9\n") != NULL);
+				   "\"output\"} 9\n") != NULL &&
+			 strstr(p, "orgw_key_tokens_total{key=\"alice\",type="
+				   "\"reasoning\"} 6\n") != NULL);
 	T_ASSERT("keys: spend and savings",
 		 strstr(p, "orgw_key_spend_usd_total{key=\"alice\"} 0.5\n") !=
 				 NULL &&

@@ -726,7 +726,7 @@ test_operator(void)
  * lease, or NULL): its verdict. */
 static enum teamkey_verdict
 admit_one(const struct teamkey *k, int64_t now_ms, const char *lease,
-	  const struct teamkey_use *day, const struct teamkey_use *month,
+	  const struct ledger_cell *day, const struct ledger_cell *month,
 	  int64_t *retry)
 {
 	struct state_admit ad;
@@ -752,7 +752,7 @@ static enum teamkey_verdict
 admit_held(const struct teamkey *k, int64_t now_ms, const char *id,
 	   int64_t prompt_max, int64_t out_max, double *held)
 {
-	static const struct teamkey_use none;
+	static const struct ledger_cell none;
 	struct state_admit ad;
 	struct state_route r;
 
@@ -1279,9 +1279,9 @@ static void
 test_admit(void)
 {
 	static const char *const ab[] = {"a", "b"};
-	static const struct teamkey_use none;
+	static const struct ledger_cell none;
 	struct teamkey k;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 	int64_t now_ms = (int64_t)NOW * 1000 + 1000, retry = 0, writes;
 	char *v = NULL;
 
@@ -1332,10 +1332,10 @@ test_admit(void)
 	k.budget_day_usd = 1.0;
 	memset(&day, 0, sizeof(day));
 	memset(&month, 0, sizeof(month));
-	day.spend_usd = month.spend_usd = 1.2;
+	day.v[LX_KEY_SPEND] = month.v[LX_KEY_SPEND] = 1.2;
 	T_ASSERT("admit: the keys store's figure over the budget refuses",
 		 admit_one(&k, now_ms, NULL, &day, &month, NULL) == TK_BUDGET);
-	day.spend_usd = month.spend_usd = 0.5;
+	day.v[LX_KEY_SPEND] = month.v[LX_KEY_SPEND] = 0.5;
 	T_ASSERT("admit: a budget half spent admits",
 		 admit_one(&k, now_ms, NULL, &day, &month, NULL) == TK_OK);
 	T_ASSERT("admit: requests that ended are counted in the mirror",
@@ -1351,7 +1351,7 @@ test_admit(void)
 		 finish_key("team", NULL, true, 0.5) == ORGW_OK &&
 			 admit_one(&k, now_ms, NULL, &day, &month, NULL) ==
 				 TK_BUDGET);
-	day.spend_usd = month.spend_usd = 0;
+	day.v[LX_KEY_SPEND] = month.v[LX_KEY_SPEND] = 0;
 	T_ASSERT("admit: the mirror of another day does not count",
 		 admit_one(&k, now_ms + 86400000, NULL, &day, &month, NULL) ==
 			 TK_OK);
@@ -1374,7 +1374,7 @@ static void
 test_admit_plain(void)
 {
 	static const char *const ab[] = {"a", "b"};
-	static const struct teamkey_use none;
+	static const struct ledger_cell none;
 	struct state_admit ad;
 	struct teamkey k;
 	const char *basis = NULL;
@@ -1435,7 +1435,7 @@ test_admit_plain(void)
 static void
 test_rate_release(void)
 {
-	static const struct teamkey_use none;
+	static const struct ledger_cell none;
 	struct teamkey k;
 	int64_t now_ms = (int64_t)NOW * 1000 + 1000;
 	size_t n = 9;
@@ -1471,7 +1471,7 @@ test_rate_release(void)
 static void
 test_admit_unavailable(void)
 {
-	static const struct teamkey_use none;
+	static const struct ledger_cell none;
 	struct state_admit ad;
 	struct state_route r;
 	struct teamkey k;

@@ -5,7 +5,8 @@
  * the cookie token is derived from the key and never holds it, expires,
  * and rejects tampering; the form parser decodes what browsers send;
  * LOCK_LOG keeps the last RECORD_LOCK_LOG_MAX changes; the ledger days
- * keep prompt and cached tokens.
+ * keep prompt and cached tokens; the Keys table shows every token and
+ * refusal row a key counts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -323,10 +324,45 @@ test_days_tokens(void)
 	cJSON_Delete(j);
 }
 
+/* The Keys table: its tokens and refusals are every row of the ledger
+ * with a team name of that kind, reasoning included. */
+static void
+test_keys_table(void)
+{
+	const char *doc =
+		"{\"generated_at\":1764590400,\"models\":{},\"keys\":{"
+		"\"alice\":{\"state\":\"active\",\"models\":[\"*\"],"
+		"\"budget_usd_day\":null,\"budget_usd_month\":null,"
+		"\"last_used\":1764590000,\"today\":{\"spend_usd\":0.25},"
+		"\"month\":{\"requests\":3,\"prompt_tokens\":30,"
+		"\"cached_tokens\":10,\"completion_tokens\":9,"
+		"\"reasoning_tokens\":6,\"spend_usd\":0.5,"
+		"\"saved_usd\":0.125,\"refused_rpm\":1,"
+		"\"refused_concurrent\":2,\"refused_budget\":4,"
+		"\"refused_model\":0}}}}";
+	cJSON *j = cJSON_Parse(doc);
+	struct statuspage_opts o = {NOW, 600};
+	size_t len = 0;
+	char *h = j ? statuspage_html(j, &o, &len) : NULL;
+
+	T_ASSERT("keys: rendered", h != NULL);
+	h = h ? h : calloc(1, 1);
+	T_ASSERT("keys: the tokens, reasoning included",
+		 has(h, "<th>prompt / cached / completion / reasoning "
+			"tokens</th>") &&
+			 has(h, ">30 / 10 / 9 / 6</td>"));
+	T_ASSERT("keys: the refusals by reason",
+		 has(h, "<th>refused rpm / concurrent / budget / model</th>") &&
+			 has(h, ">1 / 2 / 4 / 0</td>"));
+	free(h);
+	cJSON_Delete(j);
+}
+
 int
 main(void)
 {
 	test_page();
+	test_keys_table();
 	test_login();
 	test_token();
 	test_form();

@@ -623,115 +623,183 @@ test_key_record(void)
 static void
 test_use_record(void)
 {
-	struct teamkey_use u, back, a, b;
+	struct ledger_cell u, back, a, b;
 	char *s;
+	int i;
 
 	memset(&u, 0xff, sizeof(u));
 	T_ASSERT("use: NULL decodes to zeros",
-		 teamkey_use_decode(NULL, &u) == ORGW_OK && u.requests == 0 &&
-			 u.spend_usd == 0 && u.last_used == 0);
-	u.requests = 12;
-	u.prompt = 34000;
-	u.cached = 1200;
-	u.completion = 560;
-	u.spend_usd = 0.123456789012345;
-	u.saved_usd = 0.01;
-	u.refused_rpm = 1;
-	u.refused_concurrent = 2;
-	u.refused_budget = 3;
-	u.refused_model = 4;
-	u.last_used = 1798761599;
+		 teamkey_use_decode(NULL, &u) == ORGW_OK &&
+			 u.v[LX_REQUESTS] == 0 && u.v[LX_KEY_SPEND] == 0 &&
+			 u.v[LX_LAST_USED] == 0);
+	u.v[LX_REQUESTS] = 12;
+	u.v[LX_PROMPT] = 34000;
+	u.v[LX_CACHED] = 1200;
+	u.v[LX_COMPLETION] = 560;
+	u.v[LX_REASONING] = 300;
+	u.v[LX_KEY_SPEND] = 0.123456789012345;
+	u.v[LX_KEY_SAVED] = 0.01;
+	u.v[LX_REFUSED_RPM] = 1;
+	u.v[LX_REFUSED_CONCURRENT] = 2;
+	u.v[LX_REFUSED_BUDGET] = 3;
+	u.v[LX_REFUSED_MODEL] = 4;
+	u.v[LX_LAST_USED] = 1798761599;
 	s = teamkey_use_encode(&u);
-	T_ASSERT("use: encodes every member",
-		 s != NULL && strstr(s, "\"v\":1") != NULL &&
-			 strstr(s, "\"requests\":12") != NULL &&
-			 strstr(s, "\"refused_concurrent\":2") != NULL &&
-			 strstr(s, "\"last_used\":1798761599") != NULL);
+	T_ASSERT("use: a ledger cell of every row",
+		 s != NULL &&
+			 strcmp(s, "{\"v\":1,\"r\":12,\"pt\":34000,"
+				   "\"ct\":1200,\"out\":560,\"rt\":300,"
+				   "\"ksp\":0.123456789012345,"
+				   "\"ksv\":0.01,\"xrpm\":1,\"xconc\":2,"
+				   "\"xbud\":3,\"xmod\":4,"
+				   "\"lu\":1798761599}") == 0);
 	T_ASSERT("use: round trip",
 		 teamkey_use_decode(s, &back) == ORGW_OK &&
 			 memcmp(&u, &back, sizeof(u)) == 0);
 	free(s);
+	T_ASSERT("use: a record of the older shape reads into the rows",
+		 teamkey_use_decode(
+			 "{\"v\":1,\"requests\":12,\"prompt\":34000,"
+			 "\"cached\":1200,\"completion\":560,"
+			 "\"spend_usd\":0.123456789012345,"
+			 "\"saved_usd\":0.01,\"refused_rpm\":1,"
+			 "\"refused_concurrent\":2,\"refused_budget\":3,"
+			 "\"refused_model\":4,\"last_used\":1798761599}",
+			 &back) == ORGW_OK &&
+			 back.v[LX_REQUESTS] == 12 &&
+			 back.v[LX_PROMPT] == 34000 &&
+			 back.v[LX_CACHED] == 1200 &&
+			 back.v[LX_COMPLETION] == 560 &&
+			 back.v[LX_REASONING] == 0 &&
+			 back.v[LX_KEY_SPEND] == 0.123456789012345 &&
+			 back.v[LX_KEY_SAVED] == 0.01 &&
+			 back.v[LX_REFUSED_RPM] == 1 &&
+			 back.v[LX_REFUSED_CONCURRENT] == 2 &&
+			 back.v[LX_REFUSED_BUDGET] == 3 &&
+			 back.v[LX_REFUSED_MODEL] == 4 &&
+			 back.v[LX_LAST_USED] == 1798761599);
+	T_ASSERT("use: ...and is written back as a cell",
+		 (s = teamkey_use_encode(&back)) != NULL &&
+			 strstr(s, "\"requests\"") == NULL &&
+			 strstr(s, "\"r\":12") != NULL);
+	free(s);
 	T_ASSERT("use: absent members are 0",
-		 teamkey_use_decode("{\"v\":1,\"requests\":3}", &back) ==
+		 teamkey_use_decode("{\"v\":1,\"r\":3}", &back) ==
 				 ORGW_OK &&
-			 back.requests == 3 && back.prompt == 0 &&
-			 back.spend_usd == 0);
+			 back.v[LX_REQUESTS] == 3 && back.v[LX_PROMPT] == 0 &&
+			 back.v[LX_KEY_SPEND] == 0);
+	T_ASSERT("use: rows a key does not count are left out",
+		 teamkey_use_decode("{\"v\":1,\"r\":3,\"usd\":5,\"t2\":1,"
+				    "\"sp\":\"x\"}",
+				    &back) == ORGW_OK &&
+			 back.v[LX_REQUESTS] == 3 && back.v[LX_COST] == 0 &&
+			 back.v[LX_SPEND] == 0 && back.ttfb[2] == 0);
 	T_ASSERT("use: damaged: not JSON",
 		 teamkey_use_decode("{\"v\":1,", &back) == ORGW_EINVAL &&
-			 back.requests == 0);
+			 back.v[LX_REQUESTS] == 0);
 	T_ASSERT("use: damaged: empty",
 		 teamkey_use_decode("", &back) == ORGW_EINVAL);
 	T_ASSERT("use: damaged: no v",
-		 teamkey_use_decode("{\"requests\":3}", &back) == ORGW_EINVAL &&
-			 back.requests == 0);
+		 teamkey_use_decode("{\"r\":3}", &back) == ORGW_EINVAL &&
+			 back.v[LX_REQUESTS] == 0);
 	T_ASSERT("use: damaged: negative",
-		 teamkey_use_decode("{\"v\":1,\"requests\":3,\"prompt\":-1}",
+		 teamkey_use_decode("{\"v\":1,\"r\":3,\"pt\":-1}",
 				    &back) == ORGW_EINVAL &&
-			 back.requests == 0);
+			 back.v[LX_REQUESTS] == 0);
+	T_ASSERT("use: damaged: negative, in the older shape",
+		 teamkey_use_decode("{\"v\":1,\"requests\":3,"
+				    "\"prompt\":-1}",
+				    &back) == ORGW_EINVAL);
 	T_ASSERT("use: damaged: string spend",
-		 teamkey_use_decode("{\"v\":1,\"spend_usd\":\"1\"}", &back) ==
+		 teamkey_use_decode("{\"v\":1,\"ksp\":\"1\"}", &back) ==
 			 ORGW_EINVAL);
+	T_ASSERT("use: damaged: string spend, in the older shape",
+		 teamkey_use_decode("{\"v\":1,\"spend_usd\":\"1\"}",
+				    &back) == ORGW_EINVAL);
 	T_ASSERT("use: damaged: inf spend",
-		 teamkey_use_decode("{\"v\":1,\"spend_usd\":1e999}", &back) ==
+		 teamkey_use_decode("{\"v\":1,\"ksp\":1e999}", &back) ==
 			 ORGW_EINVAL);
 	T_ASSERT("use: damaged: fractional count",
+		 teamkey_use_decode("{\"v\":1,\"ct\":0.5}", &back) ==
+			 ORGW_EINVAL);
+	T_ASSERT("use: damaged: fractional count, in the older shape",
 		 teamkey_use_decode("{\"v\":1,\"cached\":0.5}", &back) ==
 			 ORGW_EINVAL);
 	T_ASSERT("use: damaged: trailing text",
 		 teamkey_use_decode("{\"v\":1} x", &back) == ORGW_EINVAL);
 	T_ASSERT("use: damaged: an array",
 		 teamkey_use_decode("[1]", &back) == ORGW_EINVAL);
-
 	back = u;
-	back.spend_usd = NAN;
+	back.v[LX_KEY_SPEND] = NAN;
 	T_ASSERT("use encode: NaN spend refused",
 		 teamkey_use_encode(&back) == NULL);
 	back = u;
-	back.saved_usd = -1;
+	back.v[LX_KEY_SAVED] = -1;
 	T_ASSERT("use encode: negative saved refused",
 		 teamkey_use_encode(&back) == NULL);
 	back = u;
-	back.spend_usd = 1.7976931348623157e308;
+	back.v[LX_KEY_SPEND] = 1.7976931348623157e308;
 	T_ASSERT("use encode: a spend over 10^15 refused",
 		 teamkey_use_encode(&back) == NULL);
 	T_ASSERT("use: damaged: a count over 10^15",
-		 teamkey_use_decode("{\"v\":1,\"prompt\":1000000000000001}",
+		 teamkey_use_decode("{\"v\":1,\"pt\":1000000000000001}",
 				    &back) == ORGW_EINVAL);
 	T_ASSERT("use: 10^15 dollars decode",
-		 teamkey_use_decode("{\"v\":1,\"spend_usd\":1e15}", &back) ==
+		 teamkey_use_decode("{\"v\":1,\"ksp\":1e15}", &back) ==
 				 ORGW_OK &&
-			 back.spend_usd == 1e15);
+			 back.v[LX_KEY_SPEND] == 1e15);
 	back = u;
-	back.completion = -1;
+	back.v[LX_COMPLETION] = -1;
 	T_ASSERT("use encode: negative count refused",
+		 teamkey_use_encode(&back) == NULL);
+	back = u;
+	back.v[LX_COMPLETION] = 0.5;
+	T_ASSERT("use encode: fractional count refused",
+		 teamkey_use_encode(&back) == NULL);
+	back = u;
+	back.v[LX_COST] = 1;
+	T_ASSERT("use encode: a row a key does not count refused",
+		 teamkey_use_encode(&back) == NULL);
+	back = u;
+	back.dur[3] = 1;
+	T_ASSERT("use encode: a histogram slot refused",
 		 teamkey_use_encode(&back) == NULL);
 
 	memset(&a, 0, sizeof(a));
-	a.requests = 1;
-	a.prompt = 100;
-	a.spend_usd = 0.5;
-	a.refused_budget = 1;
-	a.last_used = 2000;
+	a.v[LX_REQUESTS] = 1;
+	a.v[LX_PROMPT] = 100;
+	a.v[LX_REASONING] = 5;
+	a.v[LX_KEY_SPEND] = 0.5;
+	a.v[LX_REFUSED_BUDGET] = 1;
+	a.v[LX_LAST_USED] = 2000;
 	b = u;
 	teamkey_use_add(&b, &a);
 	T_ASSERT("use add: counters sum",
-		 b.requests == 13 && b.prompt == 34100 && b.cached == 1200 &&
-			 b.refused_budget == 4 && b.refused_model == 4 &&
-			 T_NEAR(b.spend_usd, u.spend_usd + 0.5) &&
-			 b.saved_usd == 0.01);
+		 b.v[LX_REQUESTS] == 13 && b.v[LX_PROMPT] == 34100 &&
+			 b.v[LX_CACHED] == 1200 && b.v[LX_REASONING] == 305 &&
+			 b.v[LX_REFUSED_BUDGET] == 4 &&
+			 b.v[LX_REFUSED_MODEL] == 4 &&
+			 T_NEAR(b.v[LX_KEY_SPEND], u.v[LX_KEY_SPEND] + 0.5) &&
+			 b.v[LX_KEY_SAVED] == 0.01);
 	T_ASSERT("use add: last_used keeps the later",
-		 b.last_used == 1798761599);
+		 b.v[LX_LAST_USED] == 1798761599);
 	teamkey_use_add(&a, &u);
 	T_ASSERT("use add: last_used takes the later",
-		 a.last_used == 1798761599 && a.requests == 13);
+		 a.v[LX_LAST_USED] == 1798761599 && a.v[LX_REQUESTS] == 13);
 	memset(&a, 0, sizeof(a));
-	a.prompt = INT64_MAX;
+	a.v[LX_PROMPT] = 9e18;
+	a.v[LX_KEY_SPEND] = 1e300;
 	b = a;
 	teamkey_use_add(&a, &b);
 	s = teamkey_use_encode(&a);
 	T_ASSERT("use add: saturates and still encodes",
-		 a.prompt == 1000000000000000LL && s != NULL);
+		 a.v[LX_PROMPT] == 1e15 && a.v[LX_KEY_SPEND] == 1e15 &&
+			 s != NULL);
 	free(s);
+	for (i = 0; i < LX_N; i++)
+		if (ledger_fields[i].team != NULL)
+			T_ASSERT("use: a row with a team name is a key's",
+				 ledger_key_row(i));
 }
 
 struct date_case {
@@ -898,7 +966,7 @@ test_check_budget(void)
 		{0, 0, NAN, NAN, false, false, TK_OK, "NaN spend, no budget"},
 		{0.000001, 0, 0, 0, false, false, TK_OK, "tiny budget, nothing spent"},
 	};
-	struct teamkey_use d, m;
+	struct ledger_cell d, m;
 	struct teamkey k;
 	char what[100];
 	size_t i;
@@ -911,8 +979,8 @@ test_check_budget(void)
 		k.budget_month_usd = c->bmonth;
 		memset(&d, 0, sizeof(d));
 		memset(&m, 0, sizeof(m));
-		d.spend_usd = c->day;
-		m.spend_usd = c->month;
+		d.v[LX_KEY_SPEND] = c->day;
+		m.v[LX_KEY_SPEND] = c->month;
 		snprintf(what, sizeof(what), "check_budget: %s", c->what);
 		T_ASSERT(what, teamkey_check_budget(&k, c->day_null ? NULL : &d,
 						    c->month_null ? NULL : &m) ==
@@ -1334,7 +1402,7 @@ static void
 test_rate_spend(void)
 {
 	struct teamkey_rate *r = calloc(1, sizeof(*r)), *back;
-	struct teamkey_use day, month;
+	struct ledger_cell day, month;
 	/* 2026-12-31 23:59:59 UTC, and a second later. */
 	const int64_t dec31 = 1798761599, jan1 = 1798761600;
 	char *t = NULL;
@@ -1363,16 +1431,16 @@ test_rate_spend(void)
 	free(t);
 	memset(&day, 0, sizeof(day));
 	memset(&month, 0, sizeof(month));
-	day.spend_usd = 0.5;
-	month.spend_usd = 2;
+	day.v[LX_KEY_SPEND] = 0.5;
+	month.v[LX_KEY_SPEND] = 2;
 	teamkey_rate_use(r, dec31, &day, &month);
 	T_ASSERT("use: the mirror raises the day, not the month it is under",
-		 day.spend_usd == 0.75 && month.spend_usd == 2);
+		 day.v[LX_KEY_SPEND] == 0.75 && month.v[LX_KEY_SPEND] == 2);
 	memset(&day, 0, sizeof(day));
 	memset(&month, 0, sizeof(month));
 	teamkey_rate_use(r, jan1, &day, &month);
 	T_ASSERT("use: another day and month: the mirror does not count",
-		 day.spend_usd == 0 && month.spend_usd == 0);
+		 day.v[LX_KEY_SPEND] == 0 && month.v[LX_KEY_SPEND] == 0);
 	teamkey_rate_spend(r, jan1, 0.125);
 	T_ASSERT("spend: a new day and month start again",
 		 r->spent_day == 0.125 && r->spent_month == 0.125 &&
