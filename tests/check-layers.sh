@@ -25,6 +25,11 @@
 #   6. nothing in src/ or cgi-bin/ includes a header of scheduler/: the
 #      operator tool's modules are its own, built into orgw-score only,
 #      never into liborgw.a or the gateway.
+#   7. a module's private header, src/M_impl.h, is included only by that
+#      module's own files (src/M.c, M.h, M_*.c, M_*.h; relay_impl.h by
+#      relay.c and relay_*.c), never by another module, cgi-bin/ or
+#      scheduler/: what a module's files share among themselves is no
+#      part of its interface.
 # Prints what breaks a rule and exits 1; else exits 0.
 cd "$(dirname "$0")/.." || exit 2
 st=0
@@ -137,4 +142,23 @@ for h in scheduler/*.h; do
 	fi
 done
 rm -f /tmp/orgw-layers-tool.$$
+for h in src/*_impl.h; do
+	n=$(basename "$h")
+	m=${n%_impl.h}
+	grep -lE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]*/)?$n\"" \
+		src/*.c src/*.h cgi-bin/*.c scheduler/*.c scheduler/*.h |
+		while read -r f; do
+			case $f in
+			"src/$m.c" | "src/$m.h" | "src/$m"_*.c | "src/$m"_*.h) ;;
+			*) echo "$f" ;;
+			esac
+		done >/tmp/orgw-layers-impl.$$
+	if [ -s /tmp/orgw-layers-impl.$$ ]; then
+		echo "check-layers: $h, the private header of $m, included" \
+			"outside its module:"
+		sed 's/^/  /' /tmp/orgw-layers-impl.$$
+		st=1
+	fi
+done
+rm -f /tmp/orgw-layers-impl.$$
 exit $st
