@@ -1,9 +1,10 @@
 /*
  * conf.h - orgw configuration (docs/design.md section 8).
  *
- * conf.c is pure: it validates NAME=VALUE pairs into a struct orgw_conf
- * and parses config-file text.  confload.c is the edge that reads the
- * environment, the ORGW_CONFIG file and NAME_FILE secrets.
+ * conf.c and its conf_*.c are pure: they validate NAME=VALUE pairs into a
+ * struct orgw_conf and parse config-file text (conf_parse.c).  confload.c
+ * is the edge that reads the environment, the ORGW_CONFIG file and
+ * NAME_FILE secrets.
  */
 #ifndef ORGW_CONF_H
 #define ORGW_CONF_H
@@ -132,7 +133,7 @@ bool conf_is_path(const char *name);
 const char *conf_name(size_t i);
 
 /* printf into err (size errlen; NULL/0 is a no-op), truncating: the
- * message writer of conf.c and confload.c. */
+ * message writer of conf.c, its conf_*.c and confload.c. */
 void conf_errf(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

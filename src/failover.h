@@ -1,13 +1,13 @@
 /*
  * failover.h - the failover policy of docs/design.md section 5, pure.
  *
- * relay.c runs an attempt (I/O), describes it in a struct failover_attempt
- * and asks this module what it means: relay it, retry the provider after
- * a 429 delay, fail over to the next attempt, end a broken stream.  The
- * module also names the stats counter a failure bumps, the lag rule and
- * the circuit breaker's arithmetic (consecutive failures counted in a
- * rec_failure; at fail_limit a cooldown; a success resets the count;
- * 429s and client disconnects never reach the breaker).
+ * relay_attempt.c runs an attempt (I/O), describes it in a struct
+ * failover_attempt and asks this module what it means: relay it, retry the
+ * provider after a 429 delay, fail over to the next attempt, end a broken
+ * stream.  The module also names the stats counter a failure bumps, the lag
+ * rule and the circuit breaker's arithmetic (consecutive failures counted in
+ * a rec_failure; at fail_limit a cooldown; a success resets the count; 429s
+ * and client disconnects never reach the breaker).
  *
  * No I/O and no clock: times and the 429 jitter are arguments, so every
  * rule is a row in tests/unit/test_failover.c.

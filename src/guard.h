@@ -12,7 +12,7 @@
  *
  * Only a key that is no key counts (a valid key that lacks a right is a
  * 403, never a refusal), and the caller lets the operator's key through
- * a held address (gateway.c).
+ * a held address (gateway_auth.c).
  *
  * Why in memory: a count in the state would make every wrong guess a
  * write transaction, and a sleep would hold a worker thread for each

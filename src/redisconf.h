@@ -2,8 +2,9 @@
  * redisconf.h - the pure parts of the Redis state back-end: REDIS_URL
  * parsing (docs/design.md section 8), the retry policy of a write transaction
  * that lost a WATCH race, and the key and verdict of the marker that
- * settles a lost EXEC reply.  No I/O, no clock: store_redis.c and
- * state.c call in here, the unit tests table-test it.
+ * settles a lost EXEC reply.  No I/O, no clock: the Redis back-end
+ * (store_redis*.c) and state.c call in here, the unit tests table-test
+ * it.
  */
 #ifndef ORGW_REDISCONF_H
 #define ORGW_REDISCONF_H

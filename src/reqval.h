@@ -84,7 +84,7 @@ bool reqval_model_ok(const char *id);
 /*
  * Routes and sends r as model to (MODEL_ALIASES): r->asked keeps the id
  * the client sent, and reqval_forward() puts to in the body.  to must
- * pass reqval_model_ok (conf.c checks the aliases at start).
+ * pass reqval_model_ok (conf_list.c checks the aliases at start).
  */
 void reqval_alias(struct api_req *r, const char *to);
 

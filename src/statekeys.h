@@ -10,16 +10,15 @@
  * a team key's name, a day or a hash never does, so the last part of a
  * two-part key starts after the last ':'.
  *
- * What walks the stores asks the table, not a list of its own: the
- * scorer's sweep deletes the families marked STATEKEY_SWEPT of models it
- * no longer keeps, and /stats and /metrics show the families marked
- * STATEKEY_SHOWN, each by its parsed family.  STATEKEY_EXPIRING marks
- * what Redis drops by itself (a cooldown at its record's end, which
- * store_redis.c finds through statekeys_is; a transaction's marker), and
- * STATEKEY_DURABLE the keys store, which nothing sweeps, repairs or
- * recreates.  A new family is one STATEKEY_P_ prefix and one enum member
- * here and one row in statekeys.c (a static assertion keeps the table
- * and the enum the same length).
+ * What walks the stores asks the table, not a list of its own: the scorer's
+ * sweep deletes the families marked STATEKEY_SWEPT of models it no longer
+ * keeps, and /stats and /metrics show the families marked STATEKEY_SHOWN,
+ * each by its parsed family.  STATEKEY_EXPIRING marks what Redis drops by
+ * itself (a cooldown at its record's end, which store_redis_commit.c finds
+ * through statekeys_is; a transaction's marker), and STATEKEY_DURABLE the
+ * keys store, which nothing sweeps, repairs or recreates.  A new family is
+ * one STATEKEY_P_ prefix and one enum member here and one row in statekeys.c
+ * (a static assertion keeps the table and the enum the same length).
  */
 #ifndef ORGW_STATEKEYS_H
 #define ORGW_STATEKEYS_H

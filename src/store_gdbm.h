@@ -9,7 +9,7 @@
  * opened with GDBM_NOLOCK inside the lock.  A process keeps its writer's
  * handles for its next transactions, and uses them only while the lock
  * file's generation and the files show that no other writer has written
- * since (store_gdbm.c); otherwise it opens the files afresh, so every
+ * since (store_gdbm_keep.c); otherwise it opens the files afresh, so every
  * process sees the others' writes.  No network I/O may happen inside a
  * transaction.
  * Writes go through to the file at once: store_abort() only releases

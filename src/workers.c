@@ -31,7 +31,7 @@
  *
  * Shared state: `stop` and `requests` are atomics; the configuration is
  * read-only once threads start.  Everything a request owns is on its
- * thread's stack or in struct orgw_req; see upstream.c, gateway.c and
+ * thread's stack or in struct orgw_req; see upstream.c, gateway_*.c and
  * store.c for their shared parts.
  */
 #include <errno.h>

@@ -104,7 +104,7 @@ ms=$(ms_since "$start")
 t_eq "the next request is served" "200 locked" "$ASK"
 t_check "at once: the flock died with the writer ($ms ms < 2000)" test "$ms" -lt 2000
 # Its transaction is lost whole: the next writer found the mark it left
-# on the primary and copied the twin back (src/store_gdbm.c).
+# on the primary and copied the twin back (src/store_gdbm_twin.c).
 t_eq "the next writer restored the state from the twin (logged)" $((before + 1)) "$(restored)"
 t_eq "none of the dead transaction's 2000 stores is left" 0 \
 	"$(gdbmtool -r "$ORGW_STATE" list 2>/dev/null | grep -c '^KILLTEST:')"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # t0725-state-twin: the GDBM state and its crash-safety twin
-# (STATE_PATH.twin, src/store_gdbm.c) never part for good.
+# (STATE_PATH.twin, src/store_gdbm_twin.c) never part for good.
 #
 # 1. The twin truncated by hand (": > STATE_PATH.twin"), then a request:
 #    the next writer sees a twin that does not match the primary and

@@ -1,6 +1,7 @@
 /*
- * test_conf.c - unit tests for conf.c (defaults, validation, config-text
- * parsing) and confload.c (file, environment and NAME_FILE precedence).
+ * test_conf.c - unit tests for conf.c and its conf_*.c (defaults,
+ * validation, config-text parsing) and confload.c (file, environment and
+ * NAME_FILE precedence).
  *
  * The conf_load() tests clear every setting from the environment first
  * and use temporary files under /tmp (mkstemp), removed before exit.

@@ -300,7 +300,7 @@ test_threads(void)
 	T_ASSERT("threads: it can once the first closed", got == ORGW_OK);
 }
 
-/* The lock file's mark (src/store_gdbm.c): its first byte, or 0. */
+/* The lock file's mark (src/store_gdbm_twin.c): its first byte, or 0. */
 static char
 mark_of(void)
 {
@@ -480,7 +480,7 @@ same_bytes(const char *a, const char *b)
 }
 
 /*
- * Handles kept between transactions (src/store_gdbm.c): a process keeps
+ * Handles kept between transactions (src/store_gdbm_keep.c): a process keeps
  * the files open after a write, and still reads what any other writer
  * wrote since, whatever kind of writer it was.
  */

@@ -1,7 +1,8 @@
 /*
- * test_store_redis.c - the Redis back-end's lost EXEC reply (store_redis.c
- * fence()), on a private redis-server frozen with SIGSTOP at the moment
- * the commit is sent, as a paused or starved Redis would be.
+ * test_store_redis.c - the Redis back-end's lost EXEC reply
+ * (store_redis_commit.c fence()), on a private redis-server frozen with
+ * SIGSTOP at the moment the commit is sent, as a paused or starved Redis
+ * would be.
  *
  * What must hold: a write transaction that asked for its exact outcome
  * (store_exact_outcome) is reported ORGW_OK exactly when its writes are
