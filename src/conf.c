@@ -263,7 +263,7 @@ conf_free(struct orgw_conf *c)
 }
 
 /* True when b is a or a file beside a (a, a dot, anything): the state's
- * side files are all named so (fsafe_side_path(), slots.c). */
+ * side files are all named so (fsafe_side_path(), workertab.c). */
 static bool
 conf_beside(const char *a, const char *b)
 {

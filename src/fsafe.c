@@ -1,6 +1,6 @@
 /*
  * fsafe.c - the checks every file of the state passes (orgw.conf(5),
- * STATE_MODE), for the GDBM back-end (store_gdbm.c) and the host's worker table (slots.c):
+ * STATE_MODE), for the GDBM back-end (store_gdbm.c) and the host's worker table (workertab.c):
  * never through a symlink, only a regular file, neither it nor its
  * directory writable by others (sshd's StrictModes), created with
  * STATE_MODE.  A refusal is logged with its reason.

@@ -33,8 +33,8 @@
 #include "load.h"
 #include "log.h"
 #include "relay.h"
-#include "slots.h"
-#include "statusauth.h"
+#include "workertab.h"
+#include "statuslogin.h"
 #include "teamauth.h"
 
 static const struct {
@@ -150,7 +150,7 @@ host_full(const struct orgw_load *load)
 	until = clock_mono_ms() + LOAD_WAIT_MS;
 	while (clock_mono_ms() < until) {
 		clock_sleep_us(1000);
-		slots_peek(&now);
+		workertab_peek(&now);
 		if (!load_saturated(&now))
 			return false;
 	}
@@ -225,7 +225,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 	if (!is_side(routes[i].id) || load == NULL)
 		return serve(io, env, c, conf_err, path, routes[i].id, api,
 			     load, logged);
-	side = slots_side_enter();
+	side = workertab_side_enter();
 	if (load_side_refused(load, side)) {
 		rc = overloaded(io, api, threads_busy);
 	} else {
@@ -238,7 +238,7 @@ dispatch(const struct orgw_io *io, const struct orgw_env *env,
 		rc = serve(io, env, c, conf_err, path, routes[i].id, api,
 			   load, logged);
 	}
-	slots_side_leave();
+	workertab_side_leave();
 	return rc;
 }
 
@@ -265,7 +265,7 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 			     http_key_ok(env, c->custom_access_key) ||
 				     (id == R_STATUS &&
 				      c->custom_access_key != NULL &&
-				      statusauth_cookie_ok(env->cookie,
+				      statuslogin_cookie_ok(env->cookie,
 							   c->custom_access_key,
 							   clock_now_s())),
 			     &rc))

@@ -20,7 +20,7 @@
 #include "log.h"
 #include "relay.h"
 #include "reqval.h"
-#include "slots.h"
+#include "workertab.h"
 #include "teamauth.h"
 #define QUERY_MAX_BYTES 1024
 #define FWD_HEADER_MAX_BYTES 4096
@@ -132,7 +132,7 @@ count_tokens_allowed(const struct orgw_conf *c, const struct api *api,
 /* Reads the body per RFC 3875 4.1.2 and hands it to the relay, which
  * logs the request itself (*logged).  The body and the cJSON tree its
  * parse will build are counted in the host's memory budget
- * (slots_mem_take) before either is allocated: the body at its
+ * (workertab_mem_take) before either is allocated: the body at its
  * Content-Length, the tree from one pass over the body (jsonscan_size),
  * so a body of millions of small values is refused, not parsed. */
 int
@@ -184,7 +184,7 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		return relay_error(io, api, 413, "invalid_request_error",
 				   "request_too_large", NULL, msg, NULL);
 	}
-	if (!slots_mem_take((size_t)cl, c->host_parse_memory_bytes))
+	if (!workertab_mem_take((size_t)cl, c->host_parse_memory_bytes))
 		return overloaded(io, api, mem_busy);
 	held = (size_t)cl;
 	body.max = (size_t)cl;
@@ -257,7 +257,7 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		goto out;
 	}
 	tree = jsonscan_tree_bytes(body.len, &z) - body.len;
-	if (!slots_mem_take(tree, c->host_parse_memory_bytes)) {
+	if (!workertab_mem_take(tree, c->host_parse_memory_bytes)) {
 		rc = overloaded(io, api, mem_busy);
 		goto out;
 	}
@@ -311,6 +311,6 @@ handle_generation(const struct orgw_io *io, const struct orgw_env *env,
 		rc = relay_handle(c, io, &in);
 out:
 	buf_free(&body);
-	slots_mem_give(held);
+	workertab_mem_give(held);
 	return rc;
 }

@@ -138,7 +138,7 @@ handle_stats(const struct orgw_io *io, const struct orgw_conf *c,
 	char *s = NULL;
 
 	/* The host's load, added at the top level: stats.c reads the
-	 * state, this is the worker table's (slots.c). */
+	 * state, this is the worker table's (workertab.c). */
 	if (o != NULL && (load == NULL || add_load(o, load, false)))
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);

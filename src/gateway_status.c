@@ -2,7 +2,7 @@
  * gateway_status.c - the operator's page: GET /status (the page with a
  * valid cookie, else the login form) and POST /status (log in with the
  * client key, or log out).  Logins go through the key guard
- * (gateway_auth.c); the cookie is statusauth.h's, the HTML
+ * (gateway_auth.c); the cookie is statuslogin.h's, the HTML
  * statuspage.h's.
  */
 #include <stdint.h>
@@ -18,7 +18,7 @@
 #include "clock.h"
 #include "gateway_impl.h"
 #include "stats.h"
-#include "statusauth.h"
+#include "statuslogin.h"
 #include "statuspage.h"
 #define STATUS_FORM_MAX_BYTES 4096
 
@@ -79,7 +79,7 @@ handle_status(const struct orgw_io *io, const struct orgw_env *env,
 	char *html;
 	size_t len = 0;
 
-	if (!statusauth_cookie_ok(env->cookie, c->custom_access_key, now))
+	if (!statuslogin_cookie_ok(env->cookie, c->custom_access_key, now))
 		return status_login(io, 200, NULL);
 	if ((tree = stats_tree(c, now)) == NULL)
 		return status_send(io, 500, NULL, NULL, 0);
@@ -114,7 +114,7 @@ status_location(const struct orgw_env *env, char *dst, size_t n)
  * logs in (303 back to the page with the cookie; the key compared in
  * constant time), a wrong key gets the form again with 401, and
  * "logout=1" clears the cookie.  The key never goes into a URL (access
- * logs keep query strings) nor into the cookie (statusauth.h).
+ * logs keep query strings) nor into the cookie (statuslogin.h).
  */
 int
 handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
@@ -150,16 +150,16 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 				  strcasecmp(env->scheme, "https") == 0) ?
 			 "; Secure" :
 			 "";
-	if (statusauth_form_get(body, got, "logout", flag, sizeof(flag))) {
+	if (statuslogin_form_get(body, got, "logout", flag, sizeof(flag))) {
 		snprintf(extra, sizeof(extra),
 			 "Location: %s\r\nSet-Cookie: " STATUSAUTH_COOKIE
 			 "=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/%s\r\n",
 			 where, secure);
 		return status_redirect(io, extra);
 	}
-	if (!statusauth_form_get(body, got, "key", key, sizeof(key)))
+	if (!statuslogin_form_get(body, got, "key", key, sizeof(key)))
 		key[0] = '\0';
-	ok = key[0] != '\0' && statusauth_key_eq(key, c->custom_access_key);
+	ok = key[0] != '\0' && statuslogin_key_eq(key, c->custom_access_key);
 	hash = guard_hash(key);
 	/* The guard after the form is read: it lets the operator's key
 	 * through, and only the form carries the key here. */
@@ -180,7 +180,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 		key_refused(env, "status_login", "/status", hash);
 		return status_login(io, 401, "wrong key");
 	}
-	if (statusauth_token(c->custom_access_key,
+	if (statuslogin_token(c->custom_access_key,
 			     clock_now_s() + STATUSAUTH_TTL_SECONDS, tok,
 			     sizeof(tok)) != ORGW_OK)
 		return status_login(io, 500, "could not make a token");

@@ -14,7 +14,7 @@
 
 #include "api.h"
 #include "http.h"
-#include "statusauth.h"
+#include "statuslogin.h"
 
 /* The variables orgw reads, sorted by name for bsearch. */
 static const struct env_var {
@@ -364,7 +364,7 @@ http_auth_ok(const char *header, const char *key)
 	while (*tok == ' ')
 		tok++;
 	/* The same constant-time compare as the status page's login. */
-	return statusauth_key_eq(tok, key);
+	return statuslogin_key_eq(tok, key);
 }
 
 bool
@@ -377,7 +377,7 @@ http_key_ok(const struct orgw_env *e, const char *key)
 	/* Both compared, whichever was sent, so the time taken does not
 	 * say which one a guess was checked against. */
 	bearer = http_auth_ok(e->authorization, key);
-	xkey = e->x_api_key != NULL && statusauth_key_eq(e->x_api_key, key);
+	xkey = e->x_api_key != NULL && statuslogin_key_eq(e->x_api_key, key);
 	return bearer || xkey;
 }
 

@@ -2,7 +2,7 @@
  * load.h - pure rules about a host's worker threads: when a request is
  * refused as overload, when a worker recycles itself, and the parsing of
  * /proc/PID/stat that tells a live worker from a reused pid.  No I/O:
- * slots.c (the shared worker table) and cgi-bin/orgw.c feed it numbers.
+ * workertab.c (the shared worker table) and cgi-bin/orgw.c feed it numbers.
  */
 #ifndef ORGW_LOAD_H
 #define ORGW_LOAD_H

@@ -39,7 +39,7 @@
 #include "relay.h"
 #include "relay_impl.h"
 #include "reqval.h"
-#include "slots.h"
+#include "workertab.h"
 #include "sse.h"
 #include "state.h"
 
@@ -58,7 +58,7 @@ relay_free(struct relay *rl)
 	sse_free(&rl->a.sse);
 	/* A large answer's buffer and tree are free now: back to the
 	 * system, not kept by the worker for good. */
-	slots_mem_trim(answer);
+	workertab_mem_trim(answer);
 }
 
 const char *

@@ -11,7 +11,7 @@
 #include "clock.h"
 #include "hold.h"
 #include "log.h"
-#include "slots.h"
+#include "workertab.h"
 #include "state.h"
 #include "state_impl.h"
 #include "store.h"
@@ -119,14 +119,14 @@ hold_put(struct store *s, const struct state_admit *ad,
 	return store_put_text(s, k, holds_encode(h));
 }
 
-/* True when lease l's worker is gone (slots.h), logged for the key of
+/* True when lease l's worker is gone (workertab.h), logged for the key of
  * the admission arg. */
 static bool
 lease_gone(void *arg, const struct teamkey_lease *l)
 {
 	const struct state_admit *ad = arg;
 
-	if (!slots_owner_gone(l->host, l->pid, l->start))
+	if (!workertab_owner_gone(l->host, l->pid, l->start))
 		return false;
 	log_warn("team key %s: lease of worker %lld given back: the worker "
 		 "is gone",
@@ -201,7 +201,7 @@ admit(struct store *s, struct state_admit *ad, const char *model)
 						 ad->lease, ad->lease_ms,
 						 &ad->retry_after_s);
 	if (ad->verdict == TK_OK && ad->lease != NULL &&
-	    ad->key->concurrent > 0 && slots_self(&host, &pid, &start))
+	    ad->key->concurrent > 0 && workertab_self(&host, &pid, &start))
 		(void)teamkey_rate_own(r, ad->lease, host, pid, start);
 	/* Written for a key with only a budget too: its admission must
 	 * show that the state records, or its spend could not be either

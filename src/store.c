@@ -10,7 +10,7 @@
 
 #include "store.h"
 #include "store_impl.h"
-#include "slots.h"
+#include "workertab.h"
 
 /* The in-memory back-end of the unit tests is linked into test builds
  * only (the Makefile's TEST_ONLY): a weak reference, NULL in the shipped
@@ -175,7 +175,7 @@ store_check(const struct orgw_conf *c, char *why, size_t n)
 	int cause;
 
 	if (err != ORGW_OK ||
-	    !slots_write_refused(STORE_REFUSED_RECENT_MS, &cause, &ago_ms))
+	    !workertab_write_refused(STORE_REFUSED_RECENT_MS, &cause, &ago_ms))
 		return err;
 	snprintf(why, n, "%swrites refused (%lld.%lld s ago): %s",
 		 b->why_prefix, (long long)(ago_ms / 1000),

@@ -24,7 +24,7 @@
 
 #include "conf.h"
 #include "orgw.h"
-#include "storenote.h"
+#include "storehealth.h"
 
 struct store;
 struct store_run;
@@ -132,7 +132,7 @@ void store_run_end(struct store_run *run);
  * that this host's store took its recent writes: a store that opens but
  * refuses writes (a full disk, a Redis at maxmemory) gives ORGW_EIO for
  * STORE_REFUSED_RECENT_MS after a refusal, unless a write transaction
- * committed since (slots.h keeps the record for all of the host's
+ * committed since (workertab.h keeps the record for all of the host's
  * workers).  Writes nothing.  ORGW_OK, or ORGW_EIO / ORGW_EBUSY with a
  * reason in why (n bytes), e.g. "redis unreachable: Connection refused".
  */

@@ -65,7 +65,7 @@
 #include "store_gdbm.h"
 #include "store_gdbm_impl.h"
 #include "store_impl.h"
-#include "storenote.h"
+#include "storehealth.h"
 
 static enum orgw_err gd_get(struct store *base, const char *key, char **val);
 static enum orgw_err gd_put(struct store *base, const char *key,

@@ -27,7 +27,7 @@
 #include "clock.h"
 #include "fsafe.h"
 #include "log.h"
-#include "slots.h"
+#include "workertab.h"
 #include "store_gdbm_impl.h"
 
 /* A reader waits this long at most for writers that wait for the lock,
@@ -116,18 +116,18 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 		fd = fsafe_open(lp, false, false);
 	if (fd == -1)
 		return -1;
-	/* A reader lets a waiting writer in first (slots.h), for a while. */
-	while (!write && slots_writer_pending(READER_YIELD_WITHIN_MS) &&
+	/* A reader lets a waiting writer in first (workertab.h), for a while. */
+	while (!write && workertab_writer_pending(READER_YIELD_WITHIN_MS) &&
 	       clock_mono_ms() < yield_until)
 		clock_sleep_us(200);
 	for (;;) {
 		if (flock(fd, op | LOCK_NB) == 0) {
 			if (write && waited)
-				slots_writer_waiting(false);
+				workertab_writer_waiting(false);
 			return fd;
 		}
 		if (write && !waited) {
-			slots_writer_waiting(true);
+			workertab_writer_waiting(true);
 			waited = true;
 		}
 		if (errno != EWOULDBLOCK && errno != EINTR)
@@ -152,7 +152,7 @@ take_lock(const char *path, bool write, int64_t timeout_ms)
 	{
 		int e = errno;
 		if (write && waited)
-			slots_writer_waiting(false);
+			workertab_writer_waiting(false);
 		close(fd);
 		errno = e;
 	}

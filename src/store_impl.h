@@ -3,7 +3,7 @@
  * back-end (store_gdbm.c, store_redis.c, store_mem.c) provides, as one
  * table each, for store.c to call.  Only store.c, the back-ends and
  * their tests include this file; a back-end never calls into store.c
- * (it notes what /healthz needs in storenote.h), so the include graph
+ * (it notes what /healthz needs in storehealth.h), so the include graph
  * has no circle (make check-layers).
  *
  * Every back-end's transaction struct begins with a struct store, whose

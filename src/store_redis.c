@@ -40,7 +40,7 @@
 #include "store_impl.h"
 #include "store_redis.h"
 #include "store_redis_impl.h"
-#include "storenote.h"
+#include "storehealth.h"
 
 /*
  * The marker of a transaction whose outcome its caller must know

@@ -31,7 +31,7 @@
 #include "redisconf.h"
 #include "store_redis.h"
 #include "store_redis_impl.h"
-#include "storenote.h"
+#include "storehealth.h"
 #define MARKER_TTL_MS "60000"
 #define MARKER_TXN_VAL "1"	/* set by the transaction's MULTI */
 #define MARKER_FENCE_VAL "fence"	/* set by fence() */

@@ -27,7 +27,7 @@
 #include "redisconf.h"
 #include "store_redis.h"
 #include "store_redis_impl.h"
-#include "storenote.h"
+#include "storehealth.h"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
 

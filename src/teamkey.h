@@ -194,7 +194,7 @@ struct teamkey_lease {
 	char id[TEAMKEY_LEASE_ID_MAX + 1];	/* the request's lease id */
 	int64_t until_ms;	/* it expires then, held or not */
 	/* The worker process that holds it: its host's worker table
-	 * (slots.h), pid and start time; host 0 when not known (an older
+	 * (workertab.h), pid and start time; host 0 when not known (an older
 	 * record, a worker without a table). */
 	int64_t host, pid, start;
 };

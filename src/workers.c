@@ -26,7 +26,7 @@
  * checking between waits whether the process is due for recycling.
  * Stopping (either way) sets `stop`: no thread accepts again, those in a
  * request finish it, the main thread joins them all and returns.  The
- * worker table (slots.c) stops counting this process's threads as
+ * worker table (workertab.c) stops counting this process's threads as
  * capacity at once.
  *
  * Shared state: `stop` and `requests` are atomics; the configuration is
@@ -54,7 +54,7 @@
 #include "load.h"
 #include "genq.h"
 #include "log.h"
-#include "slots.h"
+#include "workertab.h"
 #include "upstream.h"
 #include "workers.h"
 
@@ -205,7 +205,7 @@ worker_main(void *arg)
 	while (accept_one(p, &req, &w) == 0) {
 		if (!atomic_load(&p->first_done))
 			first_load(p, &req);
-		slots_enter(&load);
+		workertab_enter(&load);
 		atomic_fetch_add(&p->requests, 1);
 		body = false;
 		if (http_env_load(&env, req.envp) == ORGW_OK) {
@@ -219,7 +219,7 @@ worker_main(void *arg)
 		if (body)
 			fcgi_io_end(&req);
 		FCGX_Finish_r(&req);
-		slots_leave();
+		workertab_leave();
 	}
 	FCGX_Free(&req, 0);
 	pthread_cond_destroy(&w.cv);
@@ -306,7 +306,7 @@ workers_serve(const struct orgw_conf *c, const char *conf_err,
 	}
 	/* Before any thread: a first request's configuration may replace
 	 * c's strings once they run (struct workers_first). */
-	if (slots_open(c->state_path, (unsigned)nthreads) !=
+	if (workertab_open(c->state_path, (unsigned)nthreads) !=
 		    ORGW_OK ||
 	    (tid = calloc((size_t)nthreads, sizeof(*tid))) == NULL ||
 	    (p.idle = calloc((size_t)nthreads, sizeof(*p.idle))) == NULL ||
@@ -330,14 +330,14 @@ workers_serve(const struct orgw_conf *c, const char *conf_err,
 	if (n > 0)
 		wait_for_stop(&p, &sigs);
 	atomic_store(&p.stop, true);
-	slots_drain();
+	workertab_drain();
 	for (i = 0; i < n; i++)
 		pthread_join(tid[i], NULL);
 	/* What answers cut short cost is added before the process ends. */
 	genq_finish(GENQ_EXIT_WAIT_MS);
 	rc = n > 0 ? 0 : 1;
 out:
-	slots_close();
+	workertab_close();
 	free(tid);
 	free(p.idle);
 	pthread_mutex_destroy(&p.accept_mu);

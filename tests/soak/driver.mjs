@@ -98,7 +98,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // ---- workers (/proc) ----
 
 // The requests a worker is serving, from the host's worker table
-// (STATE_PATH.workers, src/slots.c: a 64-byte header, then slots of 24
+// (STATE_PATH.workers, src/workertab.c: a 64-byte header, then slots of 24
 // bytes: int32 pid, uint32 threads, uint32 busy, uint32 pad, uint64
 // start), or null when the file or the pid's slot cannot be read.  Read
 // just before a kill: a request the kill catches after its answer was

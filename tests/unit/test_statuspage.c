@@ -1,6 +1,6 @@
 /*
  * test_statuspage.c - unit tests for the /status page (statuspage.c) and
- * its login (statusauth.c): every section renders from a /stats tree,
+ * its login (statuslogin.c): every section renders from a /stats tree,
  * strings from the state are escaped (hostile model and provider names),
  * the cookie token is derived from the key and never holds it, expires,
  * and rejects tampering; the form parser decodes what browsers send;
@@ -16,7 +16,7 @@
 #include "t.h"
 #include "ledger.h"
 #include "record.h"
-#include "statusauth.h"
+#include "statuslogin.h"
 #include "statuspage.h"
 
 #define NOW 1764590400 /* 2025-12-01 12:00:00 UTC */
@@ -151,63 +151,63 @@ test_token(void)
 	const char *key = "client-test-key";
 
 	T_ASSERT("token made",
-		 statusauth_token(key, NOW + 100, tok, sizeof(tok)) == ORGW_OK);
+		 statuslogin_token(key, NOW + 100, tok, sizeof(tok)) == ORGW_OK);
 	T_ASSERT("token: expiry, dot, 64 hex digits",
 		 strncmp(tok, "1764590500.", 11) == 0 && strlen(tok) == 75);
 	T_ASSERT("the token does not hold the key", !has(tok, key));
 	snprintf(ck, sizeof(ck), "a=b; orgw_status=%s; c=d", tok);
 	T_ASSERT("cookie accepted before expiry",
-		 statusauth_cookie_ok(ck, key, NOW));
+		 statuslogin_cookie_ok(ck, key, NOW));
 	T_ASSERT("cookie refused at and after expiry",
-		 !statusauth_cookie_ok(ck, key, NOW + 100) &&
-			 !statusauth_cookie_ok(ck, key, NOW + 1000));
+		 !statuslogin_cookie_ok(ck, key, NOW + 100) &&
+			 !statuslogin_cookie_ok(ck, key, NOW + 1000));
 	T_ASSERT("cookie refused under another key",
-		 !statusauth_cookie_ok(ck, "client-test-kez", NOW));
+		 !statuslogin_cookie_ok(ck, "client-test-kez", NOW));
 	snprintf(ck, sizeof(ck), "orgw_status=1764599999.%s",
 		 strchr(tok, '.') + 1);
 	T_ASSERT("a later expiry with the old MAC is refused",
-		 !statusauth_cookie_ok(ck, key, NOW));
+		 !statuslogin_cookie_ok(ck, key, NOW));
 	/* A properly MAC'd token for an expiry far ahead (a key that
 	 * leaked once, a token made with it) must not log in for ever. */
 	T_ASSERT("token far ahead made",
-		 statusauth_token(key, 99999999999LL, other, sizeof(other)) ==
+		 statuslogin_token(key, 99999999999LL, other, sizeof(other)) ==
 			 ORGW_OK);
 	snprintf(ck, sizeof(ck), "orgw_status=%s", other);
 	T_ASSERT("a valid MAC for an expiry far past the lifetime is refused",
-		 !statusauth_cookie_ok(ck, key, NOW));
+		 !statuslogin_cookie_ok(ck, key, NOW));
 	T_ASSERT("token at the lifetime and skew made",
-		 statusauth_token(key,
+		 statuslogin_token(key,
 				  NOW + STATUSAUTH_TTL_SECONDS +
 					  STATUSAUTH_SKEW_SECONDS,
 				  other, sizeof(other)) == ORGW_OK);
 	snprintf(ck, sizeof(ck), "orgw_status=%s", other);
 	T_ASSERT("... one at the lifetime (plus the clock skew) is accepted",
-		 statusauth_cookie_ok(ck, key, NOW));
+		 statuslogin_cookie_ok(ck, key, NOW));
 	T_ASSERT("... and refused one second earlier",
-		 !statusauth_cookie_ok(ck, key, NOW - 1));
+		 !statuslogin_cookie_ok(ck, key, NOW - 1));
 	snprintf(ck, sizeof(ck), "orgw_status=%s", tok);
 	ck[strlen(ck) - 1] ^= 1;
 	T_ASSERT("a flipped MAC digit is refused",
-		 !statusauth_cookie_ok(ck, key, NOW));
+		 !statuslogin_cookie_ok(ck, key, NOW));
 	snprintf(ck, sizeof(ck), "orgw_status=%s", key);
 	T_ASSERT("the key itself as cookie is refused",
-		 !statusauth_cookie_ok(ck, key, NOW));
+		 !statuslogin_cookie_ok(ck, key, NOW));
 	T_ASSERT("no cookie, empty key, garbage refused",
-		 !statusauth_cookie_ok(NULL, key, NOW) &&
-			 !statusauth_cookie_ok("orgw_status=", key, NOW) &&
-			 !statusauth_cookie_ok("orgw_status=.abc", key, NOW) &&
-			 !statusauth_cookie_ok("orgw_status=-5.ab", key, NOW) &&
-			 !statusauth_cookie_ok(ck, "", NOW));
-	statusauth_token("another-key", NOW + 100, other, sizeof(other));
+		 !statuslogin_cookie_ok(NULL, key, NOW) &&
+			 !statuslogin_cookie_ok("orgw_status=", key, NOW) &&
+			 !statuslogin_cookie_ok("orgw_status=.abc", key, NOW) &&
+			 !statuslogin_cookie_ok("orgw_status=-5.ab", key, NOW) &&
+			 !statuslogin_cookie_ok(ck, "", NOW));
+	statuslogin_token("another-key", NOW + 100, other, sizeof(other));
 	T_ASSERT("tokens depend on the key", strcmp(tok, other) != 0);
 	T_ASSERT("small buffer refused",
-		 statusauth_token(key, NOW, tok, 10) == ORGW_EINVAL);
+		 statuslogin_token(key, NOW, tok, 10) == ORGW_EINVAL);
 	T_ASSERT("key_eq: equal, prefix, longer, empty",
-		 statusauth_key_eq(key, key) &&
-			 !statusauth_key_eq("client-test-ke", key) &&
-			 !statusauth_key_eq("client-test-key2", key) &&
-			 !statusauth_key_eq("", "") &&
-			 !statusauth_key_eq(NULL, key));
+		 statuslogin_key_eq(key, key) &&
+			 !statuslogin_key_eq("client-test-ke", key) &&
+			 !statuslogin_key_eq("client-test-key2", key) &&
+			 !statuslogin_key_eq("", "") &&
+			 !statuslogin_key_eq(NULL, key));
 }
 
 static void
@@ -217,24 +217,24 @@ test_form(void)
 	char v[32];
 
 	T_ASSERT("form: decoded value",
-		 statusauth_form_get(b, strlen(b), "key", v, sizeof(v)) &&
+		 statuslogin_form_get(b, strlen(b), "key", v, sizeof(v)) &&
 			 strcmp(v, "a b/c%=") == 0);
 	T_ASSERT("form: empty value present",
-		 statusauth_form_get(b, strlen(b), "logout", v, sizeof(v)) &&
+		 statuslogin_form_get(b, strlen(b), "logout", v, sizeof(v)) &&
 			 v[0] == '\0');
 	T_ASSERT("form: absent field, prefix of a name",
-		 !statusauth_form_get(b, strlen(b), "ke", v, sizeof(v)) &&
-			 !statusauth_form_get(b, strlen(b), "y", v, sizeof(v)));
+		 !statuslogin_form_get(b, strlen(b), "ke", v, sizeof(v)) &&
+			 !statuslogin_form_get(b, strlen(b), "y", v, sizeof(v)));
 	T_ASSERT("form: bad and cut %-escapes, NUL refused",
-		 !statusauth_form_get("key=%zz", 7, "key", v, sizeof(v)) &&
-			 !statusauth_form_get("key=ab%4", 8, "key", v,
+		 !statuslogin_form_get("key=%zz", 7, "key", v, sizeof(v)) &&
+			 !statuslogin_form_get("key=ab%4", 8, "key", v,
 					      sizeof(v)) &&
-			 !statusauth_form_get("key=%00", 7, "key", v,
+			 !statuslogin_form_get("key=%00", 7, "key", v,
 					      sizeof(v)));
 	T_ASSERT("form: a value too long is refused",
-		 !statusauth_form_get("key=0123456789", 14, "key", v, 5));
+		 !statuslogin_form_get("key=0123456789", 14, "key", v, 5));
 	T_ASSERT("form: only len bytes are read",
-		 statusauth_form_get("key=abcdef", 7, "key", v, sizeof(v)) &&
+		 statuslogin_form_get("key=abcdef", 7, "key", v, sizeof(v)) &&
 			 strcmp(v, "abc") == 0);
 }
 

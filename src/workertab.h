@@ -1,10 +1,10 @@
 /*
- * slots.h - the host's worker table: how many threads each worker process
+ * workertab.h - the host's worker table: how many threads each worker process
  * of this host has and how many are serving, in a small file beside the
- * state (STATE_PATH.workers) that every worker maps.  See slots.c.
+ * state (STATE_PATH.workers) that every worker maps.  See workertab.c.
  */
-#ifndef ORGW_SLOTS_H
-#define ORGW_SLOTS_H
+#ifndef ORGW_WORKERTAB_H
+#define ORGW_WORKERTAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,72 +21,72 @@
  * saturation is then judged per process.  Call once, before the threads
  * start.  ORGW_OK, or ORGW_ENOMEM.
  */
-enum orgw_err slots_open(const char *state_path, unsigned threads);
+enum orgw_err workertab_open(const char *state_path, unsigned threads);
 
 /*
  * A thread takes a request: counts it busy and fills *load with the
- * host's load, this request included.  Pair with slots_leave().
+ * host's load, this request included.  Pair with workertab_leave().
  * Thread-safe.
  */
-void slots_enter(struct orgw_load *load);
+void workertab_enter(struct orgw_load *load);
 
-/* Fills *load with the host's load now, as slots_enter() does, counting
+/* Fills *load with the host's load now, as workertab_enter() does, counting
  * nothing.  Thread-safe. */
-void slots_peek(struct orgw_load *load);
+void workertab_peek(struct orgw_load *load);
 
 /*
  * The thread's request is a side request (load.h, load_side_refused):
  * counts it and returns the host's side requests, this one included (0
- * when no table was opened: CGI).  Pair with slots_side_leave(), before
- * slots_leave().  Thread-safe.
+ * when no table was opened: CGI).  Pair with workertab_side_leave(), before
+ * workertab_leave().  Thread-safe.
  */
-unsigned slots_side_enter(void);
-void slots_side_leave(void);
+unsigned workertab_side_enter(void);
+void workertab_side_leave(void);
 
 /*
  * Memory the host's requests hold for request bodies, non-streamed
- * answers and their parse (HOST_PARSE_MEMORY_BYTES): slots_mem_take()
+ * answers and their parse (HOST_PARSE_MEMORY_BYTES): workertab_mem_take()
  * counts bytes more for this process and returns true when the host's
  * total, over every live worker of the table, stays within budget; else
  * it counts nothing and returns false (the caller answers 503).  Without
- * a table (CGI) the total is this process's.  slots_mem_give() uncounts
+ * a table (CGI) the total is this process's.  workertab_mem_give() uncounts
  * what a take counted, and returns the process's free memory to the
  * system after a large one.  Thread-safe.
  */
-bool slots_mem_take(size_t bytes, size_t budget);
-void slots_mem_give(size_t bytes);
+bool workertab_mem_take(size_t bytes, size_t budget);
+void workertab_mem_give(size_t bytes);
 
 /* A request just freed bytes (a large answer and its tree): returns the
  * process's free memory to the system when that is large (4 MiB or
- * more), as slots_mem_give() does.  Thread-safe. */
-void slots_mem_trim(size_t bytes);
+ * more), as workertab_mem_give() does.  Thread-safe. */
+void workertab_mem_trim(size_t bytes);
 
 /* The thread's request ended. Thread-safe. */
-void slots_leave(void);
+void workertab_leave(void);
 
 /* This process takes no more requests: its threads no longer count as
  * capacity (those still serving stay busy until they leave). */
-void slots_drain(void);
+void workertab_drain(void);
 
 /* Frees this process's slot; after the threads ended. */
-void slots_close(void);
+void workertab_close(void);
 
 /*
  * The host's record of its state writes, for /healthz (store.h,
- * store_write_refused): slots_write_note() notes a write transaction the
+ * store_write_refused): workertab_write_note() notes a write transaction the
  * store refused (refused true, with its cause) or one it committed.
- * slots_write_refused() is true, with the cause and how long ago, when
+ * workertab_write_refused() is true, with the cause and how long ago, when
  * the last refusal is at most within_ms old and no write was committed
  * after it.  Kept in the worker table, so whichever worker answers sees
  * every worker's writes; a process without one (CGI mode, the scorer)
  * keeps its own.  Thread-safe, lock-free, no system call but the clock.
  */
-void slots_write_note(bool refused, int cause);
+void workertab_write_note(bool refused, int cause);
 
 /*
  * A writer of the GDBM state that found its lock taken says so
  * (waiting true) until it has it (false), and a reader about to take a
- * shared lock first lets such a writer in: slots_writer_pending() is true
+ * shared lock first lets such a writer in: workertab_writer_pending() is true
  * while a writer has waited for less than within_ms.  flock(2) lets new
  * readers in while a writer waits, so without this, readers whose shared
  * locks overlap (several /metrics of a large state) could keep every
@@ -94,16 +94,16 @@ void slots_write_note(bool refused, int cause);
  * no thread is free.  A writer that died waiting is forgotten after
  * within_ms.  Without a table (CGI, the scorer) nothing is noted.
  */
-void slots_writer_waiting(bool waiting);
-bool slots_writer_pending(int64_t within_ms);
-bool slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms);
+void workertab_writer_waiting(bool waiting);
+bool workertab_writer_pending(int64_t within_ms);
+bool workertab_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms);
 
 /*
  * The owner a team key's concurrency lease records (teamkey.h): this
  * host's table id, this process's pid and start time.  False (nothing
  * to record) without a shared table (CGI, the scorer).
  */
-bool slots_self(int64_t *host, int64_t *pid, int64_t *start);
+bool workertab_self(int64_t *host, int64_t *pid, int64_t *start);
 
 /*
  * True when the lease owner (host, pid, start) is a worker of this
@@ -112,6 +112,6 @@ bool slots_self(int64_t *host, int64_t *pid, int64_t *start);
  * table, an unknown owner (host 0) or a live worker.  A system call or
  * two (kill, /proc/PID/stat); thread-safe.
  */
-bool slots_owner_gone(int64_t host, int64_t pid, int64_t start);
+bool workertab_owner_gone(int64_t host, int64_t pid, int64_t start);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * statusauth.h - the login of GET /status: the client
+ * statuslogin.h - the login of GET /status: the client
  * key is posted once in a form, and the browser keeps a cookie holding
  * a token derived from the key, never the key itself.
  *
@@ -9,8 +9,8 @@
  * status page only (the chat path wants the key in Authorization).
  * Pure apart from libcrypto: no I/O, the time is an argument.
  */
-#ifndef ORGW_STATUSAUTH_H
-#define ORGW_STATUSAUTH_H
+#ifndef ORGW_STATUSLOGIN_H
+#define ORGW_STATUSLOGIN_H
 
 #include "orgw.h"
 
@@ -24,12 +24,12 @@
 
 /* Constant-time equality of given and key (the time depends on key's
  * length only).  False when either is NULL or key is empty. */
-bool statusauth_key_eq(const char *given, const char *key);
+bool statuslogin_key_eq(const char *given, const char *key);
 
 /* The token for key expiring at expiry into dst (n bytes, at least
  * STATUSAUTH_TOKEN_MAX).  ORGW_EINVAL for an empty key or small dst,
  * ORGW_ENOMEM when libcrypto fails. */
-enum orgw_err statusauth_token(const char *key, int64_t expiry, char *dst,
+enum orgw_err statuslogin_token(const char *key, int64_t expiry, char *dst,
 			       size_t n);
 
 /* True when the Cookie header (may be NULL) holds an orgw_status token
@@ -37,7 +37,7 @@ enum orgw_err statusauth_token(const char *key, int64_t expiry, char *dst,
  * at now would make it (STATUSAUTH_TTL_SECONDS, plus the skew): a token
  * with an expiry far ahead, made however, is refused.  Logout cannot
  * revoke a token: it only clears the browser's copy. */
-bool statusauth_cookie_ok(const char *cookie, const char *key, int64_t now);
+bool statuslogin_cookie_ok(const char *cookie, const char *key, int64_t now);
 
 /*
  * The value of field name in an application/x-www-form-urlencoded body
@@ -45,7 +45,7 @@ bool statusauth_cookie_ok(const char *cookie, const char *key, int64_t now);
  * %XX a byte) into dst (n bytes).  False when the field is absent, does
  * not fit, or is badly encoded.
  */
-bool statusauth_form_get(const char *body, size_t len, const char *name,
+bool statuslogin_form_get(const char *body, size_t len, const char *name,
 			 char *dst, size_t n);
 
 #endif

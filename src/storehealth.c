@@ -1,27 +1,27 @@
 /*
- * storenote.c - what the state's transactions report beyond their own
- * result (storenote.h): the process's count of request counts lost, an
+ * storehealth.c - what the state's transactions report beyond their own
+ * result (storehealth.h): the process's count of request counts lost, an
  * atomic, and refused or committed writes, noted in the host's worker
- * table (slots.c) so that whichever worker answers /healthz knows.
+ * table (workertab.c) so that whichever worker answers /healthz knows.
  */
 #include <stdatomic.h>
 
 #include "log.h"
-#include "slots.h"
-#include "storenote.h"
+#include "workertab.h"
+#include "storehealth.h"
 
 static _Atomic int64_t store_lost;
 
 void
 store_write_refused(int cause)
 {
-	slots_write_note(true, cause);
+	workertab_write_note(true, cause);
 }
 
 void
 store_write_ok(void)
 {
-	slots_write_note(false, 0);
+	workertab_write_note(false, 0);
 }
 
 const char *

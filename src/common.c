@@ -1,4 +1,6 @@
-/* orgw.c - orgw_strerror(), orgw_hex(). */
+/* common.c - what orgw.h declares for every module: the error names
+ * (orgw_strerror) and orgw_hex().  Named apart from cgi-bin/orgw.c, the
+ * gateway's main. */
 #include "orgw.h"
 
 const char *

@@ -1,12 +1,12 @@
 /*
- * storenote.h - what the state's transactions report beyond their own
+ * storehealth.h - what the state's transactions report beyond their own
  * result, kept in this process and on this host for whoever asks later
- * (storenote.c): request counts lost while the state was away, and
+ * (storehealth.c): request counts lost while the state was away, and
  * writes a store refused (for /healthz).  The back-ends note here; they
  * never call up into store.c.
  */
-#ifndef ORGW_STORENOTE_H
-#define ORGW_STORENOTE_H
+#ifndef ORGW_STOREHEALTH_H
+#define ORGW_STOREHEALTH_H
 
 #include <stdint.h>
 
@@ -33,7 +33,7 @@ const char *store_cause_str(int cause);
  * STORE_CAUSE_*); store_write_ok() that a write transaction committed.
  * /healthz reports a refusal for STORE_REFUSED_RECENT_MS unless a commit
  * came after it (store_check).  Thread-safe; the record is the host's
- * (slots.h), for all of its workers.
+ * (workertab.h), for all of its workers.
  */
 void store_write_refused(int cause);
 void store_write_ok(void);

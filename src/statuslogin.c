@@ -1,6 +1,6 @@
 /*
- * statusauth.c - the /status login token and form parsing (see
- * statusauth.h).  HMAC-SHA256 and the constant-time compare come from
+ * statuslogin.c - the /status login token and form parsing (see
+ * statuslogin.h).  HMAC-SHA256 and the constant-time compare come from
  * OpenSSL's libcrypto (docs/style.md 0: use the library).  Nothing here is
  * process-wide state, so it is safe from any thread.
  */
@@ -11,12 +11,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "statusauth.h"
+#include "statuslogin.h"
 
 #define TOKEN_CONTEXT "orgw-status-v1"
 
 bool
-statusauth_key_eq(const char *given, const char *key)
+statuslogin_key_eq(const char *given, const char *key)
 {
 	size_t i, glen, klen;
 	unsigned char diff = 0;
@@ -34,7 +34,7 @@ statusauth_key_eq(const char *given, const char *key)
 }
 
 enum orgw_err
-statusauth_token(const char *key, int64_t expiry, char *dst, size_t n)
+statuslogin_token(const char *key, int64_t expiry, char *dst, size_t n)
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int maclen = 0, i;
@@ -86,7 +86,7 @@ cookie_get(const char *h, const char *name, char *dst, size_t n)
 }
 
 bool
-statusauth_cookie_ok(const char *cookie, const char *key, int64_t now)
+statuslogin_cookie_ok(const char *cookie, const char *key, int64_t now)
 {
 	char got[STATUSAUTH_TOKEN_MAX], want[STATUSAUTH_TOKEN_MAX], *dot;
 	long long exp = 0;
@@ -104,7 +104,7 @@ statusauth_cookie_ok(const char *cookie, const char *key, int64_t now)
 	}
 	if (exp <= now ||
 	    exp > now + STATUSAUTH_TTL_SECONDS + STATUSAUTH_SKEW_SECONDS ||
-	    statusauth_token(key, (int64_t)exp, want,
+	    statuslogin_token(key, (int64_t)exp, want,
 					   sizeof(want)) != ORGW_OK)
 		return false;
 	ok = strlen(got) == strlen(want) &&
@@ -126,7 +126,7 @@ hexval(char c)
 }
 
 bool
-statusauth_form_get(const char *body, size_t len, const char *name,
+statuslogin_form_get(const char *body, size_t len, const char *name,
 		    char *dst, size_t n)
 {
 	size_t nl = strlen(name), i = 0, j, k, o;

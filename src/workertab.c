@@ -1,5 +1,5 @@
 /*
- * slots.c - the host's worker table (STATE_PATH.workers).
+ * workertab.c - the host's worker table (STATE_PATH.workers).
  *
  * Why: a request must know whether every worker thread of the host is
  * busy (then a stream is refused with 503, load.h), and /stats shows the
@@ -13,7 +13,7 @@
  *   process lives (kill(pid, 0), then the start time against pid reuse),
  *   so a worker killed with SIGKILL leaves no phantom requests in flight:
  *   its slot stops counting the moment it dies.
- * - Claiming a slot (slots_open) takes flock(LOCK_EX) on the file; the
+ * - Claiming a slot (workertab_open) takes flock(LOCK_EX) on the file; the
  *   claimer reclaims dead processes' slots and, finding no live one,
  *   resets the peak ("since the gateway started").  Every other access
  *   is a lock-free atomic on the mapping: busy, side and threads are written
@@ -23,14 +23,14 @@
  * - The table has a random id (host), drawn by the first claimer: a
  *   team key's concurrency lease records it with its worker's pid and
  *   start time, and a worker of the same table judges whether that
- *   worker is gone (slots_owner_gone) the way it judges a slot.
+ *   worker is gone (workertab_owner_gone) the way it judges a slot.
  *
  * Ownership: the mapping and the slot index are process-wide, set by
- * slots_open() before any thread starts and read-only after; they live
- * until slots_close().  When the file cannot be used the table is an
+ * workertab_open() before any thread starts and read-only after; they live
+ * until workertab_close().  When the file cannot be used the table is an
  * anonymous private mapping: the same code, counting this process only.
  *
- * The memory budget (slots_mem_take) is one more count per slot: the
+ * The memory budget (workertab_mem_take) is one more count per slot: the
  * bytes its process's requests hold for bodies, answers and their
  * parse.  A killed process's bytes stop counting with its slot.
  */
@@ -54,12 +54,12 @@
 #include "clock.h"
 #include "load.h"
 #include "log.h"
-#include "slots.h"
+#include "workertab.h"
 #include "fsafe.h"
 
 #define SLOTS_MAX 256
 #define SLOTS_MAGIC 0x6f72677775736c31ULL	/* "orgwusl1" */
-/* slots_mem_give() trims the heap after giving back this much or more. */
+/* workertab_mem_give() trims the heap after giving back this much or more. */
 #define SLOTS_TRIM_BYTES (4u * 1024 * 1024)
 
 struct slot {
@@ -72,7 +72,7 @@ struct slot {
 	_Atomic uint64_t start;		/* start time, clock ticks */
 };
 
-/* The host's last refused state write (see slots_write_note),
+/* The host's last refused state write (see workertab_write_note),
  * CLOCK_MONOTONIC ms, 0: none since a write was committed.  Lock-free: a
  * reader that sees the time of one refusal and the cause of the next only
  * names the cause of a refusal a moment later. */
@@ -90,18 +90,18 @@ struct table {
 	 * refusal", and the slots stay where they were. */
 	struct writes writes;
 	/* When a writer of the state began to wait for its lock
-	 * (slots_writer_waiting), CLOCK_MONOTONIC ms, 0: none.  Also in
+	 * (workertab_writer_waiting), CLOCK_MONOTONIC ms, 0: none.  Also in
 	 * what was padding. */
 	_Atomic int64_t writer_wants_ms;
 	/* This table's id, drawn when the file is made (also in what was
 	 * padding): a team key's concurrency lease names it with its
 	 * worker's pid and start time, so a host judges only its own
-	 * workers' leases (slots_owner_gone). */
+	 * workers' leases (workertab_owner_gone). */
 	_Atomic int64_t host;
 	uint32_t pad[4];
 	struct slot slot[SLOTS_MAX];
 	/* Bytes each slot's process holds for request bodies, answers and
-	 * their parse (slots_mem_take).  After the slots, so an older
+	 * their parse (workertab_mem_take).  After the slots, so an older
 	 * build's file is only extended: its slots stay where they were. */
 	_Atomic uint64_t held[SLOTS_MAX];
 };
@@ -285,7 +285,7 @@ out:
 }
 
 enum orgw_err
-slots_open(const char *state_path, unsigned threads)
+workertab_open(const char *state_path, unsigned threads)
 {
 	void *m;
 
@@ -303,15 +303,15 @@ slots_open(const char *state_path, unsigned threads)
 }
 
 void
-slots_enter(struct orgw_load *load)
+workertab_enter(struct orgw_load *load)
 {
 	if (mine != NULL)
 		atomic_fetch_add(&mine->busy, 1);
-	slots_peek(load);
+	workertab_peek(load);
 }
 
 void
-slots_peek(struct orgw_load *load)
+workertab_peek(struct orgw_load *load)
 {
 	uint32_t busy = 0, cap = 0, side = 0, peak;
 	size_t i;
@@ -341,7 +341,7 @@ slots_peek(struct orgw_load *load)
 }
 
 unsigned
-slots_side_enter(void)
+workertab_side_enter(void)
 {
 	uint32_t n = 0;
 	size_t i;
@@ -360,28 +360,28 @@ slots_side_enter(void)
 }
 
 void
-slots_side_leave(void)
+workertab_side_leave(void)
 {
 	if (mine != NULL)
 		atomic_fetch_sub(&mine->side, 1);
 }
 
 void
-slots_leave(void)
+workertab_leave(void)
 {
 	if (mine != NULL)
 		atomic_fetch_sub(&mine->busy, 1);
 }
 
 void
-slots_drain(void)
+workertab_drain(void)
 {
 	if (mine != NULL)
 		atomic_store(&mine->threads, 0);
 }
 
 void
-slots_close(void)
+workertab_close(void)
 {
 	if (mine != NULL) {
 		atomic_store(&mine->pid, 0);
@@ -403,7 +403,7 @@ held_of(void)
 }
 
 bool
-slots_mem_take(size_t bytes, size_t budget)
+workertab_mem_take(size_t bytes, size_t budget)
 {
 	_Atomic uint64_t *own = held_of();
 	uint64_t total = 0;
@@ -434,16 +434,16 @@ slots_mem_take(size_t bytes, size_t budget)
 }
 
 void
-slots_mem_give(size_t bytes)
+workertab_mem_give(size_t bytes)
 {
 	if (bytes == 0)
 		return;
 	atomic_fetch_sub(held_of(), bytes);
-	slots_mem_trim(bytes);
+	workertab_mem_trim(bytes);
 }
 
 void
-slots_mem_trim(size_t bytes)
+workertab_mem_trim(size_t bytes)
 {
 	/* glibc keeps what a thread's arena freed (a tree of small nodes,
 	 * a body that grew by realloc) for that arena's next use: after a
@@ -462,7 +462,7 @@ writes_of(void)
 }
 
 void
-slots_write_note(bool refused, int cause)
+workertab_write_note(bool refused, int cause)
 {
 	struct writes *w = writes_of();
 	int64_t at;
@@ -483,7 +483,7 @@ slots_write_note(bool refused, int cause)
 }
 
 bool
-slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
+workertab_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
 {
 	struct writes *w = writes_of();
 	int64_t now = clock_mono_ms(), at = atomic_load(&w->refused_ms);
@@ -496,7 +496,7 @@ slots_write_refused(int64_t within_ms, int *cause, int64_t *ago_ms)
 }
 
 void
-slots_writer_waiting(bool waiting)
+workertab_writer_waiting(bool waiting)
 {
 	int64_t at;
 
@@ -516,7 +516,7 @@ slots_writer_waiting(bool waiting)
 }
 
 bool
-slots_writer_pending(int64_t within_ms)
+workertab_writer_pending(int64_t within_ms)
 {
 	int64_t at;
 
@@ -527,7 +527,7 @@ slots_writer_pending(int64_t within_ms)
 }
 
 bool
-slots_self(int64_t *host, int64_t *pid, int64_t *start)
+workertab_self(int64_t *host, int64_t *pid, int64_t *start)
 {
 	if (!shared || mine == NULL)
 		return false;
@@ -538,7 +538,7 @@ slots_self(int64_t *host, int64_t *pid, int64_t *start)
 }
 
 bool
-slots_owner_gone(int64_t host, int64_t pid, int64_t start)
+workertab_owner_gone(int64_t host, int64_t pid, int64_t start)
 {
 	unsigned long long st;
 
