@@ -266,8 +266,8 @@ serve(const struct orgw_io *io, const struct orgw_env *env,
 				     (id == R_STATUS &&
 				      c->custom_access_key != NULL &&
 				      statuslogin_cookie_ok(env->cookie,
-							   c->custom_access_key,
-							   clock_now_s())),
+							    c->custom_access_key,
+							    clock_now_s())),
 			     &rc))
 		return rc;
 	if (id == R_STATUS || id == R_STATUS_POST) {

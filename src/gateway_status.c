@@ -121,7 +121,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 		   const struct orgw_conf *c, const struct api *api)
 {
 	char body[STATUS_FORM_MAX_BYTES + 1], key[STATUS_FORM_MAX_BYTES];
-	char tok[STATUSAUTH_TOKEN_MAX], where[512], extra[1024], flag[8];
+	char tok[STATUSLOGIN_TOKEN_MAX], where[512], extra[1024], flag[8];
 	const char *secure;
 	unsigned long long cl;
 	enum team_kind kind = TEAM_NONE;
@@ -152,7 +152,7 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 			 "";
 	if (statuslogin_form_get(body, got, "logout", flag, sizeof(flag))) {
 		snprintf(extra, sizeof(extra),
-			 "Location: %s\r\nSet-Cookie: " STATUSAUTH_COOKIE
+			 "Location: %s\r\nSet-Cookie: " STATUSLOGIN_COOKIE
 			 "=; Max-Age=0; HttpOnly; SameSite=Strict; Path=/%s\r\n",
 			 where, secure);
 		return status_redirect(io, extra);
@@ -181,12 +181,12 @@ handle_status_post(const struct orgw_io *io, const struct orgw_env *env,
 		return status_login(io, 401, "wrong key");
 	}
 	if (statuslogin_token(c->custom_access_key,
-			     clock_now_s() + STATUSAUTH_TTL_SECONDS, tok,
-			     sizeof(tok)) != ORGW_OK)
+			      clock_now_s() + STATUSLOGIN_TTL_SECONDS, tok,
+			      sizeof(tok)) != ORGW_OK)
 		return status_login(io, 500, "could not make a token");
 	snprintf(extra, sizeof(extra),
-		 "Location: %s\r\nSet-Cookie: " STATUSAUTH_COOKIE
+		 "Location: %s\r\nSet-Cookie: " STATUSLOGIN_COOKIE
 		 "=%s; Max-Age=%d; HttpOnly; SameSite=Strict; Path=/%s\r\n",
-		 where, tok, STATUSAUTH_TTL_SECONDS, secure);
+		 where, tok, STATUSLOGIN_TTL_SECONDS, secure);
 	return status_redirect(io, extra);
 }

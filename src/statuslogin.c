@@ -42,7 +42,7 @@ statuslogin_token(const char *key, int64_t expiry, char *dst, size_t n)
 	int hdr;
 	size_t at;
 
-	if (key == NULL || key[0] == '\0' || n < STATUSAUTH_TOKEN_MAX)
+	if (key == NULL || key[0] == '\0' || n < STATUSLOGIN_TOKEN_MAX)
 		return ORGW_EINVAL;
 	hdr = snprintf(msg, sizeof(msg), "%s%lld", TOKEN_CONTEXT,
 		       (long long)expiry);
@@ -88,13 +88,13 @@ cookie_get(const char *h, const char *name, char *dst, size_t n)
 bool
 statuslogin_cookie_ok(const char *cookie, const char *key, int64_t now)
 {
-	char got[STATUSAUTH_TOKEN_MAX], want[STATUSAUTH_TOKEN_MAX], *dot;
+	char got[STATUSLOGIN_TOKEN_MAX], want[STATUSLOGIN_TOKEN_MAX], *dot;
 	long long exp = 0;
 	size_t i;
 	bool ok;
 
 	if (cookie == NULL || key == NULL || key[0] == '\0' ||
-	    !cookie_get(cookie, STATUSAUTH_COOKIE, got, sizeof(got)) ||
+	    !cookie_get(cookie, STATUSLOGIN_COOKIE, got, sizeof(got)) ||
 	    (dot = strchr(got, '.')) == NULL || dot == got || dot - got > 18)
 		return false;
 	for (i = 0; got + i < dot; i++) {
@@ -103,7 +103,7 @@ statuslogin_cookie_ok(const char *cookie, const char *key, int64_t now)
 		exp = exp * 10 + (got[i] - '0');
 	}
 	if (exp <= now ||
-	    exp > now + STATUSAUTH_TTL_SECONDS + STATUSAUTH_SKEW_SECONDS ||
+	    exp > now + STATUSLOGIN_TTL_SECONDS + STATUSLOGIN_SKEW_SECONDS ||
 	    statuslogin_token(key, (int64_t)exp, want,
 					   sizeof(want)) != ORGW_OK)
 		return false;
@@ -127,7 +127,7 @@ hexval(char c)
 
 bool
 statuslogin_form_get(const char *body, size_t len, const char *name,
-		    char *dst, size_t n)
+		     char *dst, size_t n)
 {
 	size_t nl = strlen(name), i = 0, j, k, o;
 

@@ -147,7 +147,7 @@ test_login(void)
 static void
 test_token(void)
 {
-	char tok[STATUSAUTH_TOKEN_MAX], ck[256], other[STATUSAUTH_TOKEN_MAX];
+	char tok[STATUSLOGIN_TOKEN_MAX], ck[256], other[STATUSLOGIN_TOKEN_MAX];
 	const char *key = "client-test-key";
 
 	T_ASSERT("token made",
@@ -177,9 +177,9 @@ test_token(void)
 		 !statuslogin_cookie_ok(ck, key, NOW));
 	T_ASSERT("token at the lifetime and skew made",
 		 statuslogin_token(key,
-				  NOW + STATUSAUTH_TTL_SECONDS +
-					  STATUSAUTH_SKEW_SECONDS,
-				  other, sizeof(other)) == ORGW_OK);
+				   NOW + STATUSLOGIN_TTL_SECONDS +
+					  STATUSLOGIN_SKEW_SECONDS,
+				   other, sizeof(other)) == ORGW_OK);
 	snprintf(ck, sizeof(ck), "orgw_status=%s", other);
 	T_ASSERT("... one at the lifetime (plus the clock skew) is accepted",
 		 statuslogin_cookie_ok(ck, key, NOW));
@@ -228,9 +228,9 @@ test_form(void)
 	T_ASSERT("form: bad and cut %-escapes, NUL refused",
 		 !statuslogin_form_get("key=%zz", 7, "key", v, sizeof(v)) &&
 			 !statuslogin_form_get("key=ab%4", 8, "key", v,
-					      sizeof(v)) &&
+					       sizeof(v)) &&
 			 !statuslogin_form_get("key=%00", 7, "key", v,
-					      sizeof(v)));
+					       sizeof(v)));
 	T_ASSERT("form: a value too long is refused",
 		 !statuslogin_form_get("key=0123456789", 14, "key", v, 5));
 	T_ASSERT("form: only len bytes are read",
