@@ -63,8 +63,10 @@ SCORER  := scheduler/orgw-score
 CORE    := src/route.c src/score.c src/failover.c src/sse.c src/reqval.c \
 	   src/api.c src/api_chat.c src/api_messages.c src/api_responses.c \
 	   src/jsonscan.c src/conf.c src/conf_value.c src/conf_list.c src/conf_parse.c \
-	   src/record.c src/ledger.c src/teamkey.c src/buf.c src/mask.c \
-	   src/statuspage.c src/statuslogin.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
+	   src/record.c src/ledger.c src/ledger_render.c src/ledger_price.c \
+	   src/teamkey.c src/teamkey_codec.c src/teamkey_rate.c src/buf.c src/mask.c \
+	   src/statuspage.c src/statuspage_chart.c src/statuspage_routing.c src/statuspage_keys.c \
+	   src/statuspage_conv.c src/statuslogin.c src/prom.c src/latency.c src/redisconf.c src/guard.c \
 	   src/dump.c src/load.c src/memo.c src/version.c src/fingerprint.c src/convcache.c \
 	   src/conv.c src/convroute.c src/convbody.c src/statekeys.c src/hold.c \
 	   src/convlist.c

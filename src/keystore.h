@@ -1,7 +1,7 @@
 /*
  * keystore.h - the team keys' store (teamkey.h): their records, the
  * index from keyed hash to name, and what each used by day and month.
- * An edge module over store.h; the records' text is teamkey.c's.
+ * An edge module over store.h; the records' text is teamkey_codec.c's.
  *
  * Where: STATE_BACKEND=gdbm, the GDBM file KEYS_PATH (default keys.gdbm
  * beside STATE_PATH) with its own lock (KEYS_PATH.lock) and crash-safety

@@ -1,20 +1,21 @@
 /*
- * ledger.c - what orgw counts: the cells a request adds to and the
- * /stats and /metrics trees rendered from them (ledger.h).  Pure.
+ * ledger.c - what orgw counts: the cells a request adds to (ledger.h),
+ * their text, what a request's delta adds to them, and their keys in the
+ * state.  Pure.  Beside it ledger_render.c (the /stats and /metrics
+ * trees rendered from the cells) and ledger_price.c (a request's price
+ * from its candidates), sharing ledger_impl.h.
  *
  * A cell's text is {"v":1,"<key>":n,...,"t<slot>":n,"d<slot>":n}: only
  * the non-zero counters of ledger_fields, then the non-zero histogram
  * slots of the time to first byte (t) and the duration (d).
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "buf.h"
 #include "ledger.h"
-#include "score.h"
+#include "ledger_impl.h"
 
 const struct ledger_field ledger_fields[LX_N] = {
 	[LX_REQUESTS] = {"r", "requests", LS_PROVIDER | LS_API, NULL, NULL,
@@ -100,7 +101,7 @@ const struct ledger_field ledger_fields[LX_N] = {
 			  NULL},
 };
 
-static double
+double
 fin(double v)
 {
 	return isfinite(v) ? v : 0;
@@ -445,7 +446,7 @@ last_colon(const char *s, const char *e)
 
 /* Copies the part [s, e) into dst (n bytes); false when empty or too
  * long. */
-static bool
+bool
 part_copy(char *dst, size_t n, const char *s, const char *e)
 {
 	size_t len = (size_t)(e - s);
@@ -476,7 +477,7 @@ ledger_key_split(const char *key, struct ledger_key_parts *p)
 }
 
 /* True when s is "YYYY-MM-DD" in digits and dashes. */
-static bool
+bool
 day_ok(const char *s)
 {
 	int i;
@@ -488,7 +489,7 @@ day_ok(const char *s)
 }
 
 /* The first day /stats shows day by day at now. */
-static void
+void
 first_day(int64_t now, char dst[11])
 {
 	record_day(now - (int64_t)(LEDGER_DAYS - 1) * 86400, dst);
@@ -503,463 +504,4 @@ ledger_day_old(const char *day, int64_t now)
 		return false;
 	first_day(now, first);
 	return strcmp(day, first) < 0;
-}
-
-/* The object o[k], made when absent or not an object; NULL when out of
- * memory. */
-static cJSON *
-child(cJSON *o, const char *k)
-{
-	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k), *n;
-
-	if (o == NULL)
-		return NULL;
-	if (cJSON_IsObject(it))
-		return it;
-	if ((n = cJSON_CreateObject()) == NULL)
-		return NULL;
-	if (it != NULL ? !cJSON_ReplaceItemInObjectCaseSensitive(o, k, n) :
-			 !cJSON_AddItemToObject(o, k, n)) {
-		cJSON_Delete(n);
-		return NULL;
-	}
-	return n;
-}
-
-/* o[k] += v (max: o[k] = max(o[k], v)), made when absent. */
-static bool
-bump(cJSON *o, const char *k, double v, bool max)
-{
-	cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (o == NULL)
-		return false;
-	v = fin(v);
-	if (cJSON_IsNumber(it)) {
-		double have = fin(it->valuedouble);
-		cJSON_SetNumberValue(it, max ? (v > have ? v : have) :
-					       fin(have + v));
-		return true;
-	}
-	if (it != NULL)
-		cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-	return cJSON_AddNumberToObject(o, k, v) != NULL;
-}
-
-/* Adds v at the dotted path in o ("a.b": o.a.b). */
-static bool
-bump_path(cJSON *o, const char *path, double v, bool max)
-{
-	char part[64];
-	const char *dot;
-
-	while ((dot = strchr(path, '.')) != NULL) {
-		if (!part_copy(part, sizeof(part), path, dot))
-			return false;
-		if ((o = child(o, part)) == NULL)
-			return false;
-		path = dot + 1;
-	}
-	return bump(o, path, v, max);
-}
-
-/* The counters of c that show at one level of /stats: every row with
- * all of need in its scope (zero rows too when fill). */
-static bool
-stats_rows(cJSON *o, const struct ledger_cell *c, unsigned need, bool fill)
-{
-	int i;
-
-	for (i = 0; i < LX_N; i++) {
-		const struct ledger_field *f = &ledger_fields[i];
-
-		if (f->stats == NULL || (f->scope & need) != need)
-			continue;
-		if ((c->v[i] != 0 || fill) &&
-		    !bump_path(o, f->stats, c->v[i], f->scope & LS_MAX))
-			return false;
-	}
-	return true;
-}
-
-/* Adds a histogram's slot counts to o.buckets (made with LAT_N_SLOTS
- * zeroes when absent or of another size). */
-static bool
-hist_add(cJSON *o, const double *v)
-{
-	cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "buckets"), *it;
-	size_t i;
-
-	if (o == NULL)
-		return false;
-	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != LAT_N_SLOTS) {
-		double zero[LAT_N_SLOTS] = {0};
-
-		cJSON_DeleteItemFromObjectCaseSensitive(o, "buckets");
-		b = cJSON_CreateDoubleArray(zero, LAT_N_SLOTS);
-		if (b == NULL || !cJSON_AddItemToObject(o, "buckets", b)) {
-			cJSON_Delete(b);
-			return false;
-		}
-	}
-	for (i = 0, it = b->child; it != NULL && i < LAT_N_SLOTS;
-	     i++, it = it->next)
-		if (v[i] != 0)
-			cJSON_SetNumberValue(it, fin(fin(it->valuedouble) + v[i]));
-	return true;
-}
-
-static bool
-any(const double *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (v[i] != 0)
-			return true;
-	return false;
-}
-
-bool
-ledger_render_cell(cJSON *stats, cJSON *metrics,
-		   const struct ledger_key_parts *p,
-		   const struct ledger_cell *c, int64_t now)
-{
-	bool tagged = strcmp(p->tag, LEDGER_NONE) != 0;
-	bool api = strcmp(p->api, LEDGER_NONE) != 0;
-	cJSON *prov = NULL, *o;
-	char first[11];
-	int i;
-
-	if (stats != NULL) {
-		if (!stats_rows(stats, c, 0, false))
-			return false;
-		if (tagged && ((o = child(child(stats, "by_provider"),
-					  p->tag)) == NULL ||
-			       !stats_rows(o, c, LS_PROVIDER, false)))
-			return false;
-		if (api && ((o = child(child(stats, "by_api"), p->api)) ==
-				    NULL ||
-			    !stats_rows(o, c, LS_API, false)))
-			return false;
-		first_day(now, first);
-		if (tagged && c->v[LX_PRICED] != 0 && day_ok(p->day) &&
-		    strcmp(p->day, first) >= 0) {
-			o = child(child(child(stats, "days"), p->day), p->tag);
-			for (i = 0; i < LX_N; i++)
-				if (ledger_fields[i].day != NULL &&
-				    !bump(o, ledger_fields[i].day, c->v[i],
-					  false))
-					return false;
-		}
-	}
-	if (metrics == NULL)
-		return true;
-	if (tagged && (prov = child(child(metrics, "providers"), p->tag)) ==
-			      NULL)
-		return false;
-	for (i = 0; i < LX_N; i++) {
-		const struct ledger_field *f = &ledger_fields[i];
-		cJSON *at = f->metrics_model ? metrics : prov;
-
-		if (f->metrics == NULL || at == NULL || c->v[i] == 0)
-			continue;
-		if (!bump_path(at, f->metrics, c->v[i], false))
-			return false;
-	}
-	if (any(c->ttfb, LAT_N_SLOTS) && !hist_add(child(metrics, "ttfb"),
-						    c->ttfb))
-		return false;
-	if (any(c->dur, LAT_N_SLOTS) &&
-	    !hist_add(child(metrics, "duration"), c->dur))
-		return false;
-	return true;
-}
-
-bool
-ledger_render_hit(cJSON *stats, const char *tag, const struct score_hit *h)
-{
-	cJSON *p = child(child(stats, "by_provider"), tag), *o;
-
-	if (p == NULL || (o = cJSON_CreateObject()) == NULL)
-		return false;
-	if (!cJSON_AddNumberToObject(o, "rate", h->rate) ||
-	    !cJSON_AddNumberToObject(o, "weight", h->weight) ||
-	    !cJSON_AddNumberToObject(o, "tokens", (double)h->tokens) ||
-	    (cJSON_GetObjectItemCaseSensitive(p, "hit") != NULL ?
-		     !cJSON_ReplaceItemInObjectCaseSensitive(p, "hit", o) :
-		     !cJSON_AddItemToObject(p, "hit", o))) {
-		cJSON_Delete(o);
-		return false;
-	}
-	return true;
-}
-
-/* True when k ends in "_max": a maximum, not a sum. */
-static bool
-is_max(const char *k)
-{
-	size_t n = strlen(k);
-
-	return n > 4 && strcmp(k + n - 4, "_max") == 0;
-}
-
-/* An array of n zeroes as dst[k]; NULL when out of memory. */
-static cJSON *
-zero_array(cJSON *dst, const char *k, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-	int i;
-
-	for (i = 0; a != NULL && i < n; i++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(0))) {
-			cJSON_Delete(a);
-			a = NULL;
-		}
-	if (a != NULL && !cJSON_AddItemToObject(dst, k, a)) {
-		cJSON_Delete(a);
-		a = NULL;
-	}
-	return a;
-}
-
-/* dst += src member by member: numbers added (maxima kept), objects
- * merged, arrays of numbers (histogram slots) added slot by slot when
- * both have the same size; strings and other arrays are left out, and a
- * non-finite number counts 0.  A "hit" object is taken only where dst
- * has none (a HIT key's rate is newer than an old record's). */
-static bool
-tree_add(cJSON *dst, const cJSON *src)
-{
-	const cJSON *it;
-
-	if (dst == NULL)
-		return false;
-	cJSON_ArrayForEach(it, src)
-	{
-		cJSON *have;
-
-		if (it->string == NULL || strcmp(it->string, "v") == 0)
-			continue;
-		have = cJSON_GetObjectItemCaseSensitive(dst, it->string);
-		if (cJSON_IsNumber(it)) {
-			if (!bump(dst, it->string, it->valuedouble,
-				  is_max(it->string)))
-				return false;
-		} else if (cJSON_IsObject(it)) {
-			if (strcmp(it->string, "hit") == 0 && have != NULL)
-				continue;
-			if (!tree_add(child(dst, it->string), it))
-				return false;
-		} else if (cJSON_IsArray(it) && strcmp(it->string, "buckets") == 0) {
-			int n = cJSON_GetArraySize(it);
-			cJSON *a;
-			const cJSON *b;
-
-			if (have == NULL &&
-			    (have = zero_array(dst, it->string, n)) == NULL)
-				return false;
-			if (!cJSON_IsArray(have) || cJSON_GetArraySize(have) != n)
-				continue;
-			for (a = have->child, b = it->child;
-			     a != NULL && b != NULL; a = a->next, b = b->next)
-				if (cJSON_IsNumber(a) && cJSON_IsNumber(b))
-					cJSON_SetNumberValue(
-						a, fin(fin(a->valuedouble) +
-						       fin(b->valuedouble)));
-		}
-	}
-	return true;
-}
-
-bool
-ledger_merge_legacy(cJSON *dst, const char *text)
-{
-	cJSON *o = text != NULL ? cJSON_Parse(text) : NULL;
-	bool ok = true;
-
-	if (cJSON_IsObject(o) && dst != NULL)
-		ok = tree_add(dst, o);
-	cJSON_Delete(o);
-	return ok;
-}
-
-/* avg = sum / n under o, when n > 0. */
-static bool
-average(cJSON *o, const char *sum, const char *n, const char *avg)
-{
-	double c = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, n));
-	double s =
-		cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, sum));
-
-	if (!(c > 0))
-		return true;
-	cJSON_DeleteItemFromObjectCaseSensitive(o, avg);
-	return cJSON_AddNumberToObject(o, avg, s / c) != NULL;
-}
-
-bool
-ledger_render_finish(cJSON *stats, int64_t now)
-{
-	struct ledger_cell zero;
-	cJSON *days = cJSON_GetObjectItemCaseSensitive(stats, "days"), *it,
-	      *next, *lat, *tok;
-	char first[11];
-	double prompt, cached;
-
-	memset(&zero, 0, sizeof(zero));
-	first_day(now, first);
-	for (it = days != NULL ? days->child : NULL; it != NULL; it = next) {
-		next = it->next;
-		if (it->string == NULL || !day_ok(it->string) ||
-		    strcmp(it->string, first) < 0 || !cJSON_IsObject(it))
-			cJSON_Delete(cJSON_DetachItemViaPointer(days, it));
-	}
-	if (!stats_rows(stats, &zero, 0, true))
-		return false;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(stats,
-								"by_provider"))
-	{
-		if (cJSON_IsObject(it) && !stats_rows(it, &zero, LS_PROVIDER, true))
-			return false;
-	}
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(stats, "by_api"))
-	{
-		if (cJSON_IsObject(it) && !stats_rows(it, &zero, LS_API, true))
-			return false;
-	}
-	lat = cJSON_GetObjectItemCaseSensitive(stats, "latency");
-	if (!average(lat, "ttfb_ms_sum", "ttfb_count", "ttfb_ms_avg") ||
-	    !average(lat, "total_ms_sum", "total_count", "total_ms_avg"))
-		return false;
-	tok = cJSON_GetObjectItemCaseSensitive(stats, "tokens");
-	prompt = cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(tok, "prompt"));
-	cached = cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(tok, "cached"));
-	cJSON_DeleteItemFromObjectCaseSensitive(stats, "cache_hit_rate");
-	return cJSON_AddNumberToObject(stats, "cache_hit_rate",
-				       prompt > 0 ? cached / prompt : 0) !=
-	       NULL;
-}
-
-bool
-ledger_dearest(const struct rec_cands *c, int hhmm, int64_t prompt,
-	       int64_t cached, int64_t cache_write, int64_t completion,
-	       double *out)
-{
-	double v, max = 0;
-	bool any = false;
-	size_t i;
-
-	for (i = 0; c != NULL && i < c->n; i++)
-		if (score_estimate_cost(&c->v[i].terms, hhmm, prompt, cached,
-					cache_write, completion, &v) &&
-		    isfinite(v) && (!any || v > max)) {
-			max = v;
-			any = true;
-		}
-	if (any)
-		*out = max;
-	return any;
-}
-
-double
-ledger_ceiling_cost(double usd_per_token, int64_t prompt, int64_t completion)
-{
-	double n = (double)(prompt > 0 ? prompt : 0) +
-		   (double)(completion > 0 ? completion : 0);
-
-	return isfinite(usd_per_token) && usd_per_token > 0 ? n * usd_per_token :
-							      0;
-}
-
-double
-ledger_hold_estimate(const struct rec_cands *c, int hhmm, int64_t prompt_max,
-		     int64_t out_max, double ceiling_usd, const char **basis)
-{
-	const char *dummy;
-	int64_t most = 0;
-	double usd;
-	size_t i;
-
-	for (i = 0; out_max <= 0 && c != NULL && i < c->n; i++)
-		if (c->v[i].max_completion_tokens > most)
-			most = c->v[i].max_completion_tokens;
-	if (out_max <= 0)
-		out_max = most;
-	if (out_max <= 0)
-		out_max = LEDGER_HOLD_OUT_DEFAULT;
-	if (basis == NULL)
-		basis = &dummy;
-	*basis = LEDGER_BASIS_MODEL_MAX;
-	if (ledger_dearest(c, hhmm, prompt_max, 0, 0, out_max, &usd))
-		return usd;
-	*basis = LEDGER_BASIS_CEILING;
-	return ledger_ceiling_cost(ceiling_usd, prompt_max, out_max);
-}
-
-/*
- * Prices an answer whose usage did not say its cost: from the prices of
- * the candidate e it is attributed to, else from the dearest candidate
- * of the model (it may have been served by any of them), else at the
- * configured ceiling.  An answer is never counted at $0 only because
- * its price is unknown.
- */
-static void
-price_unknown(struct stats_delta *d, const struct rec_cand *e,
-	      const struct rec_cands *c)
-{
-	int hhmm = score_hhmm(d->now);
-
-	if (e != NULL &&
-	    score_estimate_cost(&e->terms, hhmm, d->prompt_tokens,
-				d->cached_tokens, d->cache_write_tokens,
-				d->completion_tokens, &d->cost_usd))
-		d->cost_basis = LEDGER_BASIS_ENDPOINT;
-	else if (ledger_dearest(c, hhmm, d->prompt_tokens, d->cached_tokens,
-				d->cache_write_tokens, d->completion_tokens,
-				&d->cost_usd))
-		d->cost_basis = LEDGER_BASIS_MODEL_MAX;
-	else {
-		d->cost_usd = ledger_ceiling_cost(d->price_ceiling_usd,
-						  d->prompt_tokens,
-						  d->completion_tokens);
-		d->cost_basis = LEDGER_BASIS_CEILING;
-	}
-	d->cost_estimated = true;
-}
-
-void
-ledger_price(struct stats_delta *d, const struct rec_cands *c)
-{
-	const struct rec_cand *e = NULL;
-	size_t i, n = c != NULL ? c->n : 0;
-
-	d->money_tag = NULL;
-	d->uncached_usd = 0;
-	if (!d->usage)
-		return;
-	if (d->tag != NULL && d->tag[0] != '\0' && d->off_pin == 0) {
-		d->money_tag = d->tag;
-		for (i = 0; i < n && e == NULL; i++)
-			if (strcmp(c->v[i].tag, d->tag) == 0)
-				e = &c->v[i];
-	} else if (d->served != NULL && d->served[0] != '\0') {
-		for (i = 0; i < n && e == NULL; i++)
-			if (strcasecmp(c->v[i].provider_name, d->served) == 0 ||
-			    strcasecmp(c->v[i].tag, d->served) == 0)
-				e = &c->v[i];
-		if (e != NULL)
-			d->money_tag = e->tag;
-	}
-	if (d->money_tag == NULL)
-		d->money_tag = RECORD_MONEY_UNKNOWN;
-	if (!d->cost_known)
-		price_unknown(d, e, c);
-	if (e == NULL ||
-	    !score_uncached_cost(&e->terms, score_hhmm(d->now),
-				 d->prompt_tokens, d->completion_tokens,
-				 &d->uncached_usd))
-		d->uncached_usd = d->cost_usd;
 }

@@ -26,11 +26,11 @@
 #   6. nothing in src/ or cgi-bin/ includes a header of scheduler/: the
 #      operator tool's modules are its own, built into orgw-score only,
 #      never into liborgw.a or the gateway;
-#   7. a module's private header, src/M_impl.h, is included only by that
-#      module's own files (src/M.c, M.h, M_*.c, M_*.h; relay_impl.h by
-#      relay.c and relay_*.c), never by another module, cgi-bin/ or
-#      scheduler/: what a module's files share among themselves is no
-#      part of its interface;
+#   7. a module's private header, src/M_impl.h or scheduler/M_impl.h,
+#      is included only by that module's own files (M.c, M.h, M_*.c,
+#      M_*.h in the same directory; relay_impl.h by relay.c and
+#      relay_*.c), never by another module or directory: what a module's
+#      files share among themselves is no part of its interface;
 #   8. README.md's Layout section names every source file of src/,
 #      scheduler/ and cgi-bin/ (a new module says there what it is for).
 # Prints what breaks a rule and exits 1; else exits 0.
@@ -145,14 +145,16 @@ for h in scheduler/*.h; do
 	fi
 done
 rm -f /tmp/orgw-layers-tool.$$
-for h in src/*_impl.h; do
+for h in src/*_impl.h scheduler/*_impl.h; do
+	[ -e "$h" ] || continue
+	d=$(dirname "$h")
 	n=$(basename "$h")
 	m=${n%_impl.h}
 	grep -lE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]*/)?$n\"" \
 		src/*.c src/*.h cgi-bin/*.c scheduler/*.c scheduler/*.h |
 		while read -r f; do
 			case $f in
-			"src/$m.c" | "src/$m.h" | "src/$m"_*.c | "src/$m"_*.h) ;;
+			"$d/$m.c" | "$d/$m.h" | "$d/$m"_*.c | "$d/$m"_*.h) ;;
 			*) echo "$f" ;;
 			esac
 		done >/tmp/orgw-layers-impl.$$

@@ -1,6 +1,6 @@
 /*
- * fuzz_teamkey.c - libFuzzer target for the decoders of teamkey.c: the
- * records TEAMKEY:<name>, TEAMKEY_USE:<name>:<when> and
+ * fuzz_teamkey.c - libFuzzer target for the decoders of teamkey_codec.c:
+ * the records TEAMKEY:<name>, TEAMKEY_USE:<name>:<when> and
  * TEAMKEY_RATE:<name> as read back from the keys store.
  *
  * The input, with a NUL after it, is given to teamkey_decode,

@@ -1,8 +1,9 @@
 /*
- * test_ledger.c - unit tests for ledger.c: cells (sparse text, damaged
- * text, sums and maxima), a request's cell, the cell keys of models with
- * ':' in their ids, /stats and /metrics rendered from cells in any order
- * with an old release's records added in, money attribution and pricing.
+ * test_ledger.c - unit tests for ledger.c, ledger_render.c and
+ * ledger_price.c: cells (sparse text, damaged text, sums and maxima), a
+ * request's cell, the cell keys of models with ':' in their ids, /stats
+ * and /metrics rendered from cells in any order with an old release's
+ * records added in, money attribution and pricing.
  */
 #include <math.h>
 #include <stdint.h>

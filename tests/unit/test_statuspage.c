@@ -1,12 +1,12 @@
 /*
- * test_statuspage.c - unit tests for the /status page (statuspage.c) and
- * its login (statuslogin.c): every section renders from a /stats tree,
- * strings from the state are escaped (hostile model and provider names),
- * the cookie token is derived from the key and never holds it, expires,
- * and rejects tampering; the form parser decodes what browsers send;
- * LOCK_LOG keeps the last RECORD_LOCK_LOG_MAX changes; the ledger days
- * keep prompt and cached tokens; the Keys table shows every token and
- * refusal row a key counts.
+ * test_statuspage.c - unit tests for the /status page (statuspage.c,
+ * statuspage_*.c) and its login (statuslogin.c): every section renders
+ * from a /stats tree, strings from the state are escaped (hostile model
+ * and provider names), the cookie token is derived from the key and never
+ * holds it, expires, and rejects tampering; the form parser decodes what
+ * browsers send; LOCK_LOG keeps the last RECORD_LOCK_LOG_MAX changes; the
+ * ledger days keep prompt and cached tokens; the Keys table shows every
+ * token and refusal row a key counts.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /*
- * test_teamkey.c - unit tests for teamkey.c: names and globs, glob
- * matching (case, '/' and openrouter/auto), the keyed hash against RFC
- * 4231, the plain key's shape and making, the three records' round trips
+ * test_teamkey.c - unit tests for teamkey.c, teamkey_codec.c and
+ * teamkey_rate.c: names and globs, glob matching (case, '/' and
+ * openrouter/auto), the keyed hash against RFC 4231, the plain key's
+ * shape and making, the three records' round trips
  * and the damaged texts they refuse, use sums, UTC days and months at
  * their edges, the key, budget and rate checks with time injected.
  */
