@@ -81,7 +81,10 @@ handle_health(const struct orgw_io *io, const struct orgw_env *env,
 		if (now - health_at >= HEALTH_CACHE_MS) {
 			health_why[0] = '\0';
 			state_health(c, health_why, sizeof(health_why));
-			health_at = now;
+			/* Kept a second from the answer, not the ask: a
+			 * check that waited its second is not asked again by
+			 * the next request. */
+			health_at = clock_mono_ms();
 		}
 		snprintf(why, sizeof(why), "%s", health_why);
 		pthread_mutex_unlock(&health_mu);

@@ -214,7 +214,7 @@ static const char css[] =
 	"table.r td{display:flex;justify-content:space-between;gap:10px;"
 	"border:0;text-align:right;padding:1px 8px}"
 	"table.r td::before{content:attr(data-label);font-weight:600;"
-	"color:#44505c;text-align:left;flex:none}"
+	"color:#44505c;text-align:left;flex:0 1 auto;min-width:0}"
 	"}";
 
 static void

@@ -167,7 +167,7 @@ ask "$M"
 t_match "fixed: pinned again without a restart" '^200 (locked|relocked|scored)$' "$ASK"
 t_eq "  files created with STATE_MODE 0600" "600 600" "$(stat -c %a "$ORGW_STATE") $(stat -c %a "$ORGW_STATE.lock")"
 
-# 9. /healthz takes a shared lock at most, and waits for it briefly.
+# 9. /healthz takes a shared lock at most, and waits a second for it at most.
 # Before: the exclusive lock, so a reader holding the lock made every
 # /healthz wait 3 s (and a flood of /healthz competed with the workers).
 sleep 1.1 # past the per-worker /healthz cache
@@ -186,7 +186,10 @@ for _ in 1 2 3 4 5 6 7 8; do orgw_http GET /healthz; done
 ms=$(ms_since "$start")
 t_eq "/healthz while the exclusive lock is held: 503, busy" "503 busy" \
 	"$HTTP_STATUS $(json_get "$HTTP_BODY" j.reason | grep -o busy)"
-t_check "  8 answers, each waiting 200 ms at most ($ms ms < 2500)" test "$ms" -lt 2500
+# Each waits a second at most for its shared lock (not the 3 s a
+# transaction waits), and a worker keeps the answer a second after it.
+t_check "  8 answers, each waiting a second at most ($ms ms < 12000; the lock timeout would be 24000)" \
+	test "$ms" -lt 12000
 flock -u 9
 exec 9<&-
 
