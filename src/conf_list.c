@@ -12,6 +12,22 @@
 #include "conf_impl.h"
 #include "reqval.h"
 
+/* The next comma-separated item of the list at *rest, cut in place and
+ * trimmed, with *rest moved past it (NULL after the last item); NULL
+ * once *rest is NULL. */
+static char *
+next_item(char **rest)
+{
+	char *item = *rest, *comma;
+
+	if (item == NULL)
+		return NULL;
+	if ((comma = strchr(item, ',')) != NULL)
+		*comma++ = '\0';
+	*rest = comma;
+	return conf_trim(item);
+}
+
 /*
  * TARGET_MODEL: comma-separated model ids.  Items are trimmed, empty
  * items are skipped (so "" clears the list) and repeated ids are kept
@@ -23,16 +39,13 @@ conf_set_models(struct orgw_conf *c, const struct conf_item *it,
 {
 	char show[CONF_SHOW_MAX + 4];
 	char *models[CONF_MAX_TARGETS];
-	char *dup, *item, *next;
+	char *dup, *item, *rest;
 	size_t n = 0, i, len;
 	enum orgw_err rc = ORGW_EINVAL;
 
 	if ((dup = strdup(v)) == NULL)
 		return ORGW_ENOMEM;
-	for (item = dup; item != NULL; item = next) {
-		if ((next = strchr(item, ',')) != NULL)
-			*next++ = '\0';
-		item = conf_trim(item);
+	for (rest = dup; (item = next_item(&rest)) != NULL;) {
 		if (*item == '\0')
 			continue;
 		len = strlen(item);
@@ -110,16 +123,13 @@ conf_set_aliases(struct orgw_conf *c, const struct conf_item *it,
 {
 	char show[CONF_SHOW_MAX + 4];
 	char *from[CONF_MAX_ALIASES], *to[CONF_MAX_ALIASES];
-	char *dup, *item, *next, *eq, *a, *b;
+	char *dup, *item, *rest, *eq, *a, *b;
 	size_t n = 0, i;
 	enum orgw_err rc = ORGW_EINVAL;
 
 	if ((dup = strdup(v)) == NULL)
 		return ORGW_ENOMEM;
-	for (item = dup; item != NULL; item = next) {
-		if ((next = strchr(item, ',')) != NULL)
-			*next++ = '\0';
-		item = conf_trim(item);
+	for (rest = dup; (item = next_item(&rest)) != NULL;) {
 		if (*item == '\0')
 			continue;
 		if ((eq = strchr(item, '=')) == NULL) {
@@ -203,18 +213,17 @@ conf_set_delays(struct orgw_conf *c, const struct conf_item *it,
 {
 	char show[CONF_SHOW_MAX + 4];
 	int delays[CONF_MAX_DELAYS];
-	char *dup, *item, *next, *all;
+	char *dup, *item, *rest, *all;
 	size_t n = 0, i;
 	long long d;
 	enum orgw_err rc = ORGW_EINVAL;
 
 	if ((dup = strdup(v)) == NULL)
 		return ORGW_ENOMEM;
+	/* An all-blank value is no list at all, not one empty item. */
 	all = conf_trim(dup);
-	for (item = all; *all != '\0' && item != NULL; item = next) {
-		if ((next = strchr(item, ',')) != NULL)
-			*next++ = '\0';
-		item = conf_trim(item);
+	rest = *all != '\0' ? all : NULL;
+	while ((item = next_item(&rest)) != NULL) {
 		if (n == CONF_MAX_DELAYS) {
 			conf_errf(err, errlen, "%s: more than %d delays",
 				 it->name, CONF_MAX_DELAYS);
